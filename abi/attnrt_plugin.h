@@ -1,0 +1,436 @@
+/*
+ * attnrt_plugin.h — the libattnrt plugin ABI. The ONE header a plugin vendor needs.
+ *
+ * Versioning
+ * ----------
+ * ATTNRT_ABI_MAJOR changes only when an existing field or entry changes meaning, type or position;
+ * plugins of another major are refused at load with a message naming the file and both versions.
+ * ATTNRT_ABI_MINOR grows when fields or entries are APPENDED to a struct. Every struct that crosses the
+ * boundary starts with `struct_size`, set by whoever allocates it to sizeof as that side compiled it.
+ * The reader uses only the fields that lie inside BOTH its own sizeof and the given struct_size; fields
+ * beyond the writer's struct_size read as zero / NULL. So a plugin built against 1.0 loads in a 1.3
+ * runtime (the newer entries read as NULL -> "unsupported"), and a 1.3 plugin loads in a 1.0 runtime
+ * (the runtime ignores the entries it does not know).
+ *
+ * ATTNRT_STRUCT_SIZE(type, last_field) is the size up to and including the last field; each struct
+ * has a compile-time check that its declared last field really is the last one, so appending a field
+ * without updating the macro fails to compile.
+ *
+ * History
+ *   1.0  plugin identity, probe, devices, attributes, memory, streams, events, capability query.
+ *   1.1  tensors; ops: kv_write, attention_plan / attention_plan_destroy / attention_run, merge_states.
+ *
+ * Ownership
+ * ---------
+ * Every pointer field and parameter says who owns it and how long it lives. Strings a plugin returns
+ * are copied by the runtime before the next call into the plugin; a plugin never frees what the
+ * runtime owns and vice versa. Every allocation has a matching free in the same vtable.
+ *
+ * Threads
+ * -------
+ * Entries may be called from any thread. Calls on distinct devices or streams may run concurrently;
+ * the runtime serialises nothing on the dispatch path (no locks per call).
+ */
+#ifndef ATTNRT_PLUGIN_H
+#define ATTNRT_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATTNRT_ABI_MAJOR 1
+#define ATTNRT_ABI_MINOR 1
+
+/* Size of `type` up to and including `last_field`: the struct_size of the version that ends there. */
+#define ATTNRT_STRUCT_SIZE(type, last_field) \
+    (offsetof(type, last_field) + sizeof(((type *)0)->last_field))
+
+#if defined(__cplusplus)
+#define ATTNRT_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#define ATTNRT_ALIGNOF(type) alignof(type)
+#else
+#define ATTNRT_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#define ATTNRT_ALIGNOF(type) _Alignof(type)
+#endif
+
+/* Fails to compile when a field was appended after `last_field` without updating the size macro:
+ * only tail padding may follow the last field. */
+#define ATTNRT_CHECK_LAST_FIELD(type, last_field)                                              \
+    ATTNRT_STATIC_ASSERT(sizeof(type) - ATTNRT_STRUCT_SIZE(type, last_field) < ATTNRT_ALIGNOF(type), \
+                         #type ": a field follows " #last_field "; update its STRUCT_SIZE macro")
+
+#if defined(_WIN32)
+#define ATTNRT_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define ATTNRT_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Status codes: 0 is success, every error is negative. attnrt_status_name() in the runtime names  */
+/* them. A plugin returns these and keeps a message for attnrt_plugin_api_t.last_error.           */
+/* ---------------------------------------------------------------------------------------------- */
+typedef enum attnrt_status {
+    ATTNRT_OK                   = 0,
+    ATTNRT_ERR_INVALID_ARGUMENT = -1,  /* a bad pointer, size, shape, dtype, stride or index      */
+    ATTNRT_ERR_UNSUPPORTED      = -2,  /* valid, but this plugin/device does not do it             */
+    ATTNRT_ERR_OUT_OF_MEMORY    = -3,  /* host or device allocation failed                          */
+    ATTNRT_ERR_NOT_FOUND        = -4,  /* no such plugin, device, file or symbol                    */
+    ATTNRT_ERR_ABI_MISMATCH     = -5,  /* plugin built for another ABI major                        */
+    ATTNRT_ERR_PLUGIN           = -6,  /* a plugin could not be loaded or broke its contract        */
+    ATTNRT_ERR_NO_DEVICE        = -7,  /* driver or device absent (probe failed)                    */
+    ATTNRT_ERR_DEVICE           = -8,  /* the device or its driver reported an error                */
+    ATTNRT_ERR_BUSY             = -9,  /* the object is still in use (e.g. contexts open)           */
+    ATTNRT_ERR_INTERNAL         = -10, /* a bug: please report it                                   */
+} attnrt_status_t;
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Data types: DLPack's DLDataTypeCode values, so a DLPack tensor maps onto ours without a table.   */
+/* ---------------------------------------------------------------------------------------------- */
+enum attnrt_dtype_code {
+    ATTNRT_DTYPE_CODE_INT             = 0,  /* kDLInt            */
+    ATTNRT_DTYPE_CODE_UINT            = 1,  /* kDLUInt           */
+    ATTNRT_DTYPE_CODE_FLOAT           = 2,  /* kDLFloat (IEEE)   */
+    ATTNRT_DTYPE_CODE_BFLOAT          = 4,  /* kDLBfloat         */
+    ATTNRT_DTYPE_CODE_FLOAT8_E4M3FN   = 10, /* kDLFloat8_e4m3fn (DLPack 1.1): max 448, no inf */
+    ATTNRT_DTYPE_CODE_FLOAT8_E5M2     = 12, /* kDLFloat8_e5m2   (DLPack 1.1)                  */
+};
+
+/* DLPack's DLDataType: {code, bits, lanes}; lanes is always 1 here. */
+typedef struct attnrt_dtype {
+    uint8_t  code;
+    uint8_t  bits;
+    uint16_t lanes;
+} attnrt_dtype_t;
+
+#define ATTNRT_DTYPE_INIT(code_, bits_) {(uint8_t)(code_), (uint8_t)(bits_), 1}
+#ifndef __cplusplus
+#define ATTNRT_DTYPE(code_, bits_) ((attnrt_dtype_t)ATTNRT_DTYPE_INIT(code_, bits_))
+#define ATTNRT_F32     ATTNRT_DTYPE(ATTNRT_DTYPE_CODE_FLOAT, 32)
+#define ATTNRT_F16     ATTNRT_DTYPE(ATTNRT_DTYPE_CODE_FLOAT, 16)
+#define ATTNRT_BF16    ATTNRT_DTYPE(ATTNRT_DTYPE_CODE_BFLOAT, 16)
+#define ATTNRT_FP8_E4M3 ATTNRT_DTYPE(ATTNRT_DTYPE_CODE_FLOAT8_E4M3FN, 8)
+#define ATTNRT_FP8_E5M2 ATTNRT_DTYPE(ATTNRT_DTYPE_CODE_FLOAT8_E5M2, 8)
+#define ATTNRT_I32     ATTNRT_DTYPE(ATTNRT_DTYPE_CODE_INT, 32)
+#define ATTNRT_I64     ATTNRT_DTYPE(ATTNRT_DTYPE_CODE_INT, 64)
+#endif
+
+/* DLPack DLDeviceType values for the device kinds a plugin reports. */
+enum attnrt_device_type {
+    ATTNRT_DEVICE_TYPE_CPU    = 1,  /* kDLCPU    */
+    ATTNRT_DEVICE_TYPE_CUDA   = 2,  /* kDLCUDA   */
+    ATTNRT_DEVICE_TYPE_ROCM   = 10, /* kDLROCM   */
+    ATTNRT_DEVICE_TYPE_EXTDEV = 12, /* kDLExtDev: simulated and other accelerators */
+    ATTNRT_DEVICE_TYPE_ONEAPI = 14, /* kDLOneAPI */
+};
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Devices                                                                                          */
+/* ---------------------------------------------------------------------------------------------- */
+#define ATTNRT_NAME_MAX 64
+
+/* Filled by the plugin; the caller sets struct_size. All strings are NUL-terminated copies. */
+typedef struct attnrt_device_properties {
+    size_t   struct_size;
+    char     name[ATTNRT_NAME_MAX];   /* stable "<plugin>:<index>", e.g. "cpu:0", "cuda:1"       */
+    char     vendor[ATTNRT_NAME_MAX]; /* "GenuineIntel", "NVIDIA", "Rebellions (simulated)"      */
+    char     model[ATTNRT_NAME_MAX];  /* marketing name: "NVIDIA H200", CPU model string          */
+    char     arch[ATTNRT_NAME_MAX];   /* "x86_64", "sm_90", "gfx90a", "rbln-atom"                 */
+    char     driver[ATTNRT_NAME_MAX]; /* driver / runtime version string, or "" when none         */
+    uint32_t device_type;             /* enum attnrt_device_type                                  */
+    uint32_t compute_units;           /* CPU cores, SMs, CUs, NPU engines                         */
+    uint64_t memory_total;            /* bytes                                                    */
+    uint64_t memory_free;             /* bytes, at the time of the call                           */
+    uint32_t attribute_count;         /* key/value attributes readable by device_attribute        */
+} attnrt_device_properties_t;
+#define ATTNRT_DEVICE_PROPERTIES_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_device_properties_t, attribute_count)
+ATTNRT_CHECK_LAST_FIELD(attnrt_device_properties_t, attribute_count);
+
+#define ATTNRT_ATTR_KEY_MAX   64
+#define ATTNRT_ATTR_VALUE_MAX 192
+
+/* One key/value attribute for the long tail ("simd" = "avx512f,avx2", "cc" = "9.0"). Copies. */
+typedef struct attnrt_device_attribute {
+    size_t struct_size;
+    char   key[ATTNRT_ATTR_KEY_MAX];
+    char   value[ATTNRT_ATTR_VALUE_MAX];
+} attnrt_device_attribute_t;
+#define ATTNRT_DEVICE_ATTRIBUTE_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_device_attribute_t, value)
+ATTNRT_CHECK_LAST_FIELD(attnrt_device_attribute_t, value);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Capability query: capabilities are data. The runtime and tools ask before they call.            */
+/* ---------------------------------------------------------------------------------------------- */
+typedef enum attnrt_op {
+    ATTNRT_OP_KV_WRITE         = 1, /* write new K/V rows into the paged cache                    */
+    ATTNRT_OP_PAGED_ATTENTION  = 2, /* varlen paged attention over mixed prefill/decode batches  */
+    ATTNRT_OP_MERGE_STATES     = 3, /* merge partial (o, lse) states                             */
+    ATTNRT_OP_CASCADE          = 4, /* shared-prefix + per-request suffix attention               */
+    ATTNRT_OP_MLA              = 5, /* multi-head latent attention (dense / sparse)               */
+    ATTNRT_OP_LIGHTNING        = 6, /* linear (lightning) attention with state slots              */
+    ATTNRT_OP_GATED_DELTA      = 7, /* gated delta rule with state slots                          */
+    ATTNRT_OP_COUNT_           = 8  /* one past the last; grows with minor versions               */
+} attnrt_op_t;
+
+/* The op's short name ("paged_attention"), "unknown" otherwise: one table for runtime, plugins and tools. */
+static inline const char *attnrt_op_string(uint32_t op)
+{
+    static const char *const names[ATTNRT_OP_COUNT_] = {"unknown",   "kv_write", "paged_attention", "merge_states",
+                                                        "cascade",   "mla",      "lightning",       "gated_delta"};
+    return op < ATTNRT_OP_COUNT_ ? names[op] : "unknown";
+}
+
+/* Feature bits of a capability query. */
+enum attnrt_feature {
+    ATTNRT_FEATURE_CAUSAL         = 1u << 0,
+    ATTNRT_FEATURE_SLIDING_WINDOW = 1u << 1,
+    ATTNRT_FEATURE_SOFTCAP        = 1u << 2,
+    ATTNRT_FEATURE_ALIBI          = 1u << 3,
+    ATTNRT_FEATURE_SINKS          = 1u << 4,
+    ATTNRT_FEATURE_LSE            = 1u << 5,
+    ATTNRT_FEATURE_KV_SCALE_BLOCK = 1u << 6, /* fp8 scale per (block, KV head); else per tensor */
+    ATTNRT_FEATURE_LAYOUT_HND     = 1u << 7, /* cache [blocks, Hkv, block_size, D]; else NHD     */
+    ATTNRT_FEATURE_SPARSE         = 1u << 8, /* MLA sparse (indices)                             */
+};
+
+/* One combination to ask about. Zero means "any / not relevant" for every numeric field. */
+typedef struct attnrt_op_query {
+    size_t         struct_size;
+    uint32_t       op;          /* attnrt_op_t                                   */
+    attnrt_dtype_t q_dtype;     /* query / output dtype                          */
+    attnrt_dtype_t kv_dtype;    /* cache dtype                                   */
+    uint32_t       head_dim_qk;
+    uint32_t       head_dim_v;
+    uint32_t       block_size;
+    uint32_t       num_q_heads;
+    uint32_t       num_kv_heads;
+    uint32_t       features;    /* enum attnrt_feature bits                      */
+} attnrt_op_query_t;
+#define ATTNRT_OP_QUERY_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_op_query_t, features)
+ATTNRT_CHECK_LAST_FIELD(attnrt_op_query_t, features);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Tensors (1.1): DLPack-style descriptors. Strides are in elements; a stride of 0 broadcasts.      */
+/* ---------------------------------------------------------------------------------------------- */
+#define ATTNRT_MAX_DIMS 6
+
+typedef struct attnrt_tensor {
+    size_t         struct_size;
+    void          *data;                     /* borrowed device memory of the op's device; may be NULL
+                                                in a plan call (only shapes and dtypes are read there)  */
+    attnrt_dtype_t dtype;
+    int32_t        ndim;
+    int64_t        shape[ATTNRT_MAX_DIMS];
+    int64_t        strides[ATTNRT_MAX_DIMS]; /* elements, >= 0                                        */
+} attnrt_tensor_t;
+#define ATTNRT_TENSOR_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_tensor_t, strides)
+ATTNRT_CHECK_LAST_FIELD(attnrt_tensor_t, strides);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Op arguments (1.1). The same structs serve the public API and the plugin ABI. Tensor pointers   */
+/* are borrowed for the call; an optional tensor is NULL when absent. Paged caches are 4-D tensors  */
+/* of logical shape [num_blocks, block_size, num_kv_heads, head_dim]: NHD or HND is only a matter   */
+/* of strides. The innermost (head_dim) stride of q, k, v, out and the caches is 1.                 */
+/* By the time a plugin sees them the runtime has checked every shape, dtype, stride and index.    */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* Writes new K/V rows into the paged caches; fp8 caches quantise on write (stored = sat(x / scale)). */
+typedef struct attnrt_kv_write_args {
+    size_t                 struct_size;
+    const attnrt_tensor_t *key;               /* [T, Hkv, Dk]  f32 / f16 / bf16                    */
+    const attnrt_tensor_t *value;             /* [T, Hkv, Dv]  same dtype as key                   */
+    const attnrt_tensor_t *slot_mapping;      /* [T] int64: block * block_size + row; < 0 skipped  */
+    const attnrt_tensor_t *key_cache;         /* [num_blocks, block_size, Hkv, Dk]                 */
+    const attnrt_tensor_t *value_cache;       /* [num_blocks, block_size, Hkv, Dv]; same dtype     */
+    const attnrt_tensor_t *key_scale;         /* fp8 caches only: f32 [1] (per tensor) or
+                                                 [num_blocks, Hkv] (per block and KV head)          */
+    const attnrt_tensor_t *value_scale;       /* like key_scale                                    */
+    const int64_t         *slot_mapping_host; /* (optional) host copy of slot_mapping [T]: when given
+                                                 the runtime checks every slot before dispatch. Plugins
+                                                 skip out-of-range slots either way.                 */
+} attnrt_kv_write_args_t;
+#define ATTNRT_KV_WRITE_ARGS_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_kv_write_args_t, slot_mapping_host)
+ATTNRT_CHECK_LAST_FIELD(attnrt_kv_write_args_t, slot_mapping_host);
+
+/* Paged varlen attention over a mixed prefill/decode batch (SEMANTICS.md). */
+typedef struct attnrt_attention_args {
+    size_t                 struct_size;
+    const attnrt_tensor_t *query;           /* [T, Hq, Dqk] f32 / f16 / bf16                       */
+    const attnrt_tensor_t *key_cache;       /* [num_blocks, block_size, Hkv, Dqk]                  */
+    const attnrt_tensor_t *value_cache;     /* [num_blocks, block_size, Hkv, Dv]; same dtype as K  */
+    const attnrt_tensor_t *block_table;     /* [B, max_blocks_per_seq] int32                       */
+    const attnrt_tensor_t *query_start_loc; /* [B + 1] int32, cumulative query lengths             */
+    const attnrt_tensor_t *seq_lens;        /* [B] int32, KV length including the new tokens       */
+    const attnrt_tensor_t *out;             /* [T, Hq, Dv], dtype of query or f32                  */
+    const attnrt_tensor_t *lse;             /* (optional) [T, Hq] f32, natural log, sinks excluded */
+    const attnrt_tensor_t *alibi_slopes;    /* (optional) [Hq] f32                                 */
+    const attnrt_tensor_t *sinks;           /* (optional) [Hq] f32 raw logits                      */
+    const attnrt_tensor_t *key_scale;       /* fp8 caches only, as in attnrt_kv_write_args_t       */
+    const attnrt_tensor_t *value_scale;
+    float                  scale;           /* 0: 1 / sqrt(Dqk)                                     */
+    float                  softcap;         /* 0: off                                               */
+    int32_t                causal;          /* 1: bottom-right causal; 0: none (then seq_len may be
+                                               shorter than the query length: cross-attention)      */
+    int32_t                window_left;     /* inclusive count of keys to the left; -1: unlimited  */
+    int32_t                window_right;    /* likewise to the right; -1: unlimited                */
+} attnrt_attention_args_t;
+#define ATTNRT_ATTENTION_ARGS_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_attention_args_t, window_right)
+ATTNRT_CHECK_LAST_FIELD(attnrt_attention_args_t, window_right);
+
+/* The batch metadata on the host, read once per step by plan (all borrowed for the plan call). */
+typedef struct attnrt_batch_host {
+    size_t         struct_size;
+    int32_t        num_seqs;           /* B                                                     */
+    const int32_t *query_start_loc;    /* [B + 1]                                               */
+    const int32_t *seq_lens;           /* [B]                                                   */
+    const int32_t *block_table;        /* row b starts at block_table + b * block_table_stride  */
+    int64_t        block_table_stride; /* elements between rows; 0 shares one row              */
+} attnrt_batch_host_t;
+#define ATTNRT_BATCH_HOST_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_batch_host_t, block_table_stride)
+ATTNRT_CHECK_LAST_FIELD(attnrt_batch_host_t, block_table_stride);
+
+/* n-way merge of partial attention states (SEMANTICS.md "Merging partial states"). */
+typedef struct attnrt_merge_args {
+    size_t                        struct_size;
+    uint32_t                      num_states; /* >= 1                                              */
+    const attnrt_tensor_t *const *states;     /* num_states tensors [T, H, D] (f32 / f16 / bf16)   */
+    const attnrt_tensor_t *const *lses;       /* num_states tensors [T, H] f32                      */
+    const attnrt_tensor_t        *out;        /* [T, H, D]                                          */
+    const attnrt_tensor_t        *out_lse;    /* (optional) [T, H] f32; sinks excluded              */
+    const attnrt_tensor_t        *sinks;      /* (optional) [H] f32, applied once after the merge   */
+} attnrt_merge_args_t;
+#define ATTNRT_MERGE_ARGS_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_merge_args_t, sinks)
+ATTNRT_CHECK_LAST_FIELD(attnrt_merge_args_t, sinks);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Host services handed to the plugin at init.                                                      */
+/* ---------------------------------------------------------------------------------------------- */
+enum attnrt_log_level {
+    ATTNRT_LOG_ERROR = 0,
+    ATTNRT_LOG_WARN  = 1,
+    ATTNRT_LOG_INFO  = 2,
+    ATTNRT_LOG_DEBUG = 3,
+};
+
+typedef struct attnrt_host_api {
+    size_t   struct_size;
+    uint32_t abi_major;  /* the runtime's ABI */
+    uint32_t abi_minor;
+    uint32_t log_level;  /* enum attnrt_log_level: messages above it are dropped by `log` anyway */
+    /* Emits one line through the runtime's logger (ATTNRT_LOG). `msg` is borrowed for the call. */
+    void (*log)(uint32_t level, const char *plugin_name, const char *msg);
+} attnrt_host_api_t;
+#define ATTNRT_HOST_API_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_host_api_t, log)
+ATTNRT_CHECK_LAST_FIELD(attnrt_host_api_t, log);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* The plugin vtable. One per plugin, static, returned by the entry symbol.                        */
+/*                                                                                                  */
+/* Handles: `void *plugin` is what init returned (lives until shutdown); `void *device` is what     */
+/* device_open returned (lives until device_close); `void *stream` / `void *event` likewise. A NULL */
+/* stream means the device's default stream, on which every call completes before it returns.      */
+/* Device pointers are opaque addresses the plugin gave out from mem_alloc.                         */
+/* ---------------------------------------------------------------------------------------------- */
+enum attnrt_copy_kind {
+    ATTNRT_COPY_HOST_TO_DEVICE   = 1,
+    ATTNRT_COPY_DEVICE_TO_HOST   = 2,
+    ATTNRT_COPY_DEVICE_TO_DEVICE = 3,
+};
+
+typedef struct attnrt_plugin_api attnrt_plugin_api_t;
+struct attnrt_plugin_api {
+    size_t      struct_size;   /* ATTNRT_PLUGIN_API_STRUCT_SIZE as the plugin compiled it         */
+    uint32_t    abi_major;     /* ATTNRT_ABI_MAJOR the plugin was built against                    */
+    uint32_t    abi_minor;     /* ATTNRT_ABI_MINOR the plugin was built against                    */
+    const char *name;          /* short lowercase name, e.g. "cpu"; static, plugin-owned           */
+    const char *version;       /* plugin's own version, e.g. "0.1.0"; static, plugin-owned         */
+
+    /* --- lifecycle ----------------------------------------------------------------------------- */
+    /* (required) Cheap check that the driver/hardware is there, before any heavy init. On failure
+     * the reason is in last_error ("no CUDA driver: libcuda.so.1 not found"). */
+    attnrt_status_t (*probe)(void);
+    /* (required) Heavy init. `host` is borrowed and lives until shutdown. *plugin is plugin-owned. */
+    attnrt_status_t (*init)(const attnrt_host_api_t *host, void **plugin);
+    /* (required) Frees everything init made. Called once, after every device is closed. */
+    void (*shutdown)(void *plugin);
+    /* (required) Copies the calling thread's message for the last failed call into buf (NUL-terminated,
+     * truncated to cap) and returns the full length. "" when there is none. */
+    size_t (*last_error)(char *buf, size_t cap);
+
+    /* --- devices ------------------------------------------------------------------------------- */
+    /* (required) Number of devices; 0 is legal. */
+    attnrt_status_t (*device_count)(void *plugin, uint32_t *count);
+    /* (required) Fills *props (caller-owned; caller set props->struct_size). */
+    attnrt_status_t (*device_properties)(void *plugin, uint32_t index, attnrt_device_properties_t *props);
+    /* (optional; NULL: the device has no attributes) Fills attribute i < props.attribute_count. */
+    attnrt_status_t (*device_attribute)(void *plugin, uint32_t index, uint32_t i, attnrt_device_attribute_t *attr);
+    /* (required) Opens device `index` for use; *device is plugin-owned until device_close. */
+    attnrt_status_t (*device_open)(void *plugin, uint32_t index, void **device);
+    /* (required) Closes it; everything allocated on it must already be freed by the caller. */
+    void (*device_close)(void *device);
+
+    /* --- memory -------------------------------------------------------------------------------- */
+    /* (required) Allocates `bytes` (> 0) of device memory, 256-byte aligned; *ptr owned by caller
+     * until mem_free. Returns ATTNRT_ERR_OUT_OF_MEMORY when the device cannot. */
+    attnrt_status_t (*mem_alloc)(void *device, size_t bytes, void **ptr);
+    /* (required) Frees a pointer from mem_alloc; NULL is a no-op. */
+    void (*mem_free)(void *device, void *ptr);
+    /* (required) Copies `bytes` in the direction `kind` (enum attnrt_copy_kind), ordered on `stream`.
+     * Host pointers are borrowed until the copy completes (stream synchronize). */
+    attnrt_status_t (*mem_copy)(void *device, void *dst, const void *src, size_t bytes, uint32_t kind, void *stream);
+    /* (optional; NULL: the runtime copies zeroed/filled host memory with mem_copy) Sets bytes. */
+    attnrt_status_t (*mem_set)(void *device, void *dst, int value, size_t bytes, void *stream);
+
+    /* --- streams and events -------------------------------------------------------------------- */
+    /* (required) *stream is plugin-owned until stream_destroy. */
+    attnrt_status_t (*stream_create)(void *device, void **stream);
+    /* (required) Waits for the stream's work, then destroys it. */
+    void (*stream_destroy)(void *device, void *stream);
+    /* (required) Blocks until all work queued on `stream` (NULL: default stream) is done. */
+    attnrt_status_t (*stream_synchronize)(void *device, void *stream);
+    /* (optional; NULL: timing unsupported) *event is plugin-owned until event_destroy. */
+    attnrt_status_t (*event_create)(void *device, void **event);
+    /* (optional; NULL with event_create) */
+    void (*event_destroy)(void *device, void *event);
+    /* (optional; NULL with event_create) Records the event on `stream`. */
+    attnrt_status_t (*event_record)(void *device, void *event, void *stream);
+    /* (optional; NULL with event_create) Waits for both, then *ms = end - start in milliseconds. */
+    attnrt_status_t (*event_elapsed_ms)(void *device, void *start, void *end, float *ms);
+
+    /* --- capabilities -------------------------------------------------------------------------- */
+    /* (optional; NULL: every op unsupported, reason "plugin has no capability query")
+     * Returns ATTNRT_OK when the device supports the combination, ATTNRT_ERR_UNSUPPORTED with a
+     * human reason in `reason` (caller-owned, NUL-terminated, truncated to reason_cap) when not. */
+    attnrt_status_t (*op_supported)(void *device, const attnrt_op_query_t *query, char *reason, size_t reason_cap);
+    /* --- ops (1.1). NULL: the op is unsupported. `stream` as above; a run never allocates, never
+     * synchronises and never reads device data on the host, so it can be captured in a graph. --- */
+    /* Writes K/V rows into the caches. */
+    attnrt_status_t (*kv_write)(void *device, const attnrt_kv_write_args_t *args, void *stream);
+    /* Plans an attention batch: *plan (plugin-owned until attention_plan_destroy) holds the work split;
+     * *workspace_bytes is what attention_run needs from the caller (0 allowed). Tensor data may be NULL. */
+    attnrt_status_t (*attention_plan)(void *device, const attnrt_attention_args_t *args,
+                                      const attnrt_batch_host_t *batch, void **plan, size_t *workspace_bytes);
+    /* Frees a plan. */
+    void (*attention_plan_destroy)(void *device, void *plan);
+    /* Runs a planned batch with the same shapes; `workspace` (device memory, >= the planned bytes) is
+     * borrowed until the work completes on `stream`. */
+    attnrt_status_t (*attention_run)(void *device, const void *plan, const attnrt_attention_args_t *args,
+                                     void *workspace, size_t workspace_bytes, void *stream);
+    /* Merges partial states. */
+    attnrt_status_t (*merge_states)(void *device, const attnrt_merge_args_t *args, void *stream);
+};
+#define ATTNRT_PLUGIN_API_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_plugin_api_t, merge_states)
+ATTNRT_CHECK_LAST_FIELD(attnrt_plugin_api_t, merge_states);
+
+/* The one exported symbol. Receives the runtime's ABI version; returns the plugin's static vtable, or
+ * NULL when it cannot serve that runtime (its message then in last_error). No other symbol is looked up. */
+#define ATTNRT_PLUGIN_ENTRY_SYMBOL "attnrt_plugin_get_api"
+typedef const attnrt_plugin_api_t *(*attnrt_plugin_get_api_fn)(uint32_t host_abi_major, uint32_t host_abi_minor);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTNRT_PLUGIN_H */

@@ -1,0 +1,14 @@
+/* The thread-local "last error" every plugin keeps for attnrt_plugin_api_t.last_error. */
+#ifndef ATTNRT_PLUGIN_ERROR_H
+#define ATTNRT_PLUGIN_ERROR_H
+
+#include <stddef.h>
+
+#include "attnrt_plugin.h"
+
+/* Records the message for this thread and returns `status` (so: `return plugin_fail(...)`). */
+attnrt_status_t plugin_fail(attnrt_status_t status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The last_error entry: copies this thread's message into buf, returns its full length. */
+size_t plugin_last_error(char *buf, size_t cap);
+
+#endif

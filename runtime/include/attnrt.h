@@ -1,0 +1,218 @@
+/*
+ * attnrt.h — libattnrt's public API: one device-neutral API for the attention family of ops.
+ *
+ * Conventions: every function returns attnrt_status_t (0 = ATTNRT_OK, errors negative) and writes its
+ * results through pointer parameters; on failure nothing is written and attnrt_last_error() holds a
+ * message naming the argument and the bad value. Structs the caller fills or passes start with
+ * struct_size (set it to sizeof, or use the ATTNRT_*_INIT macros); fields are only ever appended.
+ *
+ * Streams: every call that takes an attnrt_stream_t orders its work on it; a NULL stream is the
+ * context's default stream, on which the work is complete when the call returns.
+ *
+ * Shut-down: attnrt_close every context, then attnrt_shutdown() unloads the plugins and frees the
+ * registry (leak checkers then report nothing).
+ *
+ * Start-up: the first call of any function below discovers and loads plugins (see docs/abi.md for the
+ * order: ATTNRT_PLUGIN, ATTNRT_PLUGIN_PATH, the install directory, the build tree). attnrt_init() does it
+ * explicitly; it is thread-safe and runs once until attnrt_shutdown().
+ */
+#ifndef ATTNRT_H
+#define ATTNRT_H
+
+#include "attnrt_plugin.h" /* status codes, dtypes, device properties, op queries */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define ATTNRT_API __declspec(dllexport)
+#else
+#define ATTNRT_API __attribute__((visibility("default")))
+#endif
+
+#define ATTNRT_VERSION_MAJOR 0
+#define ATTNRT_VERSION_MINOR 1
+#define ATTNRT_VERSION_PATCH 0
+
+/* ---- version, status, errors ----------------------------------------------------------------- */
+
+/* The library's version (not the ABI's); any pointer may be NULL. */
+ATTNRT_API void attnrt_version(int *major, int *minor, int *patch);
+/* The plugin ABI this library speaks (ATTNRT_ABI_MAJOR/MINOR as it was built); any pointer may be NULL. */
+ATTNRT_API void attnrt_abi_version(uint32_t *major, uint32_t *minor);
+/* "0.1.0 (plugin ABI 1.1)"; static. */
+ATTNRT_API const char *attnrt_version_string(void);
+/* "ATTNRT_ERR_INVALID_ARGUMENT"; static; "ATTNRT_ERR_UNKNOWN" for a value that is not a status. */
+ATTNRT_API const char *attnrt_status_name(attnrt_status_t status);
+/* The calling thread's message for its last failed call; "" if none. Valid until this thread's next
+ * libattnrt call. */
+ATTNRT_API const char *attnrt_last_error(void);
+
+/* ---- start-up and shut-down ------------------------------------------------------------------ */
+
+/* Discovers and loads plugins once. Returns ATTNRT_OK even when some plugins failed in auto mode
+ * (their reasons are in attnrt_plugin_get_info); fails when ATTNRT_PLUGIN names a plugin that cannot be
+ * loaded, with the reason in attnrt_last_error(). Later calls return the first call's status. */
+ATTNRT_API attnrt_status_t attnrt_init(void);
+/* Shuts every plugin down and unloads it, so a later call starts afresh (and re-reads the environment).
+ * ATTNRT_ERR_BUSY while any context is open. */
+ATTNRT_API attnrt_status_t attnrt_shutdown(void);
+
+/* ---- plugins --------------------------------------------------------------------------------- */
+
+typedef struct attnrt_plugin_info {
+    size_t          struct_size;
+    const char     *path;        /* the file tried; runtime-owned, valid until attnrt_shutdown        */
+    const char     *name;        /* plugin's name, or the file's stem when it never answered         */
+    const char     *version;     /* plugin's own version; "" when not loaded far enough to know      */
+    uint32_t        abi_major;   /* the ABI the plugin was built for; 0 when unknown                  */
+    uint32_t        abi_minor;
+    attnrt_status_t status;      /* ATTNRT_OK when loaded and usable, else why not                    */
+    const char     *reason;      /* "" when loaded; else one actionable line. Runtime-owned as path  */
+    uint32_t        device_count;/* devices this plugin contributes                                   */
+} attnrt_plugin_info_t;
+#define ATTNRT_PLUGIN_INFO_INIT {sizeof(attnrt_plugin_info_t), 0, 0, 0, 0, 0, ATTNRT_OK, 0, 0}
+#define ATTNRT_PLUGIN_INFO_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_plugin_info_t, device_count)
+ATTNRT_CHECK_LAST_FIELD(attnrt_plugin_info_t, device_count);
+
+/* Every plugin file tried, loaded or not, in discovery order. */
+ATTNRT_API attnrt_status_t attnrt_plugin_count(uint32_t *count);
+ATTNRT_API attnrt_status_t attnrt_plugin_get_info(uint32_t index, attnrt_plugin_info_t *info);
+
+/* ---- devices (across all loaded plugins) ----------------------------------------------------- */
+
+ATTNRT_API attnrt_status_t attnrt_device_count(uint32_t *count);
+/* props->struct_size must be set by the caller. */
+ATTNRT_API attnrt_status_t attnrt_device_get_properties(uint32_t index, attnrt_device_properties_t *props);
+/* Attribute i < props.attribute_count; attr->struct_size must be set by the caller. */
+ATTNRT_API attnrt_status_t attnrt_device_get_attribute(uint32_t index, uint32_t i, attnrt_device_attribute_t *attr);
+/* Index into attnrt_plugin_get_info of the plugin that owns device `index`. */
+ATTNRT_API attnrt_status_t attnrt_device_get_plugin(uint32_t index, uint32_t *plugin_index);
+/* Finds a device by its name ("cpu:0"); ATTNRT_ERR_NOT_FOUND lists the names there are. */
+ATTNRT_API attnrt_status_t attnrt_device_find(const char *name, uint32_t *index);
+/* The device attnrt_open(NULL) would use: ATTNRT_DEVICE if set, else the first GPU, else the CPU,
+ * else any other (simulators are opt-in). */
+ATTNRT_API attnrt_status_t attnrt_device_default(uint32_t *index);
+
+/* ---- contexts -------------------------------------------------------------------------------- */
+
+typedef struct attnrt_context attnrt_context_t;
+typedef struct attnrt_stream  attnrt_stream_t;
+typedef struct attnrt_event   attnrt_event_t;
+
+/* Opens a context on a device by name ("cuda:0"); NULL or "" picks attnrt_device_default().
+ * *ctx is caller-owned until attnrt_close. Thread-safe. */
+ATTNRT_API attnrt_status_t attnrt_open(const char *device, attnrt_context_t **ctx);
+/* Closes it. ATTNRT_ERR_BUSY (and the context stays open) while allocations, streams or events made
+ * on it are still live: the message counts them. NULL is a no-op. */
+ATTNRT_API attnrt_status_t attnrt_close(attnrt_context_t *ctx);
+/* "cpu:0"; valid while the context is open. */
+ATTNRT_API const char *attnrt_context_device_name(const attnrt_context_t *ctx);
+
+/* ---- memory (device pointers are opaque addresses; host pointers are borrowed for the call) ---- */
+
+ATTNRT_API attnrt_status_t attnrt_mem_alloc(attnrt_context_t *ctx, size_t bytes, void **ptr);
+ATTNRT_API attnrt_status_t attnrt_mem_free(attnrt_context_t *ctx, void *ptr);
+/* Copies are ordered on `stream`; NULL = the default stream, complete when the call returns. */
+ATTNRT_API attnrt_status_t attnrt_mem_copy_to_device(attnrt_context_t *ctx, void *dst, const void *src, size_t bytes, attnrt_stream_t *stream);
+ATTNRT_API attnrt_status_t attnrt_mem_copy_to_host(attnrt_context_t *ctx, void *dst, const void *src, size_t bytes, attnrt_stream_t *stream);
+ATTNRT_API attnrt_status_t attnrt_mem_copy_on_device(attnrt_context_t *ctx, void *dst, const void *src, size_t bytes, attnrt_stream_t *stream);
+ATTNRT_API attnrt_status_t attnrt_mem_set(attnrt_context_t *ctx, void *dst, int value, size_t bytes, attnrt_stream_t *stream);
+
+/* ---- streams and events ---------------------------------------------------------------------- */
+
+ATTNRT_API attnrt_status_t attnrt_stream_create(attnrt_context_t *ctx, attnrt_stream_t **stream);
+ATTNRT_API attnrt_status_t attnrt_stream_destroy(attnrt_stream_t *stream);
+/* NULL stream: the context's default stream. */
+ATTNRT_API attnrt_status_t attnrt_stream_synchronize(attnrt_context_t *ctx, attnrt_stream_t *stream);
+/* ATTNRT_ERR_UNSUPPORTED where the plugin has no events. */
+ATTNRT_API attnrt_status_t attnrt_event_create(attnrt_context_t *ctx, attnrt_event_t **event);
+ATTNRT_API attnrt_status_t attnrt_event_destroy(attnrt_event_t *event);
+ATTNRT_API attnrt_status_t attnrt_event_record(attnrt_event_t *event, attnrt_stream_t *stream);
+ATTNRT_API attnrt_status_t attnrt_event_elapsed_ms(attnrt_event_t *start, attnrt_event_t *end, float *ms);
+
+/* ---- capabilities ---------------------------------------------------------------------------- */
+
+/* ATTNRT_OK when the context's device supports the combination; ATTNRT_ERR_UNSUPPORTED with the
+ * plugin's reason copied into `reason` (caller-owned; may be NULL) and into attnrt_last_error(). */
+ATTNRT_API attnrt_status_t attnrt_op_supported(attnrt_context_t *ctx, const attnrt_op_query_t *query, char *reason, size_t reason_cap);
+/* Same question for a device index, without opening a context (for tools such as attnrt-info). */
+ATTNRT_API attnrt_status_t attnrt_device_op_supported(uint32_t device, const attnrt_op_query_t *query, char *reason, size_t reason_cap);
+/* "paged_attention"; static; "unknown" otherwise. */
+ATTNRT_API const char *attnrt_op_name(uint32_t op);
+
+/* ---- tensors ------------------------------------------------------------------------------------ */
+
+/* Fills *t as a contiguous row-major tensor over `data` (borrowed). ndim in 1..ATTNRT_MAX_DIMS. */
+ATTNRT_API attnrt_status_t attnrt_tensor_init(attnrt_tensor_t *t, void *data, attnrt_dtype_t dtype, int32_t ndim,
+                                              const int64_t *shape);
+/* Bytes per element (0 for a dtype libattnrt does not know). */
+ATTNRT_API size_t attnrt_dtype_size(attnrt_dtype_t dtype);
+/* "f32", "f16", "bf16", "fp8_e4m3", "fp8_e5m2", "i32", "i64"; "unknown" otherwise. Static. */
+ATTNRT_API const char *attnrt_dtype_name(attnrt_dtype_t dtype);
+
+/* ---- KV write ----------------------------------------------------------------------------------- */
+
+/* Writes key/value rows into the paged caches at slot_mapping (negative slots skipped). */
+ATTNRT_API attnrt_status_t attnrt_kv_write(attnrt_context_t *ctx, const attnrt_kv_write_args_t *args,
+                                           attnrt_stream_t *stream);
+
+/* ---- paged attention: plan once per step, run per layer --------------------------------------- */
+
+typedef struct attnrt_plan attnrt_plan_t;
+
+/* Validates the batch (every shape, dtype, stride and, from `batch` on the host, every index), asks the
+ * device whether it supports the combination, and sizes the workspace. `args` tensors may have NULL
+ * data here. *plan is caller-owned until attnrt_plan_destroy; it may be reused by every layer whose
+ * args have the same shapes, dtypes and options. */
+ATTNRT_API attnrt_status_t attnrt_attention_plan(attnrt_context_t *ctx, const attnrt_attention_args_t *args,
+                                                 const attnrt_batch_host_t *batch, attnrt_plan_t **plan);
+/* Workspace bytes attnrt_attention_run / attnrt_cascade_run need (may be 0). */
+ATTNRT_API attnrt_status_t attnrt_plan_workspace_size(const attnrt_plan_t *plan, size_t *bytes);
+ATTNRT_API attnrt_status_t attnrt_plan_destroy(attnrt_plan_t *plan);
+/* Runs a planned batch: no allocation, no host synchronisation, no host reads of device data.
+ * `workspace` is device memory of at least attnrt_plan_workspace_size bytes (NULL when that is 0). */
+ATTNRT_API attnrt_status_t attnrt_attention_run(attnrt_plan_t *plan, const attnrt_attention_args_t *args,
+                                                void *workspace, size_t workspace_bytes, attnrt_stream_t *stream);
+
+/* ---- merging partial states --------------------------------------------------------------------- */
+
+ATTNRT_API attnrt_status_t attnrt_merge_states(attnrt_context_t *ctx, const attnrt_merge_args_t *args,
+                                               attnrt_stream_t *stream);
+
+/* ---- cascade (shared-prefix) attention ---------------------------------------------------------- */
+
+/* Every query attends, without a mask, to its request's prefix (prefix_block_table / prefix_seq_lens;
+ * give dim-0 stride 0 to share one prefix) and, as `suffix` says (causal or not), to its own tokens,
+ * whose positions count from the end of the prefix. The runtime composes it from two attention runs
+ * and a merge; sinks in `suffix` are applied once, after the merge. ALiBi and sliding windows are
+ * refused here (their positions would need the prefix offset inside the kernel). */
+typedef struct attnrt_cascade_args {
+    size_t                         struct_size;
+    const attnrt_attention_args_t *suffix;             /* query, caches, out, lse, ... as usual     */
+    const attnrt_tensor_t         *prefix_block_table; /* [B, max_prefix_blocks] int32, same caches */
+    const attnrt_tensor_t         *prefix_seq_lens;    /* [B] int32                                 */
+} attnrt_cascade_args_t;
+#define ATTNRT_CASCADE_ARGS_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_cascade_args_t, prefix_seq_lens)
+ATTNRT_CHECK_LAST_FIELD(attnrt_cascade_args_t, prefix_seq_lens);
+
+/* Host metadata of both parts; prefix->query_start_loc is not read (the suffix's is used). */
+typedef struct attnrt_cascade_host {
+    size_t                     struct_size;
+    const attnrt_batch_host_t *prefix;
+    const attnrt_batch_host_t *suffix;
+} attnrt_cascade_host_t;
+#define ATTNRT_CASCADE_HOST_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_cascade_host_t, suffix)
+ATTNRT_CHECK_LAST_FIELD(attnrt_cascade_host_t, suffix);
+
+ATTNRT_API attnrt_status_t attnrt_cascade_plan(attnrt_context_t *ctx, const attnrt_cascade_args_t *args,
+                                               const attnrt_cascade_host_t *host, attnrt_plan_t **plan);
+ATTNRT_API attnrt_status_t attnrt_cascade_run(attnrt_plan_t *plan, const attnrt_cascade_args_t *args,
+                                              void *workspace, size_t workspace_bytes, attnrt_stream_t *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTNRT_H */

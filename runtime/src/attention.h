@@ -1,0 +1,54 @@
+/* Paged attention: argument and batch validation, the capability question, and plans. */
+#ifndef ATTNRT_ATTENTION_H
+#define ATTNRT_ATTENTION_H
+
+#include "context.h"
+
+typedef struct attention_shape {
+    int64_t T, B, Hq, Hkv, Dqk, Dv, num_blocks, block_size, max_blocks;
+    int     per_block_scale;
+} attention_shape_t;
+
+/* The tensors of an attention call, in a fixed order, for signatures and messages. */
+enum { ATT_QUERY, ATT_KEY_CACHE, ATT_VALUE_CACHE, ATT_BLOCK_TABLE, ATT_QSL, ATT_SEQ_LENS, ATT_OUT, ATT_LSE,
+       ATT_ALIBI, ATT_SINKS, ATT_KEY_SCALE, ATT_VALUE_SCALE, ATT_TENSOR_COUNT };
+
+/* What a run must match of its plan: every tensor's layout (data ignored) and every option. */
+typedef struct attention_signature {
+    attnrt_tensor_t tensors[ATT_TENSOR_COUNT]; /* data NULL; absent tensors all zero */
+    float           scale, softcap;
+    int32_t         causal, window_left, window_right;
+} attention_signature_t;
+
+/* Checks every tensor and option of `a`; fills *shape. need_data: a run (data pointers must be set). */
+ATTNRT_HIDDEN attnrt_status_t attnrt_attention_check_args(const char *fn, const attnrt_attention_args_t *a,
+                                                          int need_data, attention_shape_t *shape);
+/* How messages name a batch and its tensors (the cascade prefix has its own names). */
+typedef struct batch_names {
+    const char *batch, *seq_lens, *block_table;
+} batch_names_t;
+ATTNRT_HIDDEN extern const batch_names_t attnrt_batch_names, attnrt_prefix_batch_names;
+
+/* Checks the host batch against the shape: every index a kernel would follow, and that the host block
+ * table has the device tensor's row stride. */
+ATTNRT_HIDDEN attnrt_status_t attnrt_attention_check_batch(const char *fn, const attention_shape_t *shape,
+                                                           const attnrt_batch_host_t *batch, int causal,
+                                                           const attnrt_tensor_t *block_table,
+                                                           const batch_names_t *names);
+/* The capability question for these args. */
+ATTNRT_HIDDEN void attnrt_attention_query(const attnrt_attention_args_t *a, const attention_shape_t *shape,
+                                          attnrt_op_query_t *q);
+ATTNRT_HIDDEN void attnrt_attention_signature(const attnrt_attention_args_t *a, attention_signature_t *sig);
+/* ATTNRT_OK when `a` matches `sig`; else a message naming the first difference. */
+ATTNRT_HIDDEN attnrt_status_t attnrt_attention_check_signature(const char *fn, const attention_signature_t *sig,
+                                                               const attnrt_attention_args_t *a);
+
+/* Asks the context's plugin (capability.c); fails with "<fn>: <device> does not support ...: <reason>". */
+ATTNRT_HIDDEN attnrt_status_t attnrt_require_supported(const char *fn, attnrt_context_t *ctx,
+                                                       const attnrt_op_query_t *query);
+
+/* Dispatches a merge whose args the runtime built itself (cascade.c); no checks. */
+ATTNRT_HIDDEN attnrt_status_t attnrt_merge_states_unchecked(attnrt_context_t *ctx, const attnrt_merge_args_t *args,
+                                                            attnrt_stream_t *stream, const char *fn);
+
+#endif /* ATTNRT_ATTENTION_H */

@@ -1,0 +1,261 @@
+/* Contexts on a device, and the memory / stream / event / capability calls that route to its plugin.
+ * The dispatch path is a direct vtable call: no lookups, locks or allocations per call. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+
+static attnrt_status_t need(const void *p, const char *fn, const char *arg)
+{
+    return p ? ATTNRT_OK : attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, arg);
+}
+#define NEED(p, fn)                                          \
+    do {                                                     \
+        attnrt_status_t need_st_ = need((p), (fn), #p);      \
+        if (need_st_ != ATTNRT_OK) return need_st_;          \
+    } while (0)
+
+attnrt_status_t attnrt_open(const char *device, attnrt_context_t **ctx)
+{
+    attnrt_clear_error();
+    NEED(ctx, "attnrt_open");
+    uint32_t index;
+    attnrt_status_t status = (device && device[0]) ? attnrt_device_find(device, &index) : attnrt_device_default(&index);
+    if (status != ATTNRT_OK) return status;
+    const attnrt_device_ref_t *ref = NULL;
+    status = attnrt_registry_device(index, &ref);
+    if (status != ATTNRT_OK) return status;
+
+    attnrt_context_t *c = calloc(1, sizeof *c);
+    if (!c) return attnrt_fail(ATTNRT_ERR_OUT_OF_MEMORY, "attnrt_open: out of memory");
+    c->ref = ref;
+    c->api = &ref->plugin->api;
+    status = c->api->device_open(ref->plugin->handle, ref->index, &c->device);
+    if (status != ATTNRT_OK) {
+        free(c);
+        char what[128];
+        snprintf(what, sizeof what, "attnrt_open(%s)", ref->name);
+        return attnrt_plugin_fail(ref->plugin, status, what);
+    }
+    attnrt_registry_retain();
+    *ctx = c;
+    return ATTNRT_OK;
+}
+
+attnrt_status_t attnrt_close(attnrt_context_t *ctx)
+{
+    attnrt_clear_error();
+    if (!ctx) return ATTNRT_OK;
+    long allocs = atomic_load(&ctx->live_allocs), streams = atomic_load(&ctx->live_streams);
+    long events = atomic_load(&ctx->live_events), plans = atomic_load(&ctx->live_plans);
+    if (allocs || streams || events || plans)
+        return attnrt_fail(ATTNRT_ERR_BUSY, "attnrt_close(%s): %ld allocation(s), %ld stream(s), %ld event(s) and "
+                           "%ld plan(s) are still live; free and destroy them first", ctx->ref->name, allocs, streams,
+                           events, plans);
+    ctx->api->device_close(ctx->device);
+    free(ctx);
+    attnrt_registry_release();
+    return ATTNRT_OK;
+}
+
+const char *attnrt_context_device_name(const attnrt_context_t *ctx) { return ctx ? ctx->ref->name : ""; }
+
+/* ---- memory ---- */
+
+attnrt_status_t attnrt_mem_alloc(attnrt_context_t *ctx, size_t bytes, void **ptr)
+{
+    attnrt_clear_error();
+    NEED(ctx, "attnrt_mem_alloc");
+    NEED(ptr, "attnrt_mem_alloc");
+    if (bytes == 0) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_mem_alloc: bytes = 0; ask for at least 1");
+    void *p = NULL;
+    attnrt_status_t status = ctx->api->mem_alloc(ctx->device, bytes, &p);
+    if (status != ATTNRT_OK) {
+        char what[160];
+        snprintf(what, sizeof what, "attnrt_mem_alloc(%s, %zu bytes)", ctx->ref->name, bytes);
+        return attnrt_context_fail(ctx, status, what);
+    }
+    atomic_fetch_add(&ctx->live_allocs, 1);
+    *ptr = p;
+    return ATTNRT_OK;
+}
+
+attnrt_status_t attnrt_mem_free(attnrt_context_t *ctx, void *ptr)
+{
+    attnrt_clear_error();
+    NEED(ctx, "attnrt_mem_free");
+    if (!ptr) return ATTNRT_OK;
+    ctx->api->mem_free(ctx->device, ptr);
+    atomic_fetch_sub(&ctx->live_allocs, 1);
+    return ATTNRT_OK;
+}
+
+static attnrt_status_t copy(attnrt_context_t *ctx, void *dst, const void *src, size_t bytes, uint32_t kind,
+                            attnrt_stream_t *stream, const char *fn)
+{
+    attnrt_clear_error();
+    NEED(ctx, fn);
+    if (bytes == 0) return ATTNRT_OK;
+    NEED(dst, fn);
+    NEED(src, fn);
+    if (stream && stream->ctx != ctx)
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: stream belongs to %s, not %s", fn, stream->ctx->ref->name,
+                           ctx->ref->name);
+    attnrt_status_t status = ctx->api->mem_copy(ctx->device, dst, src, bytes, kind, stream ? stream->handle : NULL);
+    return status == ATTNRT_OK ? status : attnrt_context_fail(ctx, status, fn);
+}
+
+attnrt_status_t attnrt_mem_copy_to_device(attnrt_context_t *ctx, void *dst, const void *src, size_t bytes,
+                                          attnrt_stream_t *stream)
+{
+    return copy(ctx, dst, src, bytes, ATTNRT_COPY_HOST_TO_DEVICE, stream, "attnrt_mem_copy_to_device");
+}
+
+attnrt_status_t attnrt_mem_copy_to_host(attnrt_context_t *ctx, void *dst, const void *src, size_t bytes,
+                                        attnrt_stream_t *stream)
+{
+    return copy(ctx, dst, src, bytes, ATTNRT_COPY_DEVICE_TO_HOST, stream, "attnrt_mem_copy_to_host");
+}
+
+attnrt_status_t attnrt_mem_copy_on_device(attnrt_context_t *ctx, void *dst, const void *src, size_t bytes,
+                                          attnrt_stream_t *stream)
+{
+    return copy(ctx, dst, src, bytes, ATTNRT_COPY_DEVICE_TO_DEVICE, stream, "attnrt_mem_copy_on_device");
+}
+
+attnrt_status_t attnrt_mem_set(attnrt_context_t *ctx, void *dst, int value, size_t bytes, attnrt_stream_t *stream)
+{
+    attnrt_clear_error();
+    NEED(ctx, "attnrt_mem_set");
+    if (bytes == 0) return ATTNRT_OK;
+    NEED(dst, "attnrt_mem_set");
+    if (stream && stream->ctx != ctx) /* as copy() does: another device's stream must not reach this plugin */
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_mem_set: stream belongs to %s, not %s",
+                           stream->ctx->ref->name, ctx->ref->name);
+    void *sh = stream ? stream->handle : NULL;
+    if (ctx->api->mem_set) {
+        attnrt_status_t status = ctx->api->mem_set(ctx->device, dst, value, bytes, sh);
+        return status == ATTNRT_OK ? status : attnrt_context_fail(ctx, status, "attnrt_mem_set");
+    }
+    /* Fallback for plugins without mem_set: copy a filled host buffer, chunk by chunk, in stream order;
+     * the buffer must outlive the copies, hence the synchronize before it is freed. */
+    enum { CHUNK = 1 << 16 };
+    unsigned char *fill = malloc(CHUNK);
+    if (!fill) return attnrt_fail(ATTNRT_ERR_OUT_OF_MEMORY, "attnrt_mem_set: out of memory");
+    memset(fill, value, CHUNK);
+    attnrt_status_t status = ATTNRT_OK;
+    for (size_t done = 0; done < bytes && status == ATTNRT_OK; done += CHUNK) {
+        size_t n = bytes - done < CHUNK ? bytes - done : CHUNK;
+        status = ctx->api->mem_copy(ctx->device, (char *)dst + done, fill, n, ATTNRT_COPY_HOST_TO_DEVICE, sh);
+    }
+    attnrt_status_t synced = ctx->api->stream_synchronize(ctx->device, sh);
+    if (status == ATTNRT_OK) status = synced;
+    free(fill);
+    return status == ATTNRT_OK ? status : attnrt_context_fail(ctx, status, "attnrt_mem_set");
+}
+
+/* ---- streams ---- */
+
+attnrt_status_t attnrt_stream_create(attnrt_context_t *ctx, attnrt_stream_t **stream)
+{
+    attnrt_clear_error();
+    NEED(ctx, "attnrt_stream_create");
+    NEED(stream, "attnrt_stream_create");
+    attnrt_stream_t *s = calloc(1, sizeof *s);
+    if (!s) return attnrt_fail(ATTNRT_ERR_OUT_OF_MEMORY, "attnrt_stream_create: out of memory");
+    attnrt_status_t status = ctx->api->stream_create(ctx->device, &s->handle);
+    if (status != ATTNRT_OK) {
+        free(s);
+        return attnrt_context_fail(ctx, status, "attnrt_stream_create");
+    }
+    s->ctx = ctx;
+    atomic_fetch_add(&ctx->live_streams, 1);
+    *stream = s;
+    return ATTNRT_OK;
+}
+
+attnrt_status_t attnrt_stream_destroy(attnrt_stream_t *stream)
+{
+    attnrt_clear_error();
+    if (!stream) return ATTNRT_OK;
+    attnrt_context_t *ctx = stream->ctx;
+    ctx->api->stream_destroy(ctx->device, stream->handle);
+    atomic_fetch_sub(&ctx->live_streams, 1);
+    free(stream);
+    return ATTNRT_OK;
+}
+
+attnrt_status_t attnrt_stream_synchronize(attnrt_context_t *ctx, attnrt_stream_t *stream)
+{
+    attnrt_clear_error();
+    if (!ctx && stream) ctx = stream->ctx;
+    NEED(ctx, "attnrt_stream_synchronize");
+    if (stream && stream->ctx != ctx)
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_stream_synchronize: stream belongs to %s, not %s",
+                           stream->ctx->ref->name, ctx->ref->name);
+    attnrt_status_t status = ctx->api->stream_synchronize(ctx->device, stream ? stream->handle : NULL);
+    return status == ATTNRT_OK ? status : attnrt_context_fail(ctx, status, "attnrt_stream_synchronize");
+}
+
+/* ---- events ---- */
+
+attnrt_status_t attnrt_event_create(attnrt_context_t *ctx, attnrt_event_t **event)
+{
+    attnrt_clear_error();
+    NEED(ctx, "attnrt_event_create");
+    NEED(event, "attnrt_event_create");
+    if (!ctx->api->event_create || !ctx->api->event_destroy || !ctx->api->event_record || !ctx->api->event_elapsed_ms)
+        return attnrt_fail(ATTNRT_ERR_UNSUPPORTED, "attnrt_event_create: the %s plugin has no events (time on the "
+                           "host after attnrt_stream_synchronize instead)", ctx->ref->plugin->name);
+    attnrt_event_t *e = calloc(1, sizeof *e);
+    if (!e) return attnrt_fail(ATTNRT_ERR_OUT_OF_MEMORY, "attnrt_event_create: out of memory");
+    attnrt_status_t status = ctx->api->event_create(ctx->device, &e->handle);
+    if (status != ATTNRT_OK) {
+        free(e);
+        return attnrt_context_fail(ctx, status, "attnrt_event_create");
+    }
+    e->ctx = ctx;
+    atomic_fetch_add(&ctx->live_events, 1);
+    *event = e;
+    return ATTNRT_OK;
+}
+
+attnrt_status_t attnrt_event_destroy(attnrt_event_t *event)
+{
+    attnrt_clear_error();
+    if (!event) return ATTNRT_OK;
+    event->ctx->api->event_destroy(event->ctx->device, event->handle);
+    atomic_fetch_sub(&event->ctx->live_events, 1);
+    free(event);
+    return ATTNRT_OK;
+}
+
+attnrt_status_t attnrt_event_record(attnrt_event_t *event, attnrt_stream_t *stream)
+{
+    attnrt_clear_error();
+    NEED(event, "attnrt_event_record");
+    attnrt_context_t *ctx = event->ctx;
+    if (stream && stream->ctx != ctx)
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_event_record: stream and event are on different contexts");
+    attnrt_status_t status = ctx->api->event_record(ctx->device, event->handle, stream ? stream->handle : NULL);
+    return status == ATTNRT_OK ? status : attnrt_context_fail(ctx, status, "attnrt_event_record");
+}
+
+attnrt_status_t attnrt_event_elapsed_ms(attnrt_event_t *start, attnrt_event_t *end, float *ms)
+{
+    attnrt_clear_error();
+    NEED(start, "attnrt_event_elapsed_ms");
+    NEED(end, "attnrt_event_elapsed_ms");
+    NEED(ms, "attnrt_event_elapsed_ms");
+    if (start->ctx != end->ctx)
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_event_elapsed_ms: events are on different contexts");
+    attnrt_context_t *ctx = start->ctx;
+    attnrt_status_t status = ctx->api->event_elapsed_ms(ctx->device, start->handle, end->handle, ms);
+    return status == ATTNRT_OK ? status : attnrt_context_fail(ctx, status, "attnrt_event_elapsed_ms");
+}
+
+attnrt_status_t attnrt_context_fail(const attnrt_context_t *ctx, attnrt_status_t status, const char *what)
+{
+    return attnrt_plugin_fail(ctx->ref->plugin, status, what);
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite: a warnings-as-errors build and its tests, then the same under ASan + UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+
+[ -f build-ci/build.ninja ] || meson setup build-ci -Dwerror=true -Dtests=enabled
+ninja -C build-ci
+meson test -C build-ci --print-errorlogs
+
+[ -f build-asan/build.ninja ] || meson setup build-asan -Dwerror=true -Dtests=enabled \
+  -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
+ninja -C build-asan
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C build-asan --print-errorlogs
+echo "test.sh: all tests passed (plain and ASan+UBSan builds)"

@@ -1,0 +1,484 @@
+/* conform_cases.c - the case list: storage, names, and the directed cases.
+ *
+ * The directed cases are written by hand so that every option of every op is exercised at least once
+ * in the default run, including the boundaries (empty rows, an empty batch, window edges, block size 1
+ * and odd block sizes, all-padding writes, all-empty merges). The random sweep (conform_sweep.c) then
+ * mixes the options freely.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conform_case.h"
+#include "conform_rng.h"
+
+cf_case_t *cf_case_list_add(cf_case_list_t *list, const cf_case_t *c)
+{
+    if (list->count == list->cap) {
+        size_t cap = list->cap ? 2 * list->cap : 64;
+        cf_case_t *items = realloc(list->items, cap * sizeof *items);
+        if (!items) return NULL;
+        list->items = items;
+        list->cap = cap;
+    }
+    list->items[list->count] = *c;
+    return &list->items[list->count++];
+}
+
+void cf_case_list_free(cf_case_list_t *list)
+{
+    free(list->items);
+    memset(list, 0, sizeof *list);
+}
+
+uint64_t cf_case_seed(uint64_t global_seed, uint64_t index)
+{
+    uint64_t x = global_seed ^ (index * 0xd1b54a32d192ed03ull);
+    return cf_splitmix64(&x);
+}
+
+void cf_case_defaults(cf_case_t *c, cf_op_t op)
+{
+    memset(c, 0, sizeof *c);
+    c->op = op;
+    c->num_seqs = 1;
+    c->q_lens[0] = 1;
+    c->kv_lens[0] = 1;
+    c->num_q_heads = 4;
+    c->num_kv_heads = 1;
+    c->head_dim_qk = c->head_dim_v = 64;
+    c->block_size = 16;
+    c->q_dtype = c->out_dtype = c->kv_dtype = CF_F32;
+    c->causal = 1;
+    c->window_left = c->window_right = -1;
+    c->num_states = 2;
+    c->num_tokens = 4;
+}
+
+int cf_case_tokens(const cf_case_t *c)
+{
+    int t = 0;
+    for (int b = 0; b < c->num_seqs; b++) t += c->q_lens[b];
+    return t;
+}
+
+const char *cf_op_label(cf_op_t op)
+{
+    static const char *const labels[CF_OP_COUNT_] = {"attention", "cascade", "kv_write", "merge"};
+    return (unsigned)op < CF_OP_COUNT_ ? labels[op] : "?";
+}
+
+/* Appends printf-style text at *used, never past cap. */
+static void put(char *buf, size_t cap, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t cap, size_t *used, const char *fmt, ...)
+{
+    if (*used >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *used, cap - *used, fmt, ap);
+    va_end(ap);
+    if (n > 0) *used += (size_t)n;
+}
+
+static void name_cache(const cf_case_t *c, char *buf, size_t cap, size_t *u)
+{
+    put(buf, cap, u, " kv=%s%s", cf_dtype_name(c->kv_dtype),
+        cf_dtype_is_fp8(c->kv_dtype) ? (c->per_block_scale ? "/blk" : "/tensor") : "");
+    if (c->head_dim_qk == c->head_dim_v)
+        put(buf, cap, u, " D=%d", c->head_dim_qk);
+    else
+        put(buf, cap, u, " D=%d/%d", c->head_dim_qk, c->head_dim_v);
+    if (c->op == CF_OP_KV_WRITE)
+        put(buf, cap, u, " Hkv=%d", c->num_kv_heads);
+    else
+        put(buf, cap, u, " H=%d/%d", c->num_q_heads, c->num_kv_heads);
+    put(buf, cap, u, " bs=%d %s%s", c->block_size, c->hnd ? "HND" : "NHD", c->kv_interleaved ? " kv-interleaved" : "");
+}
+
+void cf_case_name(const cf_case_t *c, char *buf, size_t cap)
+{
+    size_t u = 0;
+    buf[0] = '\0';
+    put(buf, cap, &u, "%s %s", c->tag, cf_op_label(c->op));
+    int max_kv = 0;
+    for (int b = 0; b < c->num_seqs; b++)
+        if (c->kv_lens[b] > max_kv) max_kv = c->kv_lens[b];
+    switch (c->op) {
+    case CF_OP_ATTENTION:
+    case CF_OP_CASCADE:
+        put(buf, cap, &u, " q=%s out=%s", cf_dtype_name(c->q_dtype), cf_dtype_name(c->out_dtype));
+        name_cache(c, buf, cap, &u);
+        put(buf, cap, &u, "%s%s%s%s %s", c->strided ? " strided" : "", c->write_direct ? " direct-write" : "",
+            c->plan_reuse ? " 2-layers" : "", c->use_stream ? " stream" : "", c->causal ? "causal" : "non-causal");
+        if (c->window_left >= 0 || c->window_right >= 0)
+            put(buf, cap, &u, " window=%d,%d", c->window_left, c->window_right);
+        if (c->softcap > 0) put(buf, cap, &u, " softcap=%g", (double)c->softcap);
+        if (c->scale > 0) put(buf, cap, &u, " scale=%g", (double)c->scale);
+        put(buf, cap, &u, "%s%s%s", c->alibi ? " alibi" : "", c->sinks ? " sinks" : "", c->lse ? " lse" : "");
+        if (c->op == CF_OP_CASCADE) put(buf, cap, &u, " prefix=%d", c->prefix_len);
+        put(buf, cap, &u, " B=%d T=%d maxkv=%d", c->num_seqs, cf_case_tokens(c), max_kv);
+        break;
+    case CF_OP_KV_WRITE: {
+        int tokens = 0;
+        for (int b = 0; b < c->num_seqs; b++) tokens += c->kv_lens[b];
+        put(buf, cap, &u, " src=%s", cf_dtype_name(c->q_dtype));
+        name_cache(c, buf, cap, &u);
+        put(buf, cap, &u, " tokens=%d padding=%d%s%s", tokens, c->padding_slots, c->edge_values ? " edge-values" : "",
+            c->use_stream ? " stream" : "");
+        break;
+    }
+    default:
+        put(buf, cap, &u, " n=%d states=%s out=%s T=%d H=%d D=%d", c->num_states, cf_dtype_name(c->q_dtype),
+            cf_dtype_name(c->out_dtype), c->num_tokens, c->num_q_heads, c->head_dim_v);
+        if (c->empty_fraction > 0) put(buf, cap, &u, " empty=%g", c->empty_fraction);
+        put(buf, cap, &u, "%s%s%s%s%s", c->all_empty_token ? " all-empty-token" : "",
+            c->extreme_lse ? " extreme-lse" : "", c->sinks ? " sinks" : "", c->lse ? " lse" : "",
+            c->use_stream ? " stream" : "");
+        break;
+    }
+}
+
+/* ---- the directed cases ----------------------------------------------------------------------- */
+
+typedef struct builder {
+    cf_case_list_t *list;
+    uint64_t        seed;
+    int             failed;
+} builder_t;
+
+/* FNV-1a of the tag. */
+static uint64_t tag_hash(const char *tag)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *p = (const unsigned char *)tag; *p; p++) h = (h ^ *p) * 0x100000001b3ull;
+    return h;
+}
+
+/* A new case `tag` with the defaults, a batch "q/kv q/kv ..." (query length / seq_len per request),
+ * heads "Hq/Hkv", head dims and block size. */
+static cf_case_t *add(builder_t *b, cf_op_t op, const char *tag, const char *batch, int hq, int hkv, int dqk, int dv,
+                      int bs)
+{
+    cf_case_t c;
+    cf_case_defaults(&c, op);
+    snprintf(c.tag, sizeof c.tag, "%s", tag);
+    c.seed = cf_case_seed(b->seed, tag_hash(tag)); /* stable when cases are added or removed */
+    c.num_seqs = 0;
+    for (const char *p = batch; p && *p;) {
+        int q, kv, n = 0;
+        if (sscanf(p, " %d/%d%n", &q, &kv, &n) != 2 || c.num_seqs == CF_MAX_SEQS) break;
+        c.q_lens[c.num_seqs] = q;
+        c.kv_lens[c.num_seqs++] = kv;
+        p += n;
+    }
+    c.num_q_heads = hq;
+    c.num_kv_heads = hkv;
+    c.head_dim_qk = dqk;
+    c.head_dim_v = dv;
+    c.block_size = bs;
+    cf_case_t *stored = cf_case_list_add(b->list, &c);
+    if (!stored) {
+        static cf_case_t scratch; /* keeps the caller's writes harmless; the list reports the failure */
+        b->failed = 1;
+        return &scratch;
+    }
+    return stored;
+}
+
+static void dtypes(cf_case_t *c, cf_dtype_t q, cf_dtype_t out, cf_dtype_t kv)
+{
+    c->q_dtype = q;
+    c->out_dtype = out;
+    c->kv_dtype = kv;
+}
+
+static const char MIXED[] = "1/33 5/21 1/70 12/12 3/40"; /* decode, chunked prefill, prefill, in no order */
+
+static void directed_attention(builder_t *b)
+{
+    cf_case_t *c;
+    /* every head size of issue #3, with the GQA ratios and block sizes spread over them */
+    c = add(b, CF_OP_ATTENTION, "attn-d32", MIXED, 8, 2, 32, 32, 16);
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-d64-mha", MIXED, 4, 4, 64, 64, 32);
+    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-d80-mqa", MIXED, 8, 1, 80, 80, 16);
+    dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c = add(b, CF_OP_ATTENTION, "attn-d96", MIXED, 8, 2, 96, 96, 64);
+    dtypes(c, CF_F32, CF_F32, CF_F16);
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-d112-bs7", MIXED, 4, 1, 112, 112, 7);
+    dtypes(c, CF_F16, CF_F32, CF_F16);
+    c = add(b, CF_OP_ATTENTION, "attn-d128-gqa8", MIXED, 16, 2, 128, 128, 16);
+    dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-d192-bs128", MIXED, 4, 4, 192, 192, 128);
+    c = add(b, CF_OP_ATTENTION, "attn-d256-bs48", MIXED, 8, 1, 256, 256, 48);
+    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-d192v128", MIXED, 4, 4, 192, 128, 16);
+    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-d96v64-bs1", "1/9 4/6 2/13", 4, 1, 96, 64, 1);
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-bs1", MIXED, 4, 1, 64, 64, 1);
+    dtypes(c, CF_BF16, CF_F32, CF_F32);
+
+    /* empty rows: no kept key -> out 0, LSE -inf, never NaN */
+    c = add(b, CF_OP_ATTENTION, "attn-empty-cross", "3/0 2/9 4/0", 4, 2, 64, 64, 16);
+    c->causal = 0;
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-empty-qlen0", "0/17 1/9 0/4 3/3", 4, 1, 64, 64, 16);
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-empty-window", "6/3 2/8", 4, 1, 64, 64, 4 + 3);
+    c->causal = 0; /* queries at negative positions; only p_k == p_q is kept and does not exist */
+    c->window_left = c->window_right = 0;
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-empty-batch", "0/5 0/0", 4, 1, 64, 64, 16);
+    c->lse = 1;
+
+    /* window edges (inclusive counts): 0, exactly a block, exactly the distance to key 0, unlimited */
+    c = add(b, CF_OP_ATTENTION, "attn-win0", MIXED, 4, 2, 64, 64, 16);
+    c->window_left = 0;
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-win-block", "1/40 24/40 1/17", 4, 2, 64, 64, 16);
+    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c->window_left = 16;
+    c = add(b, CF_OP_ATTENTION, "attn-win-exact", "1/33 33/33", 4, 2, 64, 64, 16);
+    c->window_left = 32; /* the last query reaches key 0 exactly, earlier ones less */
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-win-both", "5/20 1/9 7/7", 4, 1, 64, 64, 16);
+    c->causal = 0;
+    c->window_left = 3;
+    c->window_right = 2;
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-win-right0", MIXED, 4, 1, 64, 64, 16);
+    c->causal = 0; /* non-causal with window_right 0 is causal */
+    c->window_right = 0;
+    c = add(b, CF_OP_ATTENTION, "attn-win-left0-right", "4/12 9/9", 4, 1, 64, 64, 16);
+    c->causal = 0;
+    c->window_left = 0;
+    c->window_right = 5;
+    dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+
+    /* softcap, ALiBi, sinks, scale */
+    c = add(b, CF_OP_ATTENTION, "attn-softcap", MIXED, 8, 2, 128, 128, 16);
+    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c->softcap = 2.0f;
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-softcap-window", "1/90 30/60 1/31", 8, 4, 256, 256, 16);
+    dtypes(c, CF_BF16, CF_BF16, CF_BF16); /* Gemma 2: softcap 50 with a sliding window */
+    c->softcap = 50.0f;
+    c->window_left = 31;
+    c = add(b, CF_OP_ATTENTION, "attn-alibi", MIXED, 8, 8, 64, 64, 16);
+    c->alibi = 1;
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-alibi-noncausal", "4/9 3/0 2/12", 4, 2, 128, 128, 32);
+    dtypes(c, CF_F16, CF_F32, CF_F16);
+    c->causal = 0;
+    c->alibi = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-sinks-gptoss", "1/200 16/140 1/129 40/40", 8, 1, 64, 64, 16);
+    dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c->sinks = 1;
+    c->window_left = 127; /* GPT-OSS: sliding window 128 with sinks */
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-sinks", MIXED, 4, 2, 64, 64, 16);
+    c->sinks = 1;
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-sinks-empty", "3/0 1/5", 4, 2, 64, 64, 16);
+    c->causal = 0; /* a sink with no key: the row is still empty (out 0, LSE -inf) */
+    c->sinks = 1;
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-scale", MIXED, 4, 1, 128, 128, 16);
+    c->scale = 0.3f;
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-all-options", "1/50 6/30 2/2", 8, 2, 64, 64, 16);
+    dtypes(c, CF_F16, CF_F32, CF_E4M3);
+    c->per_block_scale = 1;
+    c->scale = 0.2f;
+    c->softcap = 4.0f;
+    c->alibi = c->sinks = c->lse = 1;
+    c->window_left = 20;
+
+    /* cache dtypes and scale granularities, q/out dtypes */
+    c = add(b, CF_OP_ATTENTION, "attn-e4m3", MIXED, 8, 2, 128, 128, 16);
+    dtypes(c, CF_F16, CF_F16, CF_E4M3);
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-e4m3-blk-hnd", MIXED, 8, 2, 128, 128, 16);
+    dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
+    c->per_block_scale = c->hnd = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-e5m2", MIXED, 4, 1, 64, 64, 32);
+    dtypes(c, CF_F32, CF_F32, CF_E5M2);
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-e5m2-blk", MIXED, 4, 2, 96, 96, 7);
+    dtypes(c, CF_F16, CF_F32, CF_E5M2);
+    c->per_block_scale = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-qf32-kvbf16", MIXED, 4, 2, 64, 64, 16);
+    dtypes(c, CF_F32, CF_F32, CF_BF16);
+    c = add(b, CF_OP_ATTENTION, "attn-qbf16-kvf32", MIXED, 4, 2, 64, 64, 16);
+    dtypes(c, CF_BF16, CF_F32, CF_F32);
+
+    /* layouts and strides */
+    c = add(b, CF_OP_ATTENTION, "attn-hnd", MIXED, 8, 2, 64, 64, 32);
+    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c->hnd = c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-interleaved", MIXED, 4, 2, 128, 128, 16);
+    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c->kv_interleaved = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-interleaved-hnd", MIXED, 4, 1, 192, 128, 16);
+    dtypes(c, CF_BF16, CF_F32, CF_BF16);
+    c->kv_interleaved = c->hnd = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-strided", MIXED, 8, 2, 64, 64, 16);
+    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c->strided = c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-strided-e4m3", "4/4 1/19", 4, 4, 128, 128, 16);
+    dtypes(c, CF_BF16, CF_F32, CF_E4M3);
+    c->strided = c->lse = c->sinks = 1;
+
+    /* caches written with the reference quantiser: attention judged without kv_write */
+    c = add(b, CF_OP_ATTENTION, "attn-direct", MIXED, 4, 2, 64, 64, 16);
+    c->write_direct = c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-direct-e4m3-blk", MIXED, 4, 2, 128, 128, 16);
+    dtypes(c, CF_F16, CF_F16, CF_E4M3);
+    c->write_direct = c->per_block_scale = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-direct-e5m2-hnd", MIXED, 4, 1, 64, 64, 48);
+    dtypes(c, CF_F32, CF_F32, CF_E5M2);
+    c->write_direct = c->hnd = 1;
+
+    /* long sequences and a wide mixed batch */
+    c = add(b, CF_OP_ATTENTION, "attn-long-prefill", "2048/2048", 2, 1, 64, 64, 16);
+    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-long-decode", "1/2000 1/1537 1/129", 8, 1, 128, 128, 128);
+    dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
+    c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-plan-reuse", MIXED, 8, 2, 64, 64, 16);
+    dtypes(c, CF_F16, CF_F16, CF_E4M3);
+    c->plan_reuse = c->lse = c->sinks = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-stream", MIXED, 4, 2, 64, 64, 16);
+    dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c->use_stream = c->plan_reuse = c->lse = 1;
+    c = add(b, CF_OP_ATTENTION, "attn-wide-batch", "1/5 7/7 1/64 0/3 2/30 1/1 9/20 1/17 3/3 1/100 5/45 1/2 4/4 1/31",
+            4, 2, 64, 64, 16);
+    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c->padding_slots = 6;
+    c->lse = 1;
+}
+
+static void directed_cascade(builder_t *b)
+{
+    cf_case_t *c;
+    c = add(b, CF_OP_CASCADE, "casc-basic", "1/3 4/4 1/9", 8, 2, 128, 128, 16);
+    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c->prefix_len = 40;
+    c->lse = 1;
+    c = add(b, CF_OP_CASCADE, "casc-sinks", "1/1 8/12 1/30", 8, 1, 64, 64, 16);
+    dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c->prefix_len = 64;
+    c->sinks = c->lse = 1;
+    c = add(b, CF_OP_CASCADE, "casc-e4m3-blk-hnd", "2/5 1/7", 4, 2, 128, 128, 16);
+    dtypes(c, CF_F16, CF_F32, CF_E4M3);
+    c->prefix_len = 37;
+    c->per_block_scale = c->hnd = 1;
+    c = add(b, CF_OP_CASCADE, "casc-empty-prefix", "3/3 1/6", 4, 1, 64, 64, 16);
+    c->prefix_len = 0;
+    c->lse = 1;
+    c = add(b, CF_OP_CASCADE, "casc-noncausal", "2/0 3/5", 4, 2, 64, 64, 16);
+    c->causal = 0;
+    c->prefix_len = 20;
+    c->lse = 1;
+    c = add(b, CF_OP_CASCADE, "casc-softcap-scale", "1/4 5/5", 4, 2, 80, 80, 7);
+    c->softcap = 3.0f;
+    c->scale = 0.2f;
+    c->kv_interleaved = 1;
+    c->prefix_len = 23;
+    c = add(b, CF_OP_CASCADE, "casc-strided-e5m2", "1/2 6/6", 8, 2, 64, 64, 1);
+    dtypes(c, CF_F16, CF_F16, CF_E5M2);
+    c->strided = c->lse = c->sinks = 1;
+    c->prefix_len = 12;
+    c = add(b, CF_OP_CASCADE, "casc-2-layers-stream", "1/1 3/7 1/12", 4, 1, 128, 128, 32);
+    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c->plan_reuse = c->use_stream = c->lse = 1;
+    c->prefix_len = 50;
+}
+
+static void directed_kv_write(builder_t *b)
+{
+    static const struct {
+        const char *tag, *batch;
+        cf_dtype_t  src, kv;
+        int         hkv, dk, dv, bs, hnd, blk, inter, pad, edge;
+    } w[] = {
+        {"kvw-f32", "17/17 5/5", CF_F32, CF_F32, 2, 64, 64, 16, 0, 0, 0, 5, 0},
+        {"kvw-f16-hnd", "20/20 3/3", CF_F16, CF_F16, 2, 128, 128, 16, 1, 0, 0, 3, 1},
+        {"kvw-bf16-bs7", "30/30", CF_BF16, CF_BF16, 1, 64, 64, 7, 0, 0, 0, 2, 1},
+        {"kvw-f32-to-f16", "40/40", CF_F32, CF_F16, 2, 64, 64, 16, 0, 0, 0, 4, 1},
+        {"kvw-f32-to-bf16", "40/40", CF_F32, CF_BF16, 2, 64, 64, 32, 1, 0, 0, 4, 1},
+        {"kvw-f16-to-bf16", "25/25", CF_F16, CF_BF16, 1, 80, 80, 16, 0, 0, 0, 0, 1},
+        {"kvw-f16-e4m3", "33/33 9/9", CF_F16, CF_E4M3, 2, 128, 128, 16, 0, 0, 0, 3, 1},
+        {"kvw-f32-e4m3-blk-hnd", "21/21", CF_F32, CF_E4M3, 4, 64, 64, 1, 1, 1, 0, 2, 1},
+        {"kvw-bf16-e5m2", "33/33", CF_BF16, CF_E5M2, 2, 64, 64, 16, 0, 0, 0, 3, 1},
+        {"kvw-f32-e5m2-blk", "50/50 7/7", CF_F32, CF_E5M2, 2, 64, 64, 48, 0, 1, 1, 1, 1},
+        {"kvw-d192v128", "19/19", CF_F16, CF_F16, 2, 192, 128, 7, 0, 0, 0, 2, 0},
+        {"kvw-all-padding", "0/0", CF_F16, CF_F16, 2, 64, 64, 16, 0, 0, 0, 8, 0},
+        {"kvw-interleaved", "24/24", CF_F16, CF_F16, 2, 64, 64, 16, 0, 0, 1, 2, 0},
+        {"kvw-d256-bs128", "130/130", CF_BF16, CF_E4M3, 1, 256, 256, 128, 1, 1, 0, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        cf_case_t *c = add(b, CF_OP_KV_WRITE, w[i].tag, w[i].batch, w[i].hkv, w[i].hkv, w[i].dk, w[i].dv, w[i].bs);
+        c->q_dtype = w[i].src;
+        c->kv_dtype = w[i].kv;
+        c->hnd = w[i].hnd;
+        c->per_block_scale = w[i].blk;
+        c->kv_interleaved = w[i].inter;
+        c->padding_slots = w[i].pad;
+        c->edge_values = w[i].edge;
+        c->use_stream = i % 4 == 1;
+    }
+}
+
+static void directed_merge(builder_t *b)
+{
+    static const struct {
+        const char *tag;
+        int         n, T, H, D;
+        cf_dtype_t  st, out;
+        double      empty;
+        int         all_empty, extreme, sinks, lse;
+    } m[] = {
+        {"merge-2", 2, 9, 4, 64, CF_F32, CF_F32, 0.0, 0, 0, 0, 1},
+        {"merge-2-empty", 2, 12, 4, 64, CF_F32, CF_F32, 0.3, 1, 0, 0, 1},
+        {"merge-4-f16", 4, 10, 4, 128, CF_F16, CF_F16, 0.25, 1, 0, 0, 1},
+        {"merge-3-bf16-sinks", 3, 8, 8, 64, CF_BF16, CF_BF16, 0.2, 1, 0, 1, 1},
+        {"merge-1", 1, 6, 2, 64, CF_F32, CF_F32, 0.2, 0, 0, 0, 1},
+        {"merge-3-extreme", 3, 16, 4, 32, CF_F32, CF_F32, 0.1, 0, 1, 0, 1},
+        {"merge-2-f16-to-f32", 2, 7, 4, 80, CF_F16, CF_F32, 0.0, 0, 0, 0, 0},
+        {"merge-5-sinks", 5, 6, 4, 128, CF_F32, CF_F32, 0.3, 1, 0, 1, 0},
+        {"merge-8-bf16", 8, 5, 2, 256, CF_BF16, CF_F32, 0.4, 1, 1, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        cf_case_t *c = add(b, CF_OP_MERGE, m[i].tag, "", m[i].H, 1, m[i].D, m[i].D, 16);
+        c->num_states = m[i].n;
+        c->num_tokens = m[i].T;
+        c->q_dtype = m[i].st;
+        c->out_dtype = m[i].out;
+        c->empty_fraction = m[i].empty;
+        c->all_empty_token = m[i].all_empty;
+        c->extreme_lse = m[i].extreme;
+        c->sinks = m[i].sinks;
+        c->lse = m[i].lse;
+        c->use_stream = i % 3 == 1;
+    }
+}
+
+int cf_cases_directed(cf_case_list_t *list, uint64_t seed)
+{
+    builder_t b = {list, seed, 0};
+    directed_attention(&b);
+    directed_cascade(&b);
+    directed_kv_write(&b);
+    directed_merge(&b);
+    return b.failed ? -1 : 0;
+}

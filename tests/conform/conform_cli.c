@@ -1,0 +1,247 @@
+/* conform_cli.c - attnrt-conform's command line and the run over the selected cases. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "conform.h"
+#include "conform_case.h"
+#include "conform_ops.h"
+#include "conform_report.h"
+
+#define DEFAULT_SEED  0x00a77e2c0f0e1234ull
+#define DEFAULT_SWEEP 40
+#define EXIT_USAGE    2
+#define EXIT_SKIP     77 /* what meson and automake read as "skipped" */
+
+typedef struct options {
+    const char *plugin, *device, *filter;
+    uint64_t    seed;
+    long        cases;
+    int         json, list, verbose, corrupt;
+} options_t;
+
+static void usage(FILE *f, const char *argv0)
+{
+    fprintf(f,
+            "usage: %s [--plugin NAME|PATH] [--device NAME] [--seed N] [--filter SUBSTR] [--cases N]\n"
+            "          [--json] [--list] [-v]\n"
+            "Checks a libattnrt plugin against the float64 reference (design/SEMANTICS.md).\n"
+            "  --plugin NAME|PATH  load only this plugin (sets ATTNRT_PLUGIN)\n"
+            "  --device NAME       device to test, e.g. cpu:0 (default: libattnrt's default device)\n"
+            "  --seed N            global seed (decimal or 0x hex; default 0x%016llx)\n"
+            "  --filter SUBSTR     run only the cases whose name contains SUBSTR\n"
+            "  --cases N           random sweep cases after the directed ones (default %d)\n"
+            "  --json              one JSON document on stdout instead of the table\n"
+            "  --list              list the selected cases without running them\n"
+            "  -v, --verbose       per-case time, LSE error and batch\n"
+            "Exit status: 0 no failure, 1 a failure (or the run could not start), 2 usage error.\n",
+            argv0, (unsigned long long)DEFAULT_SEED, DEFAULT_SWEEP);
+}
+
+/* The value of --opt VALUE or --opt=VALUE; NULL (and *i unchanged) when `arg` is another option. */
+static const char *option_value(int argc, char **argv, int *i, const char *name, int *missing)
+{
+    const char *arg = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(arg, name, n) != 0) return NULL;
+    if (arg[n] == '=') return arg + n + 1;
+    if (arg[n] != '\0') return NULL;
+    if (*i + 1 >= argc) {
+        *missing = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 0);
+    if (errno || !end || *end || *s == '-' || *s == '\0') return -1;
+    *v = x;
+    return 0;
+}
+
+/* 0: run; 1: help was printed; -1: usage error (reported). */
+static int parse(int argc, char **argv, options_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->seed = DEFAULT_SEED;
+    o->cases = DEFAULT_SWEEP;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int missing = 0;
+        uint64_t n;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout, argv[0]);
+            return 1;
+        } else if (!strcmp(a, "--json")) {
+            o->json = 1;
+        } else if (!strcmp(a, "--list")) {
+            o->list = 1;
+        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            o->verbose = 1;
+        } else if (!strcmp(a, "--self-test-corrupt")) {
+            o->corrupt = 1;
+        } else if ((v = option_value(argc, argv, &i, "--plugin", &missing))) {
+            o->plugin = v;
+        } else if ((v = option_value(argc, argv, &i, "--device", &missing))) {
+            o->device = v;
+        } else if ((v = option_value(argc, argv, &i, "--filter", &missing))) {
+            o->filter = v;
+        } else if ((v = option_value(argc, argv, &i, "--seed", &missing))) {
+            if (parse_u64(v, &o->seed)) {
+                fprintf(stderr, "%s: --seed %s: expected a non-negative integer (decimal or 0x hex)\n", argv[0], v);
+                return -1;
+            }
+        } else if ((v = option_value(argc, argv, &i, "--cases", &missing))) {
+            if (parse_u64(v, &n) || n > 100000) {
+                fprintf(stderr, "%s: --cases %s: expected an integer in 0..100000\n", argv[0], v);
+                return -1;
+            }
+            o->cases = (long)n;
+        } else {
+            fprintf(stderr, missing ? "%s: %s needs a value\n" : "%s: unknown argument '%s'\n", argv[0], a);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Opens the device under test: the one asked for, else libattnrt's default, else the first there is
+ * (a plugin chosen with --plugin may bring only a simulator, which is never a default). */
+static attnrt_status_t open_device(const options_t *o, attnrt_context_t **ctx, char *why, size_t cap)
+{
+    attnrt_status_t st = attnrt_init();
+    if (st != ATTNRT_OK) {
+        snprintf(why, cap, "cannot start libattnrt: %s", attnrt_last_error());
+        return st;
+    }
+    st = attnrt_open(o->device, ctx);
+    if (st != ATTNRT_OK && !o->device) {
+        uint32_t count = 0;
+        attnrt_device_properties_t props = {.struct_size = sizeof props};
+        if (attnrt_device_count(&count) == ATTNRT_OK && count > 0 &&
+            attnrt_device_get_properties(0, &props) == ATTNRT_OK)
+            st = attnrt_open(props.name, ctx);
+    }
+    if (st != ATTNRT_OK) snprintf(why, cap, "cannot open a device: %s", attnrt_last_error());
+    return st;
+}
+
+static void plugin_of(const char *device, attnrt_plugin_info_t *info)
+{
+    uint32_t index = 0, plugin = 0;
+    if (attnrt_device_find(device, &index) != ATTNRT_OK || attnrt_device_get_plugin(index, &plugin) != ATTNRT_OK ||
+        attnrt_plugin_get_info(plugin, info) != ATTNRT_OK) {
+        info->name = "?";
+        info->version = "?";
+        info->path = "?";
+    }
+}
+
+/* Runs the selected cases; returns the exit status. */
+static int run_cases(const options_t *o, cf_report_t *r, const cf_case_list_t *list, char (*names)[CF_NAME_MAX],
+                     const int *selected, size_t count)
+{
+    attnrt_context_t *ctx = NULL;
+    char why[1024];
+    if (open_device(o, &ctx, why, sizeof why) != ATTNRT_OK) {
+        cf_report_fatal(r, why);
+        attnrt_shutdown();
+        return 1;
+    }
+    const char *device = attnrt_context_device_name(ctx);
+    attnrt_plugin_info_t info = ATTNRT_PLUGIN_INFO_INIT;
+    plugin_of(device, &info);
+    cf_report_begin(r, device, info.name, info.version, info.path, count);
+
+    cf_env_t env = {ctx, o->corrupt};
+    int corrupted = 0, caught = 0;
+    const double start = now_seconds();
+    for (size_t i = 0; i < list->count; i++) {
+        if (!selected[i]) continue;
+        cf_result_t res;
+        cf_run_case(&env, &list->items[i], &res);
+        corrupted += res.corrupted;
+        caught += res.corrupted && res.status == CF_FAIL;
+        cf_report_case(r, &list->items[i], names[i], &res);
+    }
+    int status = r->failed ? 1 : 0;
+    char note[256], *note_p = NULL;
+    if (o->corrupt) {
+        /* exit 1 (the should_fail test passes) only when every perturbed result was caught */
+        snprintf(note, sizeof note, "self-test: %d of %d perturbed results reported as failures%s", caught, corrupted,
+                 corrupted == 0 ? " (no case ran: nothing to perturb)" : "");
+        note_p = note;
+        status = corrupted == 0 ? EXIT_SKIP : caught == corrupted ? 1 : 0;
+    }
+    cf_report_end(r, now_seconds() - start, note_p);
+    if (attnrt_close(ctx) != ATTNRT_OK) {
+        fprintf(stderr, "attnrt-conform: attnrt_close: %s\n", attnrt_last_error());
+        status = 1;
+    }
+    attnrt_shutdown();
+    return status;
+}
+
+int cf_main(int argc, char **argv)
+{
+    options_t o;
+    const int parsed = parse(argc, argv, &o);
+    if (parsed == 1) return 0;
+    if (parsed != 0) {
+        usage(stderr, argv[0]);
+        return EXIT_USAGE;
+    }
+    /* before any libattnrt call: plugin discovery reads the environment once */
+    if (o.plugin && setenv("ATTNRT_PLUGIN", o.plugin, 1) != 0) {
+        fprintf(stderr, "%s: cannot set ATTNRT_PLUGIN: %s\n", argv[0], strerror(errno));
+        return 1;
+    }
+    cf_case_list_t list = {0};
+    if (cf_cases_directed(&list, o.seed) != 0 || cf_cases_sweep(&list, o.seed, (int)o.cases) != 0) {
+        fprintf(stderr, "%s: out of memory building the case list\n", argv[0]);
+        cf_case_list_free(&list);
+        return 1;
+    }
+    char(*names)[CF_NAME_MAX] = calloc(list.count + 1, sizeof *names);
+    int *selected = calloc(list.count + 1, sizeof *selected);
+    size_t count = 0;
+    int status = 1;
+    if (!names || !selected) {
+        fprintf(stderr, "%s: out of memory\n", argv[0]);
+        goto done;
+    }
+    for (size_t i = 0; i < list.count; i++) {
+        cf_case_name(&list.items[i], names[i], CF_NAME_MAX);
+        selected[i] = !o.filter || strstr(names[i], o.filter) != NULL;
+        count += (size_t)selected[i];
+    }
+    cf_report_t r = {.out = stdout, .json = o.json, .verbose = o.verbose, .seed = o.seed, .argv0 = argv[0]};
+    if (o.list) {
+        cf_report_list(&r, list.items, names, selected, list.count);
+        status = 0;
+    } else if (count == 0) {
+        fprintf(stderr, "%s: no case name contains '%s' (see --list)\n", argv[0], o.filter ? o.filter : "");
+        status = EXIT_USAGE;
+    } else {
+        status = run_cases(&o, &r, &list, names, selected, count);
+    }
+done:
+    free(names);
+    free(selected);
+    cf_case_list_free(&list);
+    return status;
+}

@@ -1,0 +1,427 @@
+/* attnrt-info, run as a user runs it: the built binary under controlled environments, its text and
+ * --json output checked against what the build tree's cpu plugin must report. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "attnrt_plugin.h"
+#include "json_parse.h"
+#include "run_tool.h"
+
+#ifndef ATTNRT_INFO_PATH
+#error "ATTNRT_INFO_PATH (the built attnrt-info) must be defined by the build"
+#endif
+#ifndef CPU_PLUGIN_PATH
+#error "CPU_PLUGIN_PATH (the build tree's cpu plugin) must be defined by the build"
+#endif
+
+static const char *const op_names[] = {"kv_write", "paged_attention", "merge_states", "cascade",
+                                       "mla", "lightning", "gated_delta"};
+#define OP_NAME_COUNT (sizeof op_names / sizeof op_names[0])
+
+/* Runs attnrt-info with up to one argument and the given extra environment. */
+static tool_result_t run_info(const char *arg, const char *const env[])
+{
+    char *argv[] = {(char *)ATTNRT_INFO_PATH, (char *)arg, NULL};
+    tool_result_t r;
+    assert_int_equal(run_tool(argv, env, &r), 0);
+    return r;
+}
+
+/* Parses the output as JSON or fails the test, showing the parser's reason and the text. */
+static jv_t *parse_or_fail(const char *text)
+{
+    char why[256];
+    jv_t *v = jv_parse(text, why, sizeof why);
+    if (!v) fail_msg("attnrt-info --json is not valid JSON: %s\n%s", why, text);
+    return v;
+}
+
+/* A copy of the first line of `text` that starts with `prefix`, or NULL. */
+static char *line_starting(const char *text, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (len >= n && strncmp(line, prefix, n) == 0) return strndup(line, len);
+        line = end ? end + 1 : NULL;
+    }
+    return NULL;
+}
+
+static void assert_line_starting(const char *text, const char *prefix, const char *must_contain)
+{
+    char *line = line_starting(text, prefix);
+    if (!line) fail_msg("no line starts with '%s' in:\n%s", prefix, text);
+    if (must_contain && !strstr(line, must_contain)) {
+        fprintf(stderr, "line '%s' lacks '%s'\n", line, must_contain);
+        free(line);
+        fail();
+    }
+    free(line);
+}
+
+static void assert_json_null(const jv_t *root, const char *path)
+{
+    const jv_t *v = jv_path(root, path);
+    if (!v || v->type != JV_NULL) fail_msg("%s should be null", path);
+}
+
+static void assert_json_string(const jv_t *root, const char *path, const char *expected)
+{
+    const char *s = jv_str(jv_path(root, path));
+    if (!s) fail_msg("%s is missing or not a string", path);
+    assert_string_equal(s, expected);
+}
+
+static double json_number(const jv_t *root, const char *path)
+{
+    const jv_t *v = jv_path(root, path);
+    if (!v || v->type != JV_NUMBER) fail_msg("%s is missing or not a number", path);
+    return v->number;
+}
+
+static int json_bool(const jv_t *root, const char *path)
+{
+    const jv_t *v = jv_path(root, path);
+    if (!v || v->type != JV_BOOL) fail_msg("%s is missing or not a boolean", path);
+    return v->boolean;
+}
+
+/* ---- auto mode: the build tree's cpu plugin ---- */
+
+static void test_text_lists_cpu_plugin_as_loaded_with_its_path(void **state)
+{
+    (void)state;
+    tool_result_t r = run_info(NULL, NULL);
+    assert_int_equal(r.exit_code, 0);
+    assert_string_equal(r.err, "");
+    assert_line_starting(r.out, "libattnrt ", "plugin ABI");
+    assert_line_starting(r.out, "discovery: ", "auto");
+    assert_line_starting(r.out, "  cpu ", ": loaded, 1 device");
+    assert_int_equal(count_lines_containing(r.out, "    path: " CPU_PLUGIN_PATH), 1);
+    assert_int_equal(count_lines_containing(r.out, "reason:"), 0);
+    tool_result_free(&r);
+}
+
+static void test_text_lists_cpu0_with_its_properties(void **state)
+{
+    (void)state;
+    tool_result_t j = run_info("--json", NULL);
+    jv_t *doc = parse_or_fail(j.out);
+    tool_result_t r = run_info(NULL, NULL);
+    assert_int_equal(r.exit_code, 0);
+    assert_line_starting(r.out, "devices: 1, default cpu:0", NULL);
+    assert_line_starting(r.out, "  cpu:0 (default): usable", NULL);
+    assert_line_starting(r.out, "    plugin ", "cpu");
+    assert_line_starting(r.out, "    type ", "cpu");
+    static const char *const fields[] = {"vendor", "model", "arch", "driver"};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        char prefix[32], path[64];
+        snprintf(prefix, sizeof prefix, "    %s ", fields[i]);
+        snprintf(path, sizeof path, "devices.0.%s", fields[i]);
+        const char *value = jv_str(jv_path(doc, path));
+        assert_non_null(value);
+        assert_line_starting(r.out, prefix, value);
+    }
+    char units[64];
+    snprintf(units, sizeof units, "    compute units  %.0f", json_number(doc, "devices.0.compute_units"));
+    assert_line_starting(r.out, units, NULL);
+    assert_line_starting(r.out, "    memory ", " total, ");
+    const jv_t *attrs = jv_path(doc, "devices.0.attributes");
+    assert_non_null(attrs);
+    assert_true(attrs->count > 0);
+    for (size_t i = 0; i < attrs->count; i++) {
+        char line[512];
+        snprintf(line, sizeof line, "      %s = %s", attrs->keys[i], jv_str(&attrs->items[i]));
+        assert_int_equal(count_lines_containing(r.out, line), 1);
+    }
+    assert_line_starting(r.out, "1 of 1 device usable", NULL);
+    jv_free(doc);
+    tool_result_free(&j);
+    tool_result_free(&r);
+}
+
+static void test_json_names_cpu_plugin_and_cpu0(void **state)
+{
+    (void)state;
+    tool_result_t r = run_info("--json", NULL);
+    assert_int_equal(r.exit_code, 0);
+    assert_string_equal(r.err, "");
+    jv_t *doc = parse_or_fail(r.out);
+    assert_int_equal(doc->type, JV_OBJECT);
+    assert_non_null(jv_str(jv_get(doc, "version")));
+    assert_int_equal((int)json_number(doc, "abi.major"), ATTNRT_ABI_MAJOR);
+    assert_int_equal((int)json_number(doc, "abi.minor"), ATTNRT_ABI_MINOR);
+    assert_json_string(doc, "mode", "auto");
+    assert_json_string(doc, "env.ATTNRT_PLUGIN_PATH", "");
+    assert_json_null(doc, "init_error");
+    assert_int_equal(jv_get(doc, "plugins")->count, 1);
+    assert_json_string(doc, "plugins.0.name", "cpu");
+    assert_json_string(doc, "plugins.0.path", CPU_PLUGIN_PATH);
+    assert_true(json_bool(doc, "plugins.0.loaded"));
+    assert_json_string(doc, "plugins.0.status", "ATTNRT_OK");
+    assert_json_null(doc, "plugins.0.reason");
+    assert_int_equal((int)json_number(doc, "plugins.0.device_count"), 1);
+    assert_int_equal(jv_get(doc, "devices")->count, 1);
+    assert_json_string(doc, "devices.0.name", "cpu:0");
+    assert_json_string(doc, "devices.0.plugin", "cpu");
+    assert_json_string(doc, "devices.0.type", "cpu");
+    assert_true(json_number(doc, "devices.0.compute_units") >= 1);
+    assert_true(json_number(doc, "devices.0.memory_total_bytes") > 0);
+    assert_true(json_number(doc, "devices.0.memory_free_bytes") <= json_number(doc, "devices.0.memory_total_bytes"));
+    assert_true(json_bool(doc, "devices.0.default"));
+    assert_true(json_bool(doc, "devices.0.usable"));
+    assert_json_null(doc, "devices.0.open_error");
+    assert_json_string(doc, "default_device", "cpu:0");
+    assert_int_equal((int)json_number(doc, "usable_devices"), 1);
+    jv_free(doc);
+    tool_result_free(&r);
+}
+
+static void test_json_capabilities_cover_every_op_and_add_up(void **state)
+{
+    (void)state;
+    tool_result_t r = run_info("--json", NULL);
+    jv_t *doc = parse_or_fail(r.out);
+    double per_op = json_number(doc, "capability_grid.combinations_per_op");
+    assert_true(per_op == 3 * 5 * 3 * 2 * 6);
+    const jv_t *caps = jv_path(doc, "devices.0.capabilities");
+    assert_non_null(caps);
+    assert_int_equal(caps->count, OP_NAME_COUNT);
+    for (size_t i = 0; i < OP_NAME_COUNT; i++) {
+        const jv_t *op = jv_get(caps, op_names[i]);
+        if (!op) fail_msg("capabilities lack op '%s'", op_names[i]);
+        double supported = json_number(op, "supported"), total = json_number(op, "total"), refused = 0;
+        assert_true(total == per_op);
+        const jv_t *refusals = jv_get(op, "refusals");
+        assert_true(refusals && refusals->type == JV_ARRAY);
+        for (size_t k = 0; k < refusals->count; k++) {
+            const char *reason = jv_str(jv_get(&refusals->items[k], "reason"));
+            assert_non_null(reason);
+            assert_true(reason[0] != '\0');
+            for (size_t m = 0; m < k; m++) /* each reason once per op */
+                assert_string_not_equal(reason, jv_str(jv_get(&refusals->items[m], "reason")));
+            double count = json_number(&refusals->items[k], "count");
+            assert_true(count >= 1);
+            refused += count;
+        }
+        assert_true(supported + refused == total);
+    }
+    jv_free(doc);
+    tool_result_free(&r);
+}
+
+static void test_text_names_each_refusal_reason_once_and_stays_short(void **state)
+{
+    (void)state;
+    tool_result_t j = run_info("--json", NULL);
+    jv_t *doc = parse_or_fail(j.out);
+    tool_result_t r = run_info(NULL, NULL);
+    assert_true(count_occurrences(r.out, "\n") < 100);
+    const jv_t *caps = jv_path(doc, "devices.0.capabilities");
+    assert_non_null(caps);
+    for (size_t i = 0; i < caps->count; i++) {
+        char row[64];
+        snprintf(row, sizeof row, "      %s ", caps->keys[i]);
+        assert_line_starting(r.out, row, "supported");
+        const jv_t *refusals = jv_get(&caps->items[i], "refusals");
+        for (size_t k = 0; refusals && k < refusals->count; k++) {
+            const char *reason = jv_str(jv_get(&refusals->items[k], "reason"));
+            assert_non_null(reason);
+            char listed[1024]; /* "      [3] <reason>  (180 combinations)" */
+            snprintf(listed, sizeof listed, "] %s  (", reason);
+            int times = count_lines_containing(r.out, listed);
+            if (times != 1) fail_msg("reason '%s' is listed %d times in the text, not once", reason, times);
+        }
+    }
+    jv_free(doc);
+    tool_result_free(&j);
+    tool_result_free(&r);
+}
+
+/* ---- explicit mode ---- */
+
+static const char *const env_cuda[] = {"ATTNRT_PLUGIN=cuda", NULL};
+
+static void test_explicit_cuda_without_its_plugin_fails_with_one_line_naming_it(void **state)
+{
+    (void)state;
+    tool_result_t r = run_info(NULL, env_cuda);
+    assert_int_equal(r.exit_code, 1);
+    assert_line_starting(r.out, "discovery: ", "explicit (ATTNRT_PLUGIN=cuda)");
+    assert_line_starting(r.out, "init: failed", NULL);
+    assert_int_equal(count_lines_containing(r.out, "error: "), 1);
+    assert_line_starting(r.out, "error: ", "ATTNRT_PLUGIN=cuda");
+    assert_line_starting(r.out, "no usable device", NULL);
+    tool_result_free(&r);
+}
+
+static void test_explicit_cuda_without_its_plugin_sets_json_init_error(void **state)
+{
+    (void)state;
+    tool_result_t r = run_info("--json", env_cuda);
+    assert_int_equal(r.exit_code, 1);
+    jv_t *doc = parse_or_fail(r.out);
+    assert_json_string(doc, "mode", "explicit");
+    assert_json_string(doc, "env.ATTNRT_PLUGIN", "cuda");
+    const char *why = jv_str(jv_get(doc, "init_error"));
+    assert_non_null(why);
+    assert_non_null(strstr(why, "ATTNRT_PLUGIN=cuda"));
+    assert_null(strchr(why, '\n'));
+    assert_int_equal(jv_get(doc, "devices")->count, 0);
+    assert_json_null(doc, "default_device");
+    assert_int_equal((int)json_number(doc, "usable_devices"), 0);
+    jv_free(doc);
+    tool_result_free(&r);
+}
+
+static const char *const env_missing_file[] = {"ATTNRT_PLUGIN=/nonexistent/attnrt_x.so", NULL};
+
+static void test_missing_plugin_file_is_listed_with_its_reason(void **state)
+{
+    (void)state;
+    tool_result_t r = run_info(NULL, env_missing_file);
+    assert_int_equal(r.exit_code, 1);
+    assert_line_starting(r.out, "error: ", "/nonexistent/attnrt_x.so: no such file");
+    assert_line_starting(r.out, "  x ", "not loaded (ATTNRT_ERR_NOT_FOUND)");
+    assert_line_starting(r.out, "    path: ", "/nonexistent/attnrt_x.so");
+    assert_line_starting(r.out, "    reason: ", "/nonexistent/attnrt_x.so: no such file");
+    tool_result_free(&r);
+
+    r = run_info("--json", env_missing_file);
+    assert_int_equal(r.exit_code, 1);
+    jv_t *doc = parse_or_fail(r.out);
+    assert_json_string(doc, "plugins.0.path", "/nonexistent/attnrt_x.so");
+    assert_false(json_bool(doc, "plugins.0.loaded"));
+    assert_json_string(doc, "plugins.0.status", "ATTNRT_ERR_NOT_FOUND");
+    assert_json_string(doc, "plugins.0.reason", "/nonexistent/attnrt_x.so: no such file");
+    assert_non_null(strstr(jv_str(jv_get(doc, "init_error")), "no such file"));
+    jv_free(doc);
+    tool_result_free(&r);
+}
+
+static void test_explicit_cpu_by_absolute_path_is_usable(void **state)
+{
+    (void)state;
+    const char *const env[] = {"ATTNRT_PLUGIN=" CPU_PLUGIN_PATH, NULL};
+    tool_result_t r = run_info("--json", env);
+    assert_int_equal(r.exit_code, 0);
+    jv_t *doc = parse_or_fail(r.out);
+    assert_json_string(doc, "mode", "explicit");
+    assert_json_null(doc, "init_error");
+    assert_int_equal(jv_get(doc, "plugins")->count, 1);
+    assert_json_string(doc, "devices.0.name", "cpu:0");
+    jv_free(doc);
+    tool_result_free(&r);
+}
+
+static void test_bad_default_device_is_reported_and_cpu0_stays_usable(void **state)
+{
+    (void)state;
+    const char *const env[] = {"ATTNRT_DEVICE=warp:9", NULL};
+    tool_result_t r = run_info("--json", env);
+    assert_int_equal(r.exit_code, 0);
+    jv_t *doc = parse_or_fail(r.out);
+    assert_json_null(doc, "default_device");
+    const char *why = jv_str(jv_get(doc, "default_device_error"));
+    assert_non_null(why);
+    assert_non_null(strstr(why, "warp:9"));
+    assert_false(json_bool(doc, "devices.0.default"));
+    assert_true(json_bool(doc, "devices.0.usable"));
+    jv_free(doc);
+    tool_result_free(&r);
+}
+
+/* ---- JSON strings made from hostile input: a plugin path is echoed into path and reason ---- */
+
+static void test_json_escapes_quotes_backslashes_and_control_characters(void **state)
+{
+    (void)state;
+    const char *path = "/nonexistent/q\"b\\s\tt\x01u\x1f\x7fv\n/attnrt_x.so";
+    char setting[256];
+    snprintf(setting, sizeof setting, "ATTNRT_PLUGIN=%s", path);
+    const char *const env[] = {setting, NULL};
+    tool_result_t r = run_info("--json", env);
+    assert_int_equal(r.exit_code, 1);
+    jv_t *doc = parse_or_fail(r.out);
+    assert_json_string(doc, "plugins.0.path", path);
+    assert_json_string(doc, "env.ATTNRT_PLUGIN", path);
+    assert_non_null(strstr(jv_str(jv_get(doc, "init_error")), path));
+    jv_free(doc);
+    tool_result_free(&r);
+}
+
+static void test_json_replaces_invalid_utf8_and_keeps_valid_utf8(void **state)
+{
+    (void)state;
+    const char *const env[] = {"ATTNRT_PLUGIN=/nonexistent/\xc3\xa9\xff\xc0\xaf/attnrt_x.so", NULL};
+    tool_result_t r = run_info("--json", env);
+    jv_t *doc = parse_or_fail(r.out);
+    assert_json_string(doc, "plugins.0.path", "/nonexistent/\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd/attnrt_x.so");
+    jv_free(doc);
+    tool_result_free(&r);
+}
+
+/* ---- the command line ---- */
+
+static void test_unknown_option_prints_usage_on_stderr_and_exits_2(void **state)
+{
+    (void)state;
+    tool_result_t r = run_info("--bogus", NULL);
+    assert_int_equal(r.exit_code, 2);
+    assert_string_equal(r.out, "");
+    assert_non_null(strstr(r.err, "'--bogus'"));
+    assert_non_null(strstr(r.err, "usage: attnrt-info"));
+    tool_result_free(&r);
+}
+
+static void test_stray_argument_exits_2(void **state)
+{
+    (void)state;
+    tool_result_t r = run_info("cpu", NULL);
+    assert_int_equal(r.exit_code, 2);
+    assert_string_equal(r.out, "");
+    assert_non_null(strstr(r.err, "usage: attnrt-info"));
+    tool_result_free(&r);
+}
+
+static void test_help_prints_usage_on_stdout_and_exits_0(void **state)
+{
+    (void)state;
+    tool_result_t r = run_info("--help", NULL);
+    assert_int_equal(r.exit_code, 0);
+    assert_string_equal(r.err, "");
+    assert_line_starting(r.out, "usage: attnrt-info", "--json");
+    assert_null(strstr(r.out, "plugins:")); /* help only: no probing */
+    tool_result_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_text_lists_cpu_plugin_as_loaded_with_its_path),
+        cmocka_unit_test(test_text_lists_cpu0_with_its_properties),
+        cmocka_unit_test(test_json_names_cpu_plugin_and_cpu0),
+        cmocka_unit_test(test_json_capabilities_cover_every_op_and_add_up),
+        cmocka_unit_test(test_text_names_each_refusal_reason_once_and_stays_short),
+        cmocka_unit_test(test_explicit_cuda_without_its_plugin_fails_with_one_line_naming_it),
+        cmocka_unit_test(test_explicit_cuda_without_its_plugin_sets_json_init_error),
+        cmocka_unit_test(test_missing_plugin_file_is_listed_with_its_reason),
+        cmocka_unit_test(test_explicit_cpu_by_absolute_path_is_usable),
+        cmocka_unit_test(test_bad_default_device_is_reported_and_cpu0_stays_usable),
+        cmocka_unit_test(test_json_escapes_quotes_backslashes_and_control_characters),
+        cmocka_unit_test(test_json_replaces_invalid_utf8_and_keeps_valid_utf8),
+        cmocka_unit_test(test_unknown_option_prints_usage_on_stderr_and_exits_2),
+        cmocka_unit_test(test_stray_argument_exits_2),
+        cmocka_unit_test(test_help_prints_usage_on_stdout_and_exits_0),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

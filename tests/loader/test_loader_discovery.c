@@ -1,0 +1,310 @@
+/* Discovery: explicit mode (ATTNRT_PLUGIN) fails loudly, auto mode skips and keeps every reason; the
+ * search order, shadowing, what is never searched, the default device, and ATTNRT_LOG=debug. */
+#include <dlfcn.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "loader_util.h"
+
+extern char **environ;
+
+int loader_discovery_tests(void);
+int loader_init_and_exit(void);
+
+/* ---- explicit vs auto mode ---- */
+
+static void test_explicit_mode_failure_fails_every_later_call(void **state)
+{
+    (void)state;
+    tl_use("probe_fails");
+    assert_status(attnrt_init(), ATTNRT_ERR_NO_DEVICE);
+    assert_status(attnrt_init(), ATTNRT_ERR_NO_DEVICE); /* later calls return the first call's status */
+    assert_error_has("tp-probe");
+    attnrt_context_t *ctx = (attnrt_context_t *)&ctx; /* a sentinel: must not be overwritten */
+    assert_status(attnrt_open(NULL, &ctx), ATTNRT_ERR_NO_DEVICE);
+    assert_error_has("tp-probe");
+    assert_ptr_equal(ctx, (attnrt_context_t *)&ctx);
+    uint32_t count = 77;
+    assert_status(attnrt_device_count(&count), ATTNRT_ERR_NO_DEVICE);
+    assert_int_equal(count, 77);
+    assert_ok(attnrt_plugin_count(&count)); /* the record of the failure stays readable */
+    assert_int_equal(count, 1);
+}
+
+static void test_auto_mode_skips_bad_plugins_and_keeps_their_reasons(void **state)
+{
+    (void)state;
+    const char *good = tl_tmp_copy("basic", "attnrt_basic.so");
+    const char *major2 = tl_tmp_copy("abi_major2", "attnrt_abi_major2.so");
+    const char *noent = tl_tmp_copy("no_entry", "attnrt_no_entry.so");
+    const char *garbage = tl_tmp_write("attnrt_garbage.so", "garbage");
+    setenv("ATTNRT_PLUGIN_PATH", tl_tmpdir(), 1);
+    assert_ok(attnrt_init());
+    assert_string_equal(attnrt_last_error(), "");
+
+    const struct { const char *path; attnrt_status_t status; const char *reason; } want[] = {
+        {good, ATTNRT_OK, ""},
+        {major2, ATTNRT_ERR_ABI_MISMATCH, "ABI 2.0"},
+        {noent, ATTNRT_ERR_PLUGIN, "attnrt_plugin_get_api"},
+        {garbage, ATTNRT_ERR_PLUGIN, "cannot be loaded"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        int index = tl_plugin_index(want[i].path);
+        if (index < 0) fail_msg("%s was not tried", want[i].path);
+        attnrt_plugin_info_t info = tl_info((uint32_t)index);
+        assert_int_equal(info.status, want[i].status);
+        assert_has(info.reason, want[i].reason);
+        assert_one_line(info.reason);
+        if (want[i].status != ATTNRT_OK) assert_has(info.reason, want[i].path);
+    }
+    attnrt_context_t *ctx = NULL;
+    assert_ok(attnrt_open("basic:0", &ctx));
+    assert_ok(attnrt_close(ctx));
+}
+
+static void test_auto_mode_searches_path_dirs_in_order_then_files_by_name(void **state)
+{
+    (void)state;
+    char first[PATH_MAX], second[PATH_MAX];
+    snprintf(first, sizeof first, "%s/first", tl_tmpdir());
+    snprintf(second, sizeof second, "%s/second", tl_tmpdir());
+    assert_int_equal(mkdir(first, 0700), 0);
+    assert_int_equal(mkdir(second, 0700), 0);
+    const char *b = tl_tmp_copy("basic", "first/attnrt_basic.so");
+    const char *a = tl_tmp_copy("abi_major2", "first/attnrt_abi_major2.so");
+    const char *z = tl_tmp_copy("two_devices", "second/attnrt_zzz.so");
+    char list[2 * PATH_MAX + 2];
+    snprintf(list, sizeof list, "%s:%s", second, first);
+    setenv("ATTNRT_PLUGIN_PATH", list, 1);
+    assert_ok(attnrt_init());
+    int iz = tl_plugin_index(z), ia = tl_plugin_index(a), ib = tl_plugin_index(b);
+    assert_true(iz >= 0 && ia >= 0 && ib >= 0);
+    assert_true(iz < ia); /* directory order first ... */
+    assert_true(ia < ib); /* ... then names in order within a directory */
+#ifdef TL_CPU_PLUGIN
+    int icpu = tl_plugin_index(TL_CPU_PLUGIN); /* the build tree comes after ATTNRT_PLUGIN_PATH */
+    assert_true(icpu > ib);
+#endif
+    uint32_t d0 = 99;
+    assert_ok(attnrt_device_find("two_devices:0", &d0));
+    assert_int_equal(d0, 0); /* devices follow plugin order */
+}
+
+static void test_earlier_directory_shadows_a_plugin_of_the_same_name(void **state)
+{
+    (void)state;
+#ifndef TL_CPU_PLUGIN
+    skip();
+#else
+    const char *copy = tl_tmp_copy(TL_CPU_PLUGIN, "attnrt_cpu.so");
+    setenv("ATTNRT_PLUGIN_PATH", tl_tmpdir(), 1);
+    assert_ok(attnrt_init());
+    assert_true(tl_plugin_index(copy) >= 0);
+    assert_int_equal(tl_plugin_index(TL_CPU_PLUGIN), -1); /* the build tree's cpu plugin is skipped */
+    uint32_t count = 0, cpus = 0;
+    assert_ok(attnrt_device_count(&count));
+    for (uint32_t i = 0; i < count; i++) {
+        attnrt_device_properties_t props = {.struct_size = sizeof props};
+        assert_ok(attnrt_device_get_properties(i, &props));
+        cpus += strcmp(props.name, "cpu:0") == 0;
+    }
+    assert_int_equal(cpus, 1);
+#endif
+}
+
+static void test_explicit_name_is_looked_up_in_plugin_path(void **state)
+{
+    (void)state;
+    setenv("ATTNRT_PLUGIN_PATH", TL_PLUGIN_DIR, 1);
+    setenv("ATTNRT_PLUGIN", "two_devices", 1);
+    assert_ok(attnrt_init());
+    uint32_t count = 0;
+    assert_ok(attnrt_plugin_count(&count));
+    assert_int_equal(count, 1); /* explicit mode loads that one plugin and nothing else */
+    assert_string_equal(tl_info(0).path, tl_plugin("two_devices"));
+    assert_ok(attnrt_device_count(&count));
+    assert_int_equal(count, 2);
+}
+
+static void test_missing_cuda_plugin_is_one_clear_line(void **state)
+{
+    (void)state;
+    setenv("ATTNRT_PLUGIN", "cuda", 1);
+    attnrt_status_t st = attnrt_init();
+    if (st == ATTNRT_OK) {
+        assert_string_equal(tl_info(0).name, "cuda");
+        skip(); /* a cuda plugin is built or installed here: nothing to refuse */
+    }
+    assert_status(st, ATTNRT_ERR_NOT_FOUND);
+    assert_error_has("ATTNRT_PLUGIN=cuda");
+    assert_error_has("attnrt_cuda.so");
+    assert_error_has("-Dcuda=enabled");
+    assert_one_line(attnrt_last_error());
+}
+
+static void test_relative_or_malformed_plugin_name_is_invalid_argument(void **state)
+{
+    (void)state;
+    const char *bad[] = {"./attnrt_basic.so", "plugins/attnrt_cpu.so", "CPU", "cpu plugin", "../cpu",
+                         "a_name_that_is_far_too_long_to_be_any_plugins_name_at_all"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("ATTNRT_PLUGIN", bad[i], 1);
+        assert_status(attnrt_init(), ATTNRT_ERR_INVALID_ARGUMENT);
+        assert_error_has(bad[i]);
+        assert_error_has("absolute path");
+        assert_ok(attnrt_shutdown());
+    }
+}
+
+static void test_relative_plugin_dirs_and_the_cwd_are_never_searched(void **state)
+{
+    (void)state;
+    char rel[PATH_MAX];
+    snprintf(rel, sizeof rel, "%s/rel", tl_tmpdir());
+    assert_int_equal(mkdir(rel, 0700), 0);
+    tl_tmp_copy("basic", "rel/attnrt_basic.so");
+    tl_tmp_copy("two_devices", "attnrt_two_devices.so");
+    assert_int_equal(chdir(tl_tmpdir()), 0); /* tl_teardown restores the cwd */
+    setenv("ATTNRT_PLUGIN_PATH", "rel:.:./rel", 1);
+    assert_ok(attnrt_init());
+    uint32_t count = 0;
+    assert_ok(attnrt_plugin_count(&count));
+    for (uint32_t i = 0; i < count; i++) {
+        attnrt_plugin_info_t info = tl_info(i);
+        assert_string_not_equal(info.name, "basic");
+        assert_string_not_equal(info.name, "two_devices");
+        assert_null(strstr(info.path, tl_tmpdir()));
+    }
+    assert_ok(attnrt_shutdown());
+    setenv("ATTNRT_PLUGIN", "basic", 1); /* nor does explicit mode look there */
+    assert_status(attnrt_init(), ATTNRT_ERR_NOT_FOUND);
+}
+
+static void test_shutdown_rereads_the_environment(void **state)
+{
+    (void)state;
+    uint32_t count = 0;
+    tl_use("basic");
+    assert_ok(attnrt_device_count(&count));
+    assert_int_equal(count, 1);
+    assert_ok(attnrt_shutdown());
+    tl_use("two_devices");
+    assert_ok(attnrt_device_count(&count));
+    assert_int_equal(count, 2);
+}
+
+static void test_plugin_with_zero_devices_loads_but_opens_nothing(void **state)
+{
+    (void)state;
+    tl_use("zero_devices");
+    assert_ok(attnrt_init());
+    uint32_t count = 5;
+    assert_ok(attnrt_device_count(&count));
+    assert_int_equal(count, 0);
+    attnrt_context_t *ctx = NULL;
+    assert_status(attnrt_open(NULL, &ctx), ATTNRT_ERR_NO_DEVICE);
+    assert_error_has("attnrt-info");
+    assert_status(attnrt_open("zero_devices:0", &ctx), ATTNRT_ERR_NOT_FOUND);
+    assert_error_has("(none)");
+}
+
+static void test_default_device_prefers_the_cpu_over_other_devices(void **state)
+{
+    (void)state;
+#ifndef TL_CPU_PLUGIN
+    skip();
+#else
+    tl_tmp_copy("basic", "attnrt_basic.so"); /* sorts before the build tree's cpu plugin */
+    setenv("ATTNRT_PLUGIN_PATH", tl_tmpdir(), 1);
+    uint32_t index = 99, basic = 99;
+    assert_ok(attnrt_device_default(&index));
+    assert_ok(attnrt_device_find("basic:0", &basic));
+    assert_int_equal(basic, 0);
+    attnrt_device_properties_t props = {.struct_size = sizeof props};
+    assert_ok(attnrt_device_get_properties(index, &props));
+    assert_string_equal(props.name, "cpu:0");
+    setenv("ATTNRT_DEVICE", "basic:0", 1); /* ATTNRT_DEVICE overrides the ranking */
+    assert_ok(attnrt_device_default(&index));
+    assert_int_equal(index, basic);
+#endif
+}
+
+/* ---- ATTNRT_LOG=debug, seen from a child process (the log level is read once per process) ---- */
+
+static void test_debug_log_shows_paths_dlerror_and_both_abi_versions(void **state)
+{
+    (void)state;
+    const char *major2 = tl_tmp_copy("abi_major2", "attnrt_abi_major2.so");
+    const char *garbage = tl_tmp_write("attnrt_garbage.so", "garbage");
+    assert_null(dlopen(garbage, RTLD_NOW | RTLD_LOCAL));
+    char why[1024];
+    snprintf(why, sizeof why, "%s", dlerror());
+
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    setenv("ATTNRT_PLUGIN_PATH", tl_tmpdir(), 1);
+    setenv("ATTNRT_LOG", "debug", 1);
+    char *argv[] = {(char *)tl_argv0, (char *)"--init-and-exit", NULL};
+    pid_t pid;
+    int rc = posix_spawn(&pid, tl_argv0, &fa, NULL, argv, environ);
+    unsetenv("ATTNRT_LOG");
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    assert_int_equal(rc, 0);
+    static char log[1 << 16];
+    size_t used = 0;
+    ssize_t n;
+    while ((n = read(fds[0], log + used, sizeof log - 1 - used)) > 0) used += (size_t)n;
+    log[used] = '\0';
+    close(fds[0]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    char line[PATH_MAX + 64], abis[128];
+    snprintf(line, sizeof line, "trying plugin %s", major2);
+    assert_has(log, line);
+    snprintf(line, sizeof line, "trying plugin %s", garbage);
+    assert_has(log, line);
+    snprintf(abis, sizeof abis, "plugin ABI 2.0, runtime ABI %u.%u", ATTNRT_ABI_MAJOR, ATTNRT_ABI_MINOR);
+    assert_has(log, abis);
+    assert_has(log, why);
+    assert_has(log, "ATTNRT_PLUGIN_PATH");
+}
+
+/* The child of the test above: start up with the inherited environment, shut down, exit. */
+int loader_init_and_exit(void)
+{
+    attnrt_status_t st = attnrt_init();
+    return st == ATTNRT_OK && attnrt_shutdown() == ATTNRT_OK ? 0 : 1;
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(test_##name, tl_setup, tl_teardown)
+
+int loader_discovery_tests(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(explicit_mode_failure_fails_every_later_call),
+        T(auto_mode_skips_bad_plugins_and_keeps_their_reasons),
+        T(auto_mode_searches_path_dirs_in_order_then_files_by_name),
+        T(earlier_directory_shadows_a_plugin_of_the_same_name),
+        T(explicit_name_is_looked_up_in_plugin_path),
+        T(missing_cuda_plugin_is_one_clear_line),
+        T(relative_or_malformed_plugin_name_is_invalid_argument),
+        T(relative_plugin_dirs_and_the_cwd_are_never_searched),
+        T(shutdown_rereads_the_environment),
+        T(plugin_with_zero_devices_loads_but_opens_nothing),
+        T(default_device_prefers_the_cpu_over_other_devices),
+        T(debug_log_shows_paths_dlerror_and_both_abi_versions),
+    };
+    return tl_run_isolated("loader: discovery", tests, sizeof tests / sizeof tests[0]);
+}
