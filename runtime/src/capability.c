@@ -43,18 +43,21 @@ static attnrt_status_t ask(const attnrt_plugin_api_t *api, void *device, const c
 {
     if (reason && reason_cap) reason[0] = '\0';
     if (!query) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "op capability query: query is NULL");
-    if (query->struct_size < ATTNRT_STRUCT_SIZE(attnrt_op_query_t, features))
+    /* Read only what the caller's struct_size covers (it may end before our sizeof; the rest is zero),
+     * through memcpy so that nothing past it, nor a field of a short struct, is ever touched. */
+    size_t given;
+    memcpy(&given, query, sizeof given);
+    if (given < ATTNRT_STRUCT_SIZE(attnrt_op_query_t, features))
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "op capability query: query->struct_size = %zu; set it to "
-                           "sizeof(attnrt_op_query_t)", query->struct_size);
-    if (query->op == 0 || query->op >= ATTNRT_OP_COUNT_)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "op capability query: op = %u is not an attnrt_op_t", query->op);
+                           "sizeof(attnrt_op_query_t)", given);
+    attnrt_op_query_t full = {0};
+    memcpy(&full, query, given < sizeof full ? given : sizeof full);
+    full.struct_size = sizeof full;
+    if (full.op == 0 || full.op >= ATTNRT_OP_COUNT_)
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "op capability query: op = %u is not an attnrt_op_t", full.op);
     char why[512] = "";
     attnrt_status_t status;
-    /* Read only what the caller's struct_size covers (it may end before our sizeof); the rest is zero. */
-    attnrt_op_query_t full = {0};
-    memcpy(&full, query, query->struct_size < sizeof full ? query->struct_size : sizeof full);
-    full.struct_size = sizeof full;
-    if (query->op == ATTNRT_OP_CASCADE) {
+    if (full.op == ATTNRT_OP_CASCADE) {
         status = cascade_supported(api, device, &full, why, sizeof why);
     } else if (!api->op_supported) {
         status = ATTNRT_ERR_UNSUPPORTED;
@@ -67,7 +70,7 @@ static attnrt_status_t ask(const attnrt_plugin_api_t *api, void *device, const c
     if (!why[0]) attnrt_strlcpy(why, "no reason given", sizeof why);
     if (reason && reason_cap) attnrt_strlcpy(reason, why, reason_cap);
     return attnrt_fail(status == ATTNRT_ERR_UNSUPPORTED ? status : ATTNRT_ERR_UNSUPPORTED, "%s: %s unsupported: %s",
-                       device_name, attnrt_op_name(query->op), why);
+                       device_name, attnrt_op_name(full.op), why);
 }
 
 attnrt_status_t attnrt_op_supported(attnrt_context_t *ctx, const attnrt_op_query_t *query, char *reason,
