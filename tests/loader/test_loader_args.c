@@ -250,9 +250,12 @@ static void test_capability_query_reads_nothing_beyond_struct_size(void **state)
     attnrt_context_t *ctx = NULL;
     assert_ok(attnrt_open(NULL, &ctx));
     assert_ok(attnrt_op_supported(ctx, q, NULL, 0));
-    q->op = ATTNRT_OP_PAGED_ATTENTION;
+    /* The struct is only 4-byte aligned here, so fields are written through memcpy, as the runtime reads them. */
+    uint32_t op = ATTNRT_OP_PAGED_ATTENTION;
+    memcpy((unsigned char *)q + offsetof(attnrt_op_query_t, op), &op, sizeof op);
     assert_status(attnrt_op_supported(ctx, q, NULL, 0), ATTNRT_ERR_UNSUPPORTED);
-    q->op = ATTNRT_OP_CASCADE; /* composed by the runtime from its parts */
+    op = ATTNRT_OP_CASCADE; /* composed by the runtime from its parts */
+    memcpy((unsigned char *)q + offsetof(attnrt_op_query_t, op), &op, sizeof op);
     assert_status(attnrt_op_supported(ctx, q, NULL, 0), ATTNRT_ERR_UNSUPPORTED);
     assert_ok(attnrt_close(ctx));
     munmap(mem, 2 * (size_t)page);
