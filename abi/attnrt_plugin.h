@@ -19,6 +19,8 @@
  * History
  *   1.0  plugin identity, probe, devices, attributes, memory, streams, events, capability query.
  *   1.1  tensors; ops: kv_write, attention_plan / attention_plan_destroy / attention_run, merge_states.
+ *   1.2  MLA, lightning and gated-delta plan/run; device_open_with_options; select_attention (kernel
+ *        selection rules); last_op_stats (cost-model counters); the bool dtype code.
  *
  * Ownership
  * ---------
@@ -42,7 +44,7 @@ extern "C" {
 #endif
 
 #define ATTNRT_ABI_MAJOR 1
-#define ATTNRT_ABI_MINOR 1
+#define ATTNRT_ABI_MINOR 2
 
 /* Size of `type` up to and including `last_field`: the struct_size of the version that ends there. */
 #define ATTNRT_STRUCT_SIZE(type, last_field) \
@@ -94,6 +96,7 @@ enum attnrt_dtype_code {
     ATTNRT_DTYPE_CODE_UINT            = 1,  /* kDLUInt           */
     ATTNRT_DTYPE_CODE_FLOAT           = 2,  /* kDLFloat (IEEE)   */
     ATTNRT_DTYPE_CODE_BFLOAT          = 4,  /* kDLBfloat         */
+    ATTNRT_DTYPE_CODE_BOOL            = 6,  /* kDLBool (8 bits)  */
     ATTNRT_DTYPE_CODE_FLOAT8_E4M3FN   = 10, /* kDLFloat8_e4m3fn (DLPack 1.1): max 448, no inf */
     ATTNRT_DTYPE_CODE_FLOAT8_E5M2     = 12, /* kDLFloat8_e5m2   (DLPack 1.1)                  */
 };
@@ -115,6 +118,8 @@ typedef struct attnrt_dtype {
 #define ATTNRT_FP8_E5M2 ATTNRT_DTYPE(ATTNRT_DTYPE_CODE_FLOAT8_E5M2, 8)
 #define ATTNRT_I32     ATTNRT_DTYPE(ATTNRT_DTYPE_CODE_INT, 32)
 #define ATTNRT_I64     ATTNRT_DTYPE(ATTNRT_DTYPE_CODE_INT, 64)
+#define ATTNRT_U8      ATTNRT_DTYPE(ATTNRT_DTYPE_CODE_UINT, 8)
+#define ATTNRT_BOOL    ATTNRT_DTYPE(ATTNRT_DTYPE_CODE_BOOL, 8)
 #endif
 
 /* DLPack DLDeviceType values for the device kinds a plugin reports. */
@@ -151,7 +156,8 @@ ATTNRT_CHECK_LAST_FIELD(attnrt_device_properties_t, attribute_count);
 #define ATTNRT_ATTR_KEY_MAX   64
 #define ATTNRT_ATTR_VALUE_MAX 192
 
-/* One key/value attribute for the long tail ("simd" = "avx512f,avx2", "cc" = "9.0"). Copies. */
+/* One key/value attribute for the long tail ("simd" = "avx512f,avx2", "cc" = "9.0"). Copies.
+ * FROZEN for ABI major 1 (it is passed in arrays, whose stride struct_size cannot fix): never appended to. */
 typedef struct attnrt_device_attribute {
     size_t struct_size;
     char   key[ATTNRT_ATTR_KEY_MAX];
@@ -305,6 +311,149 @@ typedef struct attnrt_merge_args {
 ATTNRT_CHECK_LAST_FIELD(attnrt_merge_args_t, sinks);
 
 /* ---------------------------------------------------------------------------------------------- */
+/* MLA, linear attention and gated delta net (1.2). Batch metadata on the host comes in the same   */
+/* attnrt_batch_host_t as paged attention (block_table unused for the linear ops) plus, for the     */
+/* state ops, attnrt_state_host_t. State pools are tensors [num_slots, ...] the runtime owns.      */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* Multi-head latent attention over a latent cache (SEMANTICS.md "MLA"). */
+typedef struct attnrt_mla_args {
+    size_t                 struct_size;
+    const attnrt_tensor_t *query;           /* [T, Hq, kv_dim] (absorbed), f32 / f16 / bf16          */
+    const attnrt_tensor_t *kv_cache;        /* [num_blocks, block_size, 1, kv_dim], e.g. 576          */
+    const attnrt_tensor_t *block_table;     /* [B, max_blocks_per_seq] int32                          */
+    const attnrt_tensor_t *query_start_loc; /* [B + 1] int32                                          */
+    const attnrt_tensor_t *seq_lens;        /* [B] int32                                              */
+    const attnrt_tensor_t *out;             /* [T, Hq, v_dim] (v_dim <= kv_dim, e.g. 512)             */
+    const attnrt_tensor_t *lse;             /* (optional) [T, Hq] f32                                 */
+    const attnrt_tensor_t *sinks;           /* (optional) [Hq] f32                                    */
+    const attnrt_tensor_t *kv_scale;        /* fp8 caches: f32 [1] or [num_blocks, 1] (a device may
+                                               accept fp8 for sparse MLA only: op_supported says)   */
+    const attnrt_tensor_t *indices;         /* (optional) sparse: [T, topk] int32 absolute key
+                                               positions, -1 unused; NULL = dense                     */
+    const int32_t         *indices_host;    /* (optional) host copy of indices, row stride topk: the
+                                               runtime checks each against seq_len; plugins skip
+                                               indices outside [0, seq_len) either way              */
+    float                  scale;           /* required (> 0): models need 1/sqrt(192) * mscale       */
+    int32_t                causal;          /* dense only: bottom-right causal                        */
+} attnrt_mla_args_t;
+#define ATTNRT_MLA_ARGS_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_mla_args_t, causal)
+ATTNRT_CHECK_LAST_FIELD(attnrt_mla_args_t, causal);
+
+/* Host copies of the per-request state metadata, read by plan (borrowed for the call). */
+typedef struct attnrt_state_host {
+    size_t         struct_size;
+    const int32_t *state_indices;      /* [B]; -1 = padding row                                 */
+    const uint8_t *has_initial_state;  /* [B] 0/1 (required: 0 starts from a zero state)       */
+    const int32_t *spec_state_indices; /* (GDN, optional) [B, num_spec + 1], row stride num_spec+1 */
+    const int32_t *num_accepted;       /* (GDN, with spec) [B], >= 1                             */
+    int32_t        num_spec;           /* draft tokens per request (spec decoding), else 0       */
+} attnrt_state_host_t;
+#define ATTNRT_STATE_HOST_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_state_host_t, num_spec)
+ATTNRT_CHECK_LAST_FIELD(attnrt_state_host_t, num_spec);
+
+/* Lightning (linear) attention with per-head decay exp(-slope_h); SEMANTICS.md. */
+typedef struct attnrt_lightning_args {
+    size_t                 struct_size;
+    const attnrt_tensor_t *query;             /* [T, H, Dk] f32 / f16 / bf16                         */
+    const attnrt_tensor_t *key;               /* [T, H, Dk]                                          */
+    const attnrt_tensor_t *value;             /* [T, H, Dv]                                          */
+    const attnrt_tensor_t *out;               /* [T, H, Dv]                                          */
+    const attnrt_tensor_t *slopes;            /* [H] f32                                             */
+    const attnrt_tensor_t *state;             /* the pool: [num_slots, H, Dk, Dv] f32, read+written  */
+    const attnrt_tensor_t *query_start_loc;   /* [B + 1] int32                                       */
+    const attnrt_tensor_t *state_indices;     /* [B] int32, -1 = padding                             */
+    const attnrt_tensor_t *has_initial_state; /* [B] bool / uint8: 0 starts from a zero state       */
+} attnrt_lightning_args_t;
+#define ATTNRT_LIGHTNING_ARGS_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_lightning_args_t, has_initial_state)
+ATTNRT_CHECK_LAST_FIELD(attnrt_lightning_args_t, has_initial_state);
+
+/* Gated delta rule (Qwen3-Next / Kimi-style GDN); SEMANTICS.md. */
+typedef struct attnrt_gated_delta_args {
+    size_t                 struct_size;
+    const attnrt_tensor_t *query;              /* [T, H, Dk] f32 / f16 / bf16                        */
+    const attnrt_tensor_t *key;                /* [T, H, Dk]                                         */
+    const attnrt_tensor_t *value;              /* [T, HV, Dv], HV % H == 0                            */
+    const attnrt_tensor_t *g;                  /* [T, HV] log decay, f32 or query's dtype             */
+    const attnrt_tensor_t *beta;               /* [T, HV] f32 or query's dtype                       */
+    const attnrt_tensor_t *out;                /* [T, HV, Dv]                                        */
+    const attnrt_tensor_t *state;              /* the pool: [num_slots, HV, Dk, Dv] f32              */
+    const attnrt_tensor_t *query_start_loc;    /* [B + 1] int32                                      */
+    const attnrt_tensor_t *state_indices;      /* [B] int32, -1 = padding (ignored with spec)        */
+    const attnrt_tensor_t *has_initial_state;  /* [B] bool / uint8                                    */
+    const attnrt_tensor_t *spec_state_indices; /* (optional) [B, num_spec + 1] int32                  */
+    const attnrt_tensor_t *num_accepted;       /* (with spec) [B] int32                               */
+    float                  scale;              /* 0: Dk^-1/2                                         */
+    int32_t                use_l2norm;         /* 1: L2-normalise q and k first                      */
+} attnrt_gated_delta_args_t;
+#define ATTNRT_GATED_DELTA_ARGS_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_gated_delta_args_t, use_l2norm)
+ATTNRT_CHECK_LAST_FIELD(attnrt_gated_delta_args_t, use_l2norm);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Kernel selection (1.2): "which kernel, which partition, or which rule fails" before an engine    */
+/* configures itself. Devices with rules (npu_sim) answer with the vendor's own wording.            */
+/* ---------------------------------------------------------------------------------------------- */
+enum attnrt_front_end {
+    ATTNRT_FRONT_END_DEFAULT  = 0, /* the device's usual path                                     */
+    ATTNRT_FRONT_END_VLLM     = 1, /* a vLLM-style model path                                      */
+    ATTNRT_FRONT_END_COMPILED = 2, /* a compiled (optimum-style) model path                        */
+};
+
+enum attnrt_layer_kind {
+    ATTNRT_LAYER_FULL       = 0, /* full attention                                                 */
+    ATTNRT_LAYER_SLIDING    = 1, /* sliding-window attention                                       */
+    ATTNRT_LAYER_MLA_DENSE  = 2,
+    ATTNRT_LAYER_MLA_SPARSE = 3,
+};
+
+typedef struct attnrt_attention_config {
+    size_t         struct_size;
+    uint32_t       front_end;      /* enum attnrt_front_end                                        */
+    uint32_t       layer_kind;     /* enum attnrt_layer_kind                                       */
+    char           attn_impl[32];  /* "" = default; "eager" / "flash_attn" (or "naive" / "flash")  */
+    int64_t        max_model_len;  /* max_seq_len                                                  */
+    int64_t        block_size;     /* 0 = default                                                  */
+    int64_t        partition_len;  /* kvcache_partition_len; 0 = default                           */
+    int64_t        prefill_chunk;  /* 0 = default                                                  */
+    int64_t        sliding_window; /* window size in tokens (sliding layers); 0 = none             */
+    uint32_t       head_dim;
+    uint32_t       has_sinks;
+    attnrt_dtype_t kv_dtype;       /* {0, 0, 0} = the activation dtype                             */
+} attnrt_attention_config_t;
+#define ATTNRT_ATTENTION_CONFIG_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_attention_config_t, kv_dtype)
+ATTNRT_CHECK_LAST_FIELD(attnrt_attention_config_t, kv_dtype);
+
+typedef struct attnrt_attention_selection {
+    size_t  struct_size;
+    char    kernel[32];     /* "flash", "naive", "paged", ...                                        */
+    int64_t block_size;     /* what the device will use                                              */
+    int64_t partition_len;  /* 0 when the kernel does not partition                                  */
+    int64_t num_partitions; /* per request at max_model_len                                          */
+    int64_t prefill_chunk;
+    char    notes[256];     /* warnings and defaults applied, "" when none                           */
+} attnrt_attention_selection_t;
+#define ATTNRT_ATTENTION_SELECTION_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_attention_selection_t, notes)
+ATTNRT_CHECK_LAST_FIELD(attnrt_attention_selection_t, notes);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Per-op counters (1.2): what the last op on a device cost, measured or simulated.                */
+/* ---------------------------------------------------------------------------------------------- */
+typedef struct attnrt_op_stats {
+    size_t   struct_size;
+    uint32_t op;               /* attnrt_op_t of the last op run on the device; 0 = none yet       */
+    uint32_t simulated;        /* 1: time_us comes from a cost model, not a clock                  */
+    double   time_us;
+    uint64_t bytes_moved;      /* device memory read + written                                     */
+    uint64_t flops;
+    uint64_t partitions;       /* KV partitions touched (partitioned kernels)                      */
+    uint64_t padded_rows;      /* batch rows added to reach a compiled bucket                      */
+    uint64_t padding_tokens;   /* tokens computed but discarded (chunk / bucket padding)           */
+    uint64_t launches;         /* kernel launches                                                  */
+} attnrt_op_stats_t;
+#define ATTNRT_OP_STATS_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_op_stats_t, launches)
+ATTNRT_CHECK_LAST_FIELD(attnrt_op_stats_t, launches);
+
+/* ---------------------------------------------------------------------------------------------- */
 /* Host services handed to the plugin at init.                                                      */
 /* ---------------------------------------------------------------------------------------------- */
 enum attnrt_log_level {
@@ -420,9 +569,41 @@ struct attnrt_plugin_api {
                                      void *workspace, size_t workspace_bytes, void *stream);
     /* Merges partial states. */
     attnrt_status_t (*merge_states)(void *device, const attnrt_merge_args_t *args, void *stream);
+
+    /* --- 1.2 ------------------------------------------------------------------------------------ */
+    /* (optional; NULL: options other than none are refused) device_open with key/value options
+     * (borrowed for the call), e.g. {"profile", "rbln-atom"}. An unknown key is an error. */
+    attnrt_status_t (*device_open_with_options)(void *plugin, uint32_t index, const attnrt_device_attribute_t *options,
+                                                uint32_t num_options, void **device);
+    /* MLA plan / run / destroy, as for attention. */
+    attnrt_status_t (*mla_plan)(void *device, const attnrt_mla_args_t *args, const attnrt_batch_host_t *batch,
+                                void **plan, size_t *workspace_bytes);
+    attnrt_status_t (*mla_run)(void *device, const void *plan, const attnrt_mla_args_t *args, void *workspace,
+                               size_t workspace_bytes, void *stream);
+    /* Lightning plan / run. `batch` carries query_start_loc (block_table unused). */
+    attnrt_status_t (*lightning_plan)(void *device, const attnrt_lightning_args_t *args,
+                                      const attnrt_batch_host_t *batch, const attnrt_state_host_t *states,
+                                      void **plan, size_t *workspace_bytes);
+    attnrt_status_t (*lightning_run)(void *device, const void *plan, const attnrt_lightning_args_t *args,
+                                     void *workspace, size_t workspace_bytes, void *stream);
+    /* Gated delta plan / run. */
+    attnrt_status_t (*gated_delta_plan)(void *device, const attnrt_gated_delta_args_t *args,
+                                        const attnrt_batch_host_t *batch, const attnrt_state_host_t *states,
+                                        void **plan, size_t *workspace_bytes);
+    attnrt_status_t (*gated_delta_run)(void *device, const void *plan, const attnrt_gated_delta_args_t *args,
+                                       void *workspace, size_t workspace_bytes, void *stream);
+    /* Frees any plan made by mla_plan, lightning_plan or gated_delta_plan. */
+    void (*plan_destroy)(void *device, void *plan);
+    /* (optional; NULL: the runtime answers kernel "paged" with the config's block size) Kernel
+     * selection: ATTNRT_OK with *selection filled, or ATTNRT_ERR_UNSUPPORTED / INVALID_ARGUMENT with
+     * the device's own message in last_error. */
+    attnrt_status_t (*select_attention)(void *device, const attnrt_attention_config_t *config,
+                                        attnrt_attention_selection_t *selection);
+    /* (optional; NULL: unsupported) Counters of the last op run on this device. */
+    attnrt_status_t (*last_op_stats)(void *device, attnrt_op_stats_t *stats);
 };
-#define ATTNRT_PLUGIN_API_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_plugin_api_t, merge_states)
-ATTNRT_CHECK_LAST_FIELD(attnrt_plugin_api_t, merge_states);
+#define ATTNRT_PLUGIN_API_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_plugin_api_t, last_op_stats)
+ATTNRT_CHECK_LAST_FIELD(attnrt_plugin_api_t, last_op_stats);
 
 /* The one exported symbol. Receives the runtime's ABI version; returns the plugin's static vtable, or
  * NULL when it cannot serve that runtime (its message then in last_error). No other symbol is looked up. */

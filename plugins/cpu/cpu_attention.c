@@ -1,10 +1,11 @@
-/* cpu_attention.c — paged attention run: one online softmax per query row over the keys its masks keep.
+/* cpu_attention.c — paged attention run: the host side of the kernels in cpu_simd.h.
  *
- * An item (see cpu_attention_plan.h) holds up to CPU_ATTN_ROWS_PER_ITEM query rows of one request and
- * one KV head. Its keys are walked in position order over the union of its rows' key ranges, gathered
- * CPU_ATTN_KEY_CHUNK at a time through the block table and dequantised once into f32; every row then
- * scores the chunk keys in its own range and folds them into its running (max, sum, accumulator).
- * Memory is O(rows x head_dim) per participant, whatever the sequence length.
+ * An item (see cpu_attention_plan.h) holds query rows of one request and one KV head. Its keys are
+ * walked in position order over the union of its rows' key ranges (cut to its split, if any), in
+ * chunks of CPU_ATTN_CHUNK keys gathered through the block table as row pointers; the ISA's kernels
+ * score a chunk, this file masks the boundary chunks (causal, window) and applies softcap / ALiBi,
+ * and the kernels fold the chunk into every row's online softmax. Chunks beyond the rows' ranges are
+ * never visited (the causal upper triangle is skipped); memory is O(rows x head_dim) per participant.
  *
  * The metadata tensors are read here, at run time (the cpu's device memory is host memory), and are
  * trusted only as far as bounds go: lengths are clamped to the tensors, and keys whose block id lies
@@ -15,13 +16,13 @@
 
 #include "cpu_attention_plan.h"
 #include "cpu_ops.h"
-#include "cpu_vec.h"
 #include "dtype_convert.h"
 #include "plugin_error.h"
 
 /* Everything the items read, decoded from the args once per run. Strides are in elements. */
 typedef struct attn_job {
     const cpu_attn_plan_t    *plan;
+    const cpu_simd_t         *simd;
     cpu_attn_scratch_layout_t lay;
     int64_t T, Hq, Hkv, group, dqk, dv;
 
@@ -46,25 +47,9 @@ typedef struct attn_job {
     float   scale, softcap;
     int     causal;
     int64_t window_left, window_right;
+
+    float *ws_o, *ws_m, *ws_l;         /* split-KV partial states (the workspace) */
 } attn_job_t;
-
-/* One participant's scratch, carved from the plan's slice. */
-typedef struct attn_scratch {
-    float   *q, *acc, *pv, *k, *v, *s, *m, *l;
-    int64_t *pos;
-} attn_scratch_t;
-
-static attn_scratch_t scratch_of(const attn_job_t *job, unsigned worker)
-{
-    char *base = job->plan->scratch + (size_t)worker * job->plan->scratch_stride;
-    const cpu_attn_scratch_layout_t *l = &job->lay;
-    attn_scratch_t s = {
-        (float *)(void *)(base + l->q),  (float *)(void *)(base + l->acc), (float *)(void *)(base + l->pv),
-        (float *)(void *)(base + l->k),  (float *)(void *)(base + l->v),   (float *)(void *)(base + l->s),
-        (float *)(void *)(base + l->m),  (float *)(void *)(base + l->l),   (int64_t *)(void *)(base + l->pos),
-    };
-    return s;
-}
 
 static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
@@ -73,14 +58,23 @@ static float scale_at(const float *scale, const int64_t st[2], int64_t block, in
     return scale ? scale[block * st[0] + head * st[1]] : 1.0f;
 }
 
-/* Gathers up to CPU_ATTN_KEY_CHUNK keys from positions *p .. hi of request `seq` into the scratch,
- * dequantised, skipping blocks that do not exist; advances *p. Returns how many it gathered. */
-static int gather_keys(const attn_job_t *job, const attn_scratch_t *sc, int64_t seq, int64_t kv_head,
-                       int64_t *p, int64_t hi)
+/* A request's query rows [q_begin, q_begin + L) and key count S, clamped to what the tensors hold. */
+static void seq_bounds(const attn_job_t *job, int64_t seq, int64_t *q_begin, int64_t *L, int64_t *S)
+{
+    *q_begin = clamp64(job->qsl[seq * job->qsl_st], 0, job->T);
+    *L = clamp64(job->qsl[(seq + 1) * job->qsl_st], *q_begin, job->T) - *q_begin;
+    *S = clamp64(job->sl[seq * job->sl_st], 0, job->bt_cols * job->block_size);
+}
+
+/* Gathers up to CPU_ATTN_CHUNK keys from positions *p .. hi of request `seq` as row pointers, skipping
+ * blocks that do not exist; advances *p. */
+static int build_chunk(const attn_job_t *job, int64_t seq, int64_t kv_head, int64_t *p, int64_t hi, cpu_kv_chunk_t *c)
 {
     const int64_t bs = job->block_size;
+    const size_t es = job->kv_es;
     int n = 0;
-    while (*p <= hi && n < CPU_ATTN_KEY_CHUNK) {
+    const int cap = c->cap;
+    while (*p <= hi && n < cap) {
         const int64_t logical = *p / bs, row0 = *p % bs;
         const int64_t last = (logical + 1) * bs - 1 < hi ? (logical + 1) * bs - 1 : hi; /* in this block */
         const int64_t block = job->bt[seq * job->bt_st[0] + logical * job->bt_st[1]];
@@ -89,134 +83,288 @@ static int gather_keys(const attn_job_t *job, const attn_scratch_t *sc, int64_t 
             continue;
         }
         int64_t take = last - *p + 1;
-        if (take > CPU_ATTN_KEY_CHUNK - n) take = CPU_ATTN_KEY_CHUNK - n;
+        if (take > cap - n) take = cap - n;
         const float ks = scale_at(job->k_scale, job->ks_st, block, kv_head);
         const float vs = scale_at(job->v_scale, job->vs_st, block, kv_head);
-        for (int64_t j = 0; j < take; j++) {
-            const int64_t row = row0 + j;
-            const char *k = job->kc + (size_t)(block * job->kc_st[0] + row * job->kc_st[1] + kv_head * job->kc_st[2]) * job->kv_es;
-            const char *v = job->vc + (size_t)(block * job->vc_st[0] + row * job->vc_st[1] + kv_head * job->vc_st[2]) * job->kv_es;
-            dc_row_to_f32(sc->k + (size_t)n * (size_t)job->dqk, k, job->kv_kind, (size_t)job->dqk, ks);
-            dc_row_to_f32(sc->v + (size_t)n * (size_t)job->dv, v, job->kv_kind, (size_t)job->dv, vs);
-            sc->pos[n] = *p + j;
-            n++;
+        const char *k = job->kc + (size_t)(block * job->kc_st[0] + row0 * job->kc_st[1] + kv_head * job->kc_st[2]) * es;
+        const char *v = job->vc + (size_t)(block * job->vc_st[0] + row0 * job->vc_st[1] + kv_head * job->vc_st[2]) * es;
+        const size_t kstep = (size_t)job->kc_st[1] * es, vstep = (size_t)job->vc_st[1] * es;
+        for (int64_t j = 0; j < take; j++, n++) {
+            c->k[n] = k + (size_t)j * kstep;
+            c->v[n] = v + (size_t)j * vstep;
+            c->pos[n] = *p + j;
+            c->ks[n] = ks;
+            c->vs[n] = vs;
         }
         *p += take;
     }
+    c->n = n;
     return n;
 }
 
-/* Folds chunk keys [jb, je) into row r of query head h at position pq: scores (scale, softcap, ALiBi,
- * in the contract's order), then one rescale of the running state by e^{m_old - m_new}. The chunk's
- * weighted values are summed apart first (pv) so long rows add in two levels, not one long chain. */
-static void fold_chunk(const attn_job_t *job, const attn_scratch_t *sc, int64_t r, int64_t h, int64_t pq,
-                       int jb, int je)
+/* Points the prefetch pieces of `cur` (the chunk of unit u of `units` being worked on) at the rows
+ * worked on next. Key-major decode (`whole_rows`: every KV head of an NHD cache, a key's heads adjacent)
+ * takes the next chunk's whole key rows, in address order; otherwise the next unit's rows of these keys
+ * (`next_unit`), or, after the last unit, the first unit's rows of the next chunk. */
+static void set_prefetch(const attn_job_t *job, cpu_kv_chunk_t *cur, const cpu_kv_chunk_t *next_chunk,
+                         const cpu_kv_chunk_t *next_unit, int64_t u, int64_t units, int whole_rows)
 {
-    const int64_t dqk = job->dqk, dv = job->dv;
-    const float *q = sc->q + (size_t)r * (size_t)dqk;
-    float *acc = sc->acc + (size_t)r * (size_t)dv;
-    float *s = sc->s;
-    const float slope = job->alibi ? job->alibi[h * job->alibi_st] : 0.0f;
-    float smax = -INFINITY;
-    for (int j = jb; j < je; j++) {
-        float x = job->scale * cpu_vec_dot(q, sc->k + (size_t)j * (size_t)dqk, dqk);
-        if (job->softcap > 0.0f) x = job->softcap * tanhf(x / job->softcap);
-        if (job->alibi) {
-            const int64_t dist = pq - sc->pos[j];
-            x -= slope * (float)(dist < 0 ? -dist : dist);
-        }
-        s[j] = x;
-        smax = x > smax ? x : smax;
-    }
-    const float m_old = sc->m[r];
-    const float m_new = smax > m_old ? smax : m_old;
-    if (m_new == -INFINITY) return; /* every score -inf: nothing to add, and e^{-inf - -inf} is NaN */
-    float psum = 0.0f;
-    for (int j = jb; j < je; j++) {
-        const float p = expf(s[j] - m_new);
-        psum += p;
-        if (j == jb)
-            cpu_vec_set_scaled(sc->pv, sc->v + (size_t)j * (size_t)dv, p, dv);
-        else
-            cpu_vec_axpy(sc->pv, sc->v + (size_t)j * (size_t)dv, p, dv);
-    }
-    const float alpha = expf(m_old - m_new); /* 0 on the row's first keys: m_old is -inf, acc is 0 */
-    cpu_vec_scale_add(acc, sc->pv, alpha, dv);
-    sc->l[r] = sc->l[r] * alpha + psum;
-    sc->m[r] = m_new;
+    const cpu_kv_chunk_t *src = whole_rows || u + 1 >= units ? next_chunk : next_unit;
+    const size_t es = job->kv_es, heads = whole_rows ? (size_t)units : 1;
+    cur->pf_n = src ? src->n : 0;
+    cur->pf_units = (int)heads; /* piece u of a whole row goes with KV head u */
+    if (!src) return;
+    cur->pf_kbytes = heads * (size_t)job->dqk * es;
+    cur->pf_vbytes = heads * (size_t)job->dv * es;
+    memcpy(cur->pf_k, src->k, (size_t)src->n * sizeof src->k[0]);
+    memcpy(cur->pf_v, src->v, (size_t)src->n * sizeof src->v[0]);
 }
 
-/* Writes row r: acc / (sum + e^{sink - m}), LSE = m + ln(sum); a row without keys gets 0 and -inf. */
-static void finish_row(const attn_job_t *job, const attn_scratch_t *sc, int64_t r, int64_t t, int64_t h)
+/* The scores of row r of token ti and head h over the chunk, at s[r * rs + j * js]: softcap and ALiBi
+ * in the contract's order, then -inf outside the token's key range [lo, hi]. */
+static void fix_scores(const attn_job_t *job, const cpu_kv_chunk_t *c, float *s, int64_t rs, int64_t js, int64_t r,
+                       int64_t h, int64_t pq, int64_t lo, int64_t hi)
+{
+    float *row = s + r * rs;
+    const int n = c->n;
+    if (job->softcap > 0.0f || job->alibi) {
+        const float slope = job->alibi ? job->alibi[h * job->alibi_st] : 0.0f;
+        for (int j = 0; j < n; j++) {
+            float x = row[j * js];
+            if (job->softcap > 0.0f) x = job->softcap * tanhf(x / job->softcap);
+            if (job->alibi) {
+                const int64_t dist = pq - c->pos[j];
+                x -= slope * (float)(dist < 0 ? -dist : dist);
+            }
+            row[j * js] = x;
+        }
+    }
+    for (int j = 0; j < n && c->pos[j] < lo; j++) row[j * js] = -INFINITY;
+    for (int j = n - 1; j >= 0 && c->pos[j] > hi; j--) row[j * js] = -INFINITY;
+}
+
+/* Writes one finished row: o / (l + e^{sink - m}), LSE = m + ln(l); a row without keys gets 0, -inf. */
+static void finish_row(const attn_job_t *job, float *o, float m, float l, int64_t t, int64_t h)
 {
     const int64_t dv = job->dv;
-    float *acc = sc->acc + (size_t)r * (size_t)dv;
-    const float m = sc->m[r], l = sc->l[r];
     double lse = -INFINITY;
     if (l > 0.0f) {
         double den = (double)l;
         if (job->sinks) den += exp((double)job->sinks[h * job->sinks_st] - (double)m);
-        cpu_vec_scale(acc, (float)(1.0 / den), dv); /* den inf (sink far above): weights 0, not NaN */
+        const float inv = (float)(1.0 / den); /* den inf (sink far above): weights 0, not NaN */
+        for (int64_t d = 0; d < dv; d++) o[d] *= inv;
         lse = (double)m + log((double)l);
     } else {
-        memset(acc, 0, (size_t)dv * sizeof *acc);
+        memset(o, 0, (size_t)dv * sizeof *o);
     }
-    char *o = job->out + (size_t)(t * job->out_st[0] + h * job->out_st[1]) * job->out_es;
-    dc_row_from_f32(o, acc, job->out_kind, (size_t)dv, 1.0f);
+    char *dst = job->out + (size_t)(t * job->out_st[0] + h * job->out_st[1]) * job->out_es;
+    dc_row_from_f32(dst, o, job->out_kind, (size_t)dv, 1.0f);
     if (job->lse) job->lse[t * job->lse_st[0] + h * job->lse_st[1]] = (float)lse;
+}
+
+/* Loads the query rows of one KV head's tile (row r = token ti * nh + head hh), times the softmax
+ * scale, in the layout of its kernel; pad rows are zero; the softmax state starts empty. */
+static void load_queries(const attn_job_t *job, const cpu_tile_t *t, int wide, int64_t q0, int64_t nt, int64_t nh,
+                         int64_t h0, float *tmp)
+{
+    const int64_t dq = job->dqk, rows = nt * nh;
+    float *q = (float *)t->q;
+    const int64_t padded = wide ? t->rows_pad : (rows + 3) / 4 * 4;
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t ti = r / nh, hh = r % nh;
+        const char *src = job->q + (size_t)((q0 + ti) * job->q_st[0] + (h0 + hh) * job->q_st[1]) * job->q_es;
+        float *dst = wide ? tmp : q + r * t->dqk_pad;
+        dc_row_to_f32(dst, src, job->q_kind, (size_t)dq, 1.0f);
+        for (int64_t d = 0; d < dq; d++) dst[d] *= job->scale;
+        if (wide)
+            for (int64_t d = 0; d < dq; d++) q[d * t->ld + r] = tmp[d];
+    }
+    if (wide) {
+        for (int64_t d = 0; d < dq; d++)
+            for (int64_t r = rows; r < padded; r++) q[d * t->ld + r] = 0.0f;
+    } else {
+        memset(q + rows * t->dqk_pad, 0, (size_t)((padded - rows) * t->dqk_pad) * sizeof(float));
+    }
+    for (int64_t r = 0; r < padded; r++) {
+        t->m[r] = -INFINITY;
+        t->l[r] = 0.0f;
+    }
+    memset(t->o, 0, (size_t)(padded * t->dv_pad) * sizeof(float));
+}
+
+/* The narrow tile of KV head u of an all-heads item: its rows start at u * stride. */
+static cpu_tile_t sub_tile(const cpu_tile_t *t, int64_t u, int64_t stride, int rows)
+{
+    cpu_tile_t s = *t;
+    s.rows = rows;
+    s.q += u * stride * t->dqk_pad;
+    s.o += u * stride * t->dv_pad;
+    s.m += u * stride;
+    s.l += u * stride;
+    s.alpha += u * stride;
+    s.s += u * stride * CPU_ATTN_CHUNK;
+    return s;
 }
 
 static void attn_item(void *ctx, size_t index, unsigned worker)
 {
     const attn_job_t *job = ctx;
     const cpu_attn_item_t it = job->plan->items[index];
-    const attn_scratch_t sc = scratch_of(job, worker);
+    const cpu_attn_scratch_layout_t *lay = &job->lay;
+    char *base = job->plan->scratch + (size_t)worker * job->plan->scratch_stride;
     const int64_t seq = it.seq;
-
-    /* This request's rows and keys, clamped to what the tensors hold. */
-    const int64_t q_begin = clamp64(job->qsl[seq * job->qsl_st], 0, job->T);
-    const int64_t q_end = clamp64(job->qsl[(seq + 1) * job->qsl_st], q_begin, job->T);
-    const int64_t L = q_end - q_begin;
-    const int64_t S = clamp64(job->sl[seq * job->sl_st], 0, job->bt_cols * job->block_size);
-    const int64_t i0 = it.q_first;
-    const int64_t i1 = i0 + it.q_count < L ? i0 + it.q_count : L;
+    int64_t q_begin, L, S;
+    seq_bounds(job, seq, &q_begin, &L, &S);
+    const int64_t i0 = it.q_first, i1 = i0 + it.q_count < L ? i0 + it.q_count : L;
     if (i1 <= i0) return;
-    const int64_t nt = i1 - i0, nh = it.head_count, rows = nt * nh;
-    const int64_t h0 = (int64_t)it.kv_head * job->group + it.head_first;
+    /* An item covers one KV head, or (kv_head < 0: decode, one token) all of them, each KV head's rows
+     * a narrow tile of its own, so that each block of the cache is read whole, by one thread. */
+    const int all = it.kv_head < 0, wide = it.wide;
+    const int64_t units = all ? job->Hkv : 1, kv0 = all ? 0 : it.kv_head;
+    const int64_t nt = i1 - i0, nh = all ? job->group : it.head_count, rows = nt * nh;
+    const int64_t stride = (rows + 3) / 4 * 4; /* rows of one unit, padded for the narrow kernel */
+    const int64_t h0 = kv0 * job->group + (all ? 0 : it.head_first);
 
-    for (int64_t ti = 0; ti < nt; ti++)
-        for (int64_t hh = 0; hh < nh; hh++) {
-            const char *q = job->q + (size_t)((q_begin + i0 + ti) * job->q_st[0] + (h0 + hh) * job->q_st[1]) * job->q_es;
-            dc_row_to_f32(sc.q + (size_t)(ti * nh + hh) * (size_t)job->dqk, q, job->q_kind, (size_t)job->dqk, 1.0f);
-        }
-    for (int64_t r = 0; r < rows; r++) {
-        sc.m[r] = -INFINITY;
-        sc.l[r] = 0.0f;
+    cpu_tile_t t = {
+        .rows = (int)rows,
+        .rows_pad = (int)((rows + CPU_WIDE_ROW_ALIGN - 1) / CPU_WIDE_ROW_ALIGN * CPU_WIDE_ROW_ALIGN),
+        .ld = cpu_attn_ld((rows + CPU_WIDE_ROW_ALIGN - 1) / CPU_WIDE_ROW_ALIGN * CPU_WIDE_ROW_ALIGN),
+        .dqk = (int)job->dqk, .dv = (int)job->dv, .dv_pad = lay->dv_pad, .dqk_pad = lay->dqk_pad,
+        .q = (const float *)(void *)(base + lay->q), .o = (float *)(void *)(base + lay->o),
+        .m = (float *)(void *)(base + lay->m), .l = (float *)(void *)(base + lay->l),
+        .s = (float *)(void *)(base + lay->s), .alpha = (float *)(void *)(base + lay->alpha),
+        .kc = (float *)(void *)(base + lay->kc), .vc = (float *)(void *)(base + lay->vc),
+    };
+    int64_t *lo = (int64_t *)(void *)(base + lay->lo), *hi = (int64_t *)(void *)(base + lay->hi);
+    for (int64_t u = 0; u < units; u++) {
+        const cpu_tile_t tu = wide ? t : sub_tile(&t, u, stride, (int)rows);
+        load_queries(job, &tu, wide, q_begin + i0, nt, nh, h0 + u * job->group, t.kc); /* kc: free until the first chunk */
     }
-    memset(sc.acc, 0, (size_t)rows * (size_t)job->dv * sizeof(float));
 
+    /* Each token's key range; the item walks their union, cut to its split. */
     const int64_t pq0 = S - L + i0; /* bottom-right alignment: the last query sits at S - 1 */
-    int64_t lo, hi, unused;
-    cpu_attn_key_range(pq0, S, job->causal, job->window_left, job->window_right, &lo, &unused);
-    cpu_attn_key_range(pq0 + nt - 1, S, job->causal, job->window_left, job->window_right, &unused, &hi);
+    for (int64_t ti = 0; ti < nt; ti++)
+        cpu_attn_key_range(pq0 + ti, S, job->causal, job->window_left, job->window_right, &lo[ti], &hi[ti]);
+    int64_t p = lo[0], end = hi[nt - 1];
+    if (it.split >= 0) {
+        const cpu_attn_split_t *sp = &job->plan->splits[seq];
+        cpu_attn_split_range(lo[0], hi[nt - 1], it.split, sp->nsplit, &p, &end);
+    }
+    const int64_t inner_lo = lo[nt - 1], inner_hi = hi[0]; /* keys every row keeps */
+    const int fix_all = job->softcap > 0.0f || job->alibi != NULL;
+    const int64_t rs = wide ? 1 : CPU_ATTN_CHUNK, js = wide ? t.ld : 1;
 
-    for (int64_t p = lo; p <= hi;) {
-        const int n = gather_keys(job, &sc, seq, it.kv_head, &p, hi);
-        if (n == 0) break;
-        for (int64_t ti = 0; ti < nt; ti++) {
-            const int64_t pq = pq0 + ti;
-            int64_t rlo, rhi;
-            cpu_attn_key_range(pq, S, job->causal, job->window_left, job->window_right, &rlo, &rhi);
-            int jb = 0, je = n; /* the chunk's positions ascend: trim both ends to the row's range */
-            while (jb < n && sc.pos[jb] < rlo) jb++;
-            while (je > jb && sc.pos[je - 1] > rhi) je--;
-            if (jb == je) continue;
-            for (int64_t hh = 0; hh < nh; hh++) fold_chunk(job, &sc, ti * nh + hh, h0 + hh, pq, jb, je);
+    /* The chunk the kernels work on names what to prefetch while they do (set_prefetch); they prefetch
+     * it piece by piece as they consume their own rows, so the memory system always has the next rows
+     * in flight: the block table scatters them, so the hardware prefetchers cannot guess them. */
+    cpu_kv_chunk_t chunks[4];
+    cpu_kv_chunk_t *c = &chunks[0], *next = &chunks[1], *cu = &chunks[2], *cn = &chunks[3];
+    for (int i = 0; i < 4; i++) {
+        chunks[i].kind = job->kv_kind;
+        chunks[i].scaled = job->k_scale != NULL || job->v_scale != NULL;
+        chunks[i].n = 0;
+        chunks[i].pf_n = 0;
+        chunks[i].pf_units = 1;
+        chunks[i].cap = CPU_ATTN_CHUNK;
+    }
+    /* Key-major decode: every KV head, heads adjacent in the cache (NHD), one scale for all heads. */
+    const int key_major = all && !wide && job->kc_st[2] == job->dqk && job->vc_st[2] == job->dv &&
+                          job->ks_st[1] == 0 && job->vs_st[1] == 0;
+    cpu_tile_t tiles[CPU_ATTN_DECODE_ROWS / 4];
+    for (int64_t u = 0; u < units && !wide; u++) tiles[u] = sub_tile(&t, u, stride, (int)rows);
+    if (p <= end) build_chunk(job, seq, kv0, &p, end, c);
+    while (c->n > 0) {
+        next->n = 0;
+        if (p <= end) build_chunk(job, seq, kv0, &p, end, next);
+        const int fix = fix_all || c->pos[0] < inner_lo || c->pos[c->n - 1] > inner_hi;
+        if (key_major) {
+            set_prefetch(job, c, next->n > 0 ? next : NULL, NULL, 0, units, 1);
+            job->simd->decode_scores(tiles, (int)units, c, (size_t)job->kc_st[2] * job->kv_es);
+            for (int64_t u = 0; u < units && fix; u++)
+                for (int64_t r = 0; r < rows; r++)
+                    fix_scores(job, c, tiles[u].s, rs, js, r, h0 + u * job->group + r, pq0, lo[0], hi[0]);
+            job->simd->decode_update(tiles, (int)units, c, (size_t)job->vc_st[2] * job->kv_es);
+        } else {
+            *cu = *c;
+            for (int64_t u = 0; u < units; u++) {
+                if (u + 1 < units) { /* the next head's rows of these keys */
+                    int64_t pu = c->pos[0];
+                    build_chunk(job, seq, kv0 + u + 1, &pu, c->pos[c->n - 1], cn);
+                }
+                set_prefetch(job, cu, next->n > 0 ? next : NULL, cn, u, units, 0);
+                const cpu_tile_t *tu = wide ? &t : &tiles[u];
+                if (wide) {
+                    job->simd->wide_pack(tu, cu);
+                    job->simd->wide_scores(tu, cu, cu->n);
+                } else {
+                    job->simd->narrow_scores(tu, cu);
+                }
+                if (fix)
+                    for (int64_t r = 0; r < rows; r++) {
+                        const int64_t ti = r / nh;
+                        fix_scores(job, cu, tu->s, rs, js, r, h0 + u * job->group + r % nh, pq0 + ti, lo[ti], hi[ti]);
+                    }
+                if (wide)
+                    job->simd->wide_update(tu, cu->n);
+                else
+                    job->simd->narrow_update(tu, cu);
+                if (u + 1 < units) { /* the chunk just built is the next one to run */
+                    cpu_kv_chunk_t *tmp = cu;
+                    cu = cn;
+                    cn = tmp;
+                }
+            }
         }
+        cpu_kv_chunk_t *done = c;
+        c = next;
+        next = done;
     }
 
-    for (int64_t ti = 0; ti < nt; ti++)
-        for (int64_t hh = 0; hh < nh; hh++) finish_row(job, &sc, ti * nh + hh, q_begin + i0 + ti, h0 + hh);
+    for (int64_t u = 0; u < units; u++)
+        for (int64_t r = 0; r < rows; r++) {
+            const int64_t ti = r / nh, h = h0 + u * job->group + r % nh, tr = (wide ? 0 : u * stride) + r;
+            float *o = t.o + tr * t.dv_pad;
+            if (it.split >= 0) { /* a partial state, merged by merge_item */
+                const cpu_attn_split_t *sp = &job->plan->splits[seq];
+                const int64_t w = sp->part_base + ((int64_t)it.split * sp->qlen + i0 + ti) * job->Hq + h;
+                memcpy(job->ws_o + w * job->dv, o, (size_t)job->dv * sizeof(float));
+                job->ws_m[w] = t.m[tr];
+                job->ws_l[w] = t.l[tr];
+            } else {
+                finish_row(job, o, t.m[tr], t.l[tr], q_begin + i0 + ti, h);
+            }
+        }
+}
+
+/* Merges the split parts of one request's rows of one KV head, then finishes them. */
+static void merge_item(void *ctx, size_t index, unsigned worker)
+{
+    const attn_job_t *job = ctx;
+    const int64_t seq = job->plan->merge_seqs[index / (size_t)job->Hkv], kv_head = (int64_t)(index % (size_t)job->Hkv);
+    const cpu_attn_split_t *sp = &job->plan->splits[seq];
+    float *o = (float *)(void *)(job->plan->scratch + (size_t)worker * job->plan->scratch_stride + job->lay.o);
+    int64_t q_begin, L, S;
+    seq_bounds(job, seq, &q_begin, &L, &S);
+    if (L > sp->qlen) L = sp->qlen;
+    for (int64_t i = 0; i < L; i++)
+        for (int64_t h = kv_head * job->group; h < (kv_head + 1) * job->group; h++) {
+            float m = -INFINITY;
+            for (int32_t s = 0; s < sp->nsplit; s++) {
+                const int64_t w = sp->part_base + ((int64_t)s * sp->qlen + i) * job->Hq + h;
+                if (job->ws_l[w] > 0.0f && job->ws_m[w] > m) m = job->ws_m[w];
+            }
+            float l = 0.0f;
+            memset(o, 0, (size_t)job->dv * sizeof(float));
+            for (int32_t s = 0; s < sp->nsplit && m != -INFINITY; s++) {
+                const int64_t w = sp->part_base + ((int64_t)s * sp->qlen + i) * job->Hq + h;
+                if (!(job->ws_l[w] > 0.0f)) continue; /* an empty part: its m may be -inf */
+                const float f = expf(job->ws_m[w] - m);
+                l += f * job->ws_l[w];
+                const float *po = job->ws_o + w * job->dv;
+                for (int64_t d = 0; d < job->dv; d++) o[d] += f * po[d];
+            }
+            finish_row(job, o, m, l, q_begin + i, h);
+        }
 }
 
 /* The fp8 scale of one cache: per tensor ([1]: strides 0) or per (block, KV head). */
@@ -232,31 +380,43 @@ static void scale_init(const attnrt_tensor_t *t, dc_kind_t kv_kind, const float 
     }
 }
 
-attnrt_status_t cpu_attention_run(cpu_pool_t *pool, const void *plan, const attnrt_attention_args_t *in)
+static attnrt_status_t check_run_args(const cpu_attn_plan_t *p, const cpu_pool_t *pool, const attnrt_attention_args_t *a)
+{
+    if (!p || p->pool != pool)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu paged attention run: the plan is NULL or was made on another device");
+    if (!a->query || !a->key_cache || !a->value_cache || !a->block_table || !a->query_start_loc || !a->seq_lens || !a->out)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu paged attention run: a required tensor is NULL");
+    if (a->query->shape[0] != p->num_tokens || a->query->shape[1] != p->num_q_heads ||
+        a->key_cache->shape[2] != p->num_kv_heads || a->query->shape[2] != p->head_dim_qk ||
+        a->value_cache->shape[3] != p->head_dim_v || a->seq_lens->shape[0] != p->num_seqs ||
+        a->query_start_loc->shape[0] != p->num_seqs + 1)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT,
+                           "cpu paged attention run: shapes (T %lld, Hq %lld, Hkv %lld, D %lld/%lld, B %lld) differ from "
+                           "the plan's (T %lld, Hq %lld, Hkv %lld, D %lld/%lld, B %lld); plan this batch again",
+                           (long long)a->query->shape[0], (long long)a->query->shape[1], (long long)a->key_cache->shape[2],
+                           (long long)a->query->shape[2], (long long)a->value_cache->shape[3], (long long)a->seq_lens->shape[0],
+                           (long long)p->num_tokens, (long long)p->num_q_heads, (long long)p->num_kv_heads,
+                           (long long)p->head_dim_qk, (long long)p->head_dim_v, (long long)p->num_seqs);
+    return ATTNRT_OK;
+}
+
+attnrt_status_t cpu_attention_run_ws(cpu_pool_t *pool, const void *plan, const attnrt_attention_args_t *in,
+                                     void *workspace, size_t workspace_bytes)
 {
     const cpu_attn_plan_t *p = plan;
     attnrt_attention_args_t a;
     memset(&a, 0, sizeof a);
     memcpy(&a, in, in->struct_size < sizeof a ? in->struct_size : sizeof a);
-    if (!p || p->pool != pool)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu paged attention run: the plan is NULL or was made on another device");
-    if (!a.query || !a.key_cache || !a.value_cache || !a.block_table || !a.query_start_loc || !a.seq_lens || !a.out)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu paged attention run: a required tensor is NULL");
-    if (a.query->shape[0] != p->num_tokens || a.query->shape[1] != p->num_q_heads ||
-        a.key_cache->shape[2] != p->num_kv_heads || a.query->shape[2] != p->head_dim_qk ||
-        a.value_cache->shape[3] != p->head_dim_v || a.seq_lens->shape[0] != p->num_seqs ||
-        a.query_start_loc->shape[0] != p->num_seqs + 1)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT,
-                           "cpu paged attention run: shapes (T %lld, Hq %lld, Hkv %lld, D %lld/%lld, B %lld) differ from "
-                           "the plan's (T %lld, Hq %lld, Hkv %lld, D %lld/%lld, B %lld); plan this batch again",
-                           (long long)a.query->shape[0], (long long)a.query->shape[1], (long long)a.key_cache->shape[2],
-                           (long long)a.query->shape[2], (long long)a.value_cache->shape[3], (long long)a.seq_lens->shape[0],
-                           (long long)p->num_tokens, (long long)p->num_q_heads, (long long)p->num_kv_heads,
-                           (long long)p->head_dim_qk, (long long)p->head_dim_v, (long long)p->num_seqs);
+    attnrt_status_t st = check_run_args(p, pool, &a);
+    if (st != ATTNRT_OK) return st;
+    if (p->workspace_bytes && (!workspace || workspace_bytes < p->workspace_bytes))
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu paged attention run: workspace of %zu bytes, the plan needs %zu",
+                           workspace ? workspace_bytes : 0, p->workspace_bytes);
 
     attn_job_t job;
     memset(&job, 0, sizeof job);
     job.plan = p;
+    job.simd = p->simd;
     job.lay = cpu_attn_scratch_layout(p->head_dim_qk, p->head_dim_v);
     job.T = p->num_tokens;
     job.Hq = p->num_q_heads;
@@ -322,7 +482,19 @@ attnrt_status_t cpu_attention_run(cpu_pool_t *pool, const void *plan, const attn
     job.window_left = a.window_left < 0 ? -1 : a.window_left;
     job.window_right = a.window_right < 0 ? -1 : a.window_right;
     if (job.block_size <= 0 || job.dqk <= 0 || job.dv <= 0) return ATTNRT_OK; /* nothing to read or write */
+    if (p->workspace_bytes) {
+        job.ws_o = workspace;
+        job.ws_m = job.ws_o + p->part_rows * job.dv;
+        job.ws_l = job.ws_m + p->part_rows;
+    }
 
     cpu_parallel_for(pool, p->num_items, attn_item, &job);
+    if (p->num_merges) cpu_parallel_for(pool, p->num_merges * (size_t)job.Hkv, merge_item, &job);
     return ATTNRT_OK;
+}
+
+attnrt_status_t cpu_attention_run(cpu_pool_t *pool, const void *plan, const attnrt_attention_args_t *args)
+{
+    const cpu_attn_plan_t *p = plan;
+    return cpu_attention_run_ws(pool, plan, args, p ? p->own_workspace : NULL, p ? p->workspace_bytes : 0);
 }

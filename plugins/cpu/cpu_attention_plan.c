@@ -1,6 +1,6 @@
 /* cpu_attention_plan.c — splits a batch into work items (request, query-token tile, KV head, head
- * chunk), orders them costliest first, and allocates each pool participant's scratch, so that
- * attention_run allocates nothing. */
+ * chunk, key split), decides split-KV and sizes its workspace, orders the items costliest first, and
+ * allocates each pool participant's scratch, so that attention_run allocates nothing. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,25 +10,36 @@
 #include "plugin_error.h"
 
 #define CACHE_LINE 64
+#define CPU_ATTN_KEY_COST 8          /* a key's K/V read, in row-key units                       */
+#define CPU_ATTN_MIN_SPLIT_KEYS 256  /* splits shorter than this cost more to merge than they save */
+#define CPU_ATTN_MAX_SPLITS 64
+#define CPU_ATTN_MAX_SPLIT_QLEN 16   /* only short query runs (decode, speculation) are split       */
 
 static size_t align_up(size_t n) { return (n + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE; }
 
 cpu_attn_scratch_layout_t cpu_attn_scratch_layout(int64_t head_dim_qk, int64_t head_dim_v)
 {
-    const size_t R = CPU_ATTN_ROWS_PER_ITEM, K = CPU_ATTN_KEY_CHUNK;
-    const size_t dqk = (size_t)head_dim_qk, dv = (size_t)head_dim_v, f = sizeof(float);
+    const size_t wide_rows = (CPU_ATTN_WIDE_ROWS + CPU_WIDE_ROW_ALIGN - 1) / CPU_WIDE_ROW_ALIGN * CPU_WIDE_ROW_ALIGN;
+    const size_t R = wide_rows > CPU_ATTN_DECODE_ROWS ? wide_rows : CPU_ATTN_DECODE_ROWS;
+    const size_t K = CPU_ATTN_CHUNK, f = sizeof(float);
+    const size_t dqk = (size_t)cpu_attn_ld(head_dim_qk), dv = (size_t)cpu_attn_ld(head_dim_v);
+    const size_t ldr = (size_t)cpu_attn_ld((int64_t)R); /* wide: qt and s rows */
     cpu_attn_scratch_layout_t l;
     size_t at = 0;
-    l.q = at;   at += align_up(R * dqk * f);   /* the item's query rows, in f32            */
-    l.acc = at; at += align_up(R * dv * f);    /* unnormalised outputs                      */
-    l.pv = at;  at += align_up(dv * f);        /* one row's sum over the current key chunk  */
-    l.k = at;   at += align_up(K * dqk * f);   /* the key chunk, dequantised                */
-    l.v = at;   at += align_up(K * dv * f);
-    l.s = at;   at += align_up(K * f);         /* one row's scores over the chunk           */
-    l.m = at;   at += align_up(R * f);         /* running max per row                       */
-    l.l = at;   at += align_up(R * f);         /* running sum per row                       */
-    l.pos = at; at += align_up(K * sizeof(int64_t)); /* absolute position of each chunk key */
+    l.q = at;     at += align_up(ldr * dqk * f); /* query rows [R][dqk] (narrow) or qt [D][ldr] (wide), f32 */
+    l.o = at;     at += align_up(R * dv * f);   /* unnormalised outputs                              */
+    l.s = at;     at += align_up(ldr * K * f);  /* scores, then probabilities, of one chunk          */
+    l.m = at;     at += align_up(R * f);        /* running max per row                               */
+    l.l = at;     at += align_up(R * f);        /* running sum per row                               */
+    l.alpha = at; at += align_up(R * f);        /* rescale factor of the current chunk               */
+    l.kc = at;    at += align_up(K * dqk * f);  /* the key chunk, dequantised (wide)                 */
+    l.vc = at;    at += align_up(K * dv * f);
+    l.lo = at;    at += align_up(R * sizeof(int64_t)); /* each token's key range                     */
+    l.hi = at;    at += align_up(R * sizeof(int64_t));
     l.total = align_up(at);
+    l.rows = (int)R;
+    l.dqk_pad = (int)dqk;
+    l.dv_pad = (int)dv;
     return l;
 }
 
@@ -43,6 +54,18 @@ static int by_cost_desc(const void *pa, const void *pb)
     const costed_item_t *a = pa, *b = pb;
     if (a->cost != b->cost) return a->cost > b->cost ? -1 : 1;
     return a->order < b->order ? -1 : a->order > b->order;
+}
+
+/* Cost of one item of n tokens from i0 (of L), `heads` query heads and `kv_heads` KV heads: rows x kept
+ * keys, plus the K/V reads that every key costs whatever the rows (what makes decode memory-bound). */
+static int64_t item_cost(int64_t S, int64_t L, int64_t i0, int64_t n, int64_t heads, int64_t kv_heads, int causal,
+                         int64_t wl, int64_t wr)
+{
+    int64_t lo, hi, lo2, hi2;
+    cpu_attn_key_range(S - L + i0, S, causal, wl, wr, &lo, &hi2);
+    cpu_attn_key_range(S - L + i0 + n - 1, S, causal, wl, wr, &lo2, &hi);
+    const int64_t keys = hi >= lo ? hi - lo + 1 : 0;
+    return (n * heads + CPU_ATTN_KEY_COST * kv_heads) * (keys + 1); /* +1: an empty row still costs its write */
 }
 
 /* The capability check the runtime could have asked for, built from the args: plan refuses exactly
@@ -98,58 +121,137 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu paged attention plan: the host batch has no query_start_loc or seq_lens");
 
     /* Rows of one item: a tile of tokens times a chunk of the KV head's query heads. Heads first, so a
-     * K/V row serves all of its query heads at once (decode: one token, the whole group). */
+     * K/V row serves all of its query heads at once (GQA: each KV byte is read once per token tile). */
     const int64_t group = Hq / Hkv;
-    const int64_t heads_per_item = group < CPU_ATTN_ROWS_PER_ITEM ? group : CPU_ATTN_ROWS_PER_ITEM;
+    const int64_t heads_per_item = group < CPU_ATTN_WIDE_ROWS ? group : CPU_ATTN_WIDE_ROWS;
     const int64_t head_chunks = (group + heads_per_item - 1) / heads_per_item;
-    const int64_t tile = CPU_ATTN_ROWS_PER_ITEM / heads_per_item;
+    const int64_t tile = CPU_ATTN_WIDE_ROWS / heads_per_item;
+    const unsigned threads = cpu_pool_size(pool);
+    /* Decode (one token) takes every KV head in one item when their padded rows fit the scratch: the
+     * item then reads each block of the cache whole, in address order, instead of one head's slices. */
+    const int all_heads = Hkv > 1 && group <= CPU_ATTN_NARROW_ROWS &&
+                          Hkv * ((group + 3) / 4 * 4) <= CPU_ATTN_DECODE_ROWS;
 
-    size_t n_items = 0;
-    for (int64_t b = 0; b < B; b++) {
-        int64_t L = (int64_t)batch.query_start_loc[b + 1] - batch.query_start_loc[b];
-        if (L > 0) n_items += (size_t)(((L + tile - 1) / tile) * Hkv * head_chunks);
+    /* Pass 1: costs without splits, to decide them. */
+    int32_t *nsplit = B ? calloc((size_t)B, sizeof *nsplit) : NULL;
+    int64_t *max_cost = B ? calloc((size_t)B, sizeof *max_cost) : NULL;
+    if (B && (!nsplit || !max_cost)) {
+        free(nsplit);
+        free(max_cost);
+        return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cpu paged attention plan: out of memory for %lld requests", (long long)B);
     }
+    const int64_t wl = a.window_left, wr = a.window_right;
+    int64_t total_cost = 0;
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t L = (int64_t)batch.query_start_loc[b + 1] - batch.query_start_loc[b];
+        const int64_t S = batch.seq_lens[b];
+        if (L == 1 && all_heads) {
+            max_cost[b] = item_cost(S, L, 0, 1, Hq, Hkv, a.causal, wl, wr);
+            total_cost += max_cost[b];
+            continue;
+        }
+        for (int64_t i0 = 0; i0 < L; i0 += tile) {
+            const int64_t n = L - i0 < tile ? L - i0 : tile;
+            const int64_t c = item_cost(S, L, i0, n, heads_per_item, 1, a.causal, wl, wr);
+            total_cost += c * Hkv * head_chunks;
+            if (c > max_cost[b]) max_cost[b] = c;
+        }
+    }
+    /* Split-KV: a request whose items are each more than a quarter of a thread's share is cut into key
+     * ranges (decode with few requests and KV heads), so every thread gets about four items. */
+    const int64_t share = total_cost / (4 * (int64_t)threads) + 1;
+    size_t n_items = 0, n_split = 0;
+    int64_t part_rows = 0;
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t L = (int64_t)batch.query_start_loc[b + 1] - batch.query_start_loc[b];
+        int64_t ns = threads > 1 ? (max_cost[b] + share - 1) / share : 1;
+        const int64_t by_keys = ((int64_t)batch.seq_lens[b] + CPU_ATTN_MIN_SPLIT_KEYS - 1) / CPU_ATTN_MIN_SPLIT_KEYS;
+        if (ns > by_keys) ns = by_keys;
+        if (ns > CPU_ATTN_MAX_SPLITS) ns = CPU_ATTN_MAX_SPLITS;
+        if (L <= 0 || L > CPU_ATTN_MAX_SPLIT_QLEN || ns < 2) ns = 1;
+        nsplit[b] = (int32_t)ns;
+        if (ns > 1) {
+            n_split++;
+            part_rows += ns * L * Hq;
+        }
+        if (L == 1 && all_heads) n_items += (size_t)ns;
+        else if (L > 0) n_items += (size_t)(((L + tile - 1) / tile) * Hkv * head_chunks * ns);
+    }
+    free(max_cost);
 
     cpu_attn_plan_t *p = calloc(1, sizeof *p);
     costed_item_t *tmp = n_items ? malloc(n_items * sizeof *tmp) : NULL;
-    if (p && n_items) p->items = malloc(n_items * sizeof *p->items);
     const cpu_attn_scratch_layout_t lay = cpu_attn_scratch_layout(a.query->shape[2], a.value_cache->shape[3]);
-    const unsigned slices = cpu_pool_size(pool);
-    if (p) p->scratch = aligned_alloc(CACHE_LINE, lay.total * slices);
-    if (!p || !p->scratch || (n_items && (!tmp || !p->items))) {
+    const size_t ws_bytes = (size_t)part_rows * ((size_t)a.value_cache->shape[3] + 2) * sizeof(float);
+    if (p) {
+        p->items = n_items ? malloc(n_items * sizeof *p->items) : NULL;
+        p->scratch = aligned_alloc(CACHE_LINE, lay.total * threads);
+        if (n_split) {
+            p->splits = calloc((size_t)B, sizeof *p->splits);
+            p->merge_seqs = malloc(n_split * sizeof *p->merge_seqs);
+            p->own_workspace = aligned_alloc(CACHE_LINE, (ws_bytes + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE);
+        }
+    }
+    if (!p || !p->scratch || (n_items && (!tmp || !p->items)) ||
+        (n_split && (!p->splits || !p->merge_seqs || !p->own_workspace))) {
         free(tmp);
+        free(nsplit);
         cpu_attention_plan_destroy(p);
         return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cpu paged attention plan: out of memory for %zu work items", n_items);
     }
 
-    const int64_t wl = a.window_left, wr = a.window_right;
-    size_t k = 0;
+    /* Pass 2: the items, every split of every (token tile, KV head, head chunk). */
+    size_t k = 0, m = 0;
+    int64_t base = 0;
     for (int64_t b = 0; b < B; b++) {
         const int64_t L = (int64_t)batch.query_start_loc[b + 1] - batch.query_start_loc[b];
         const int64_t S = batch.seq_lens[b];
+        const int32_t ns = nsplit[b];
+        if (ns > 1) {
+            p->splits[b] = (cpu_attn_split_t){ns, (int32_t)L, base};
+            base += (int64_t)ns * L * Hq;
+            p->merge_seqs[m++] = (int32_t)b;
+        } else if (p->splits) {
+            p->splits[b] = (cpu_attn_split_t){1, (int32_t)L, 0};
+        }
+        if (L == 1 && all_heads) {
+            const int64_t cost = item_cost(S, L, 0, 1, Hq, Hkv, a.causal, wl, wr) / ns;
+            for (int32_t sp = 0; sp < ns; sp++) {
+                tmp[k].cost = cost;
+                tmp[k].order = k;
+                tmp[k].item = (cpu_attn_item_t){(int32_t)b, 0, 1, -1, 0, (int32_t)group, ns > 1 ? sp : -1, 0};
+                k++;
+            }
+            continue;
+        }
         for (int64_t i0 = 0; i0 < L; i0 += tile) {
             const int64_t n = L - i0 < tile ? L - i0 : tile;
-            int64_t lo, hi, lo2, hi2;
-            cpu_attn_key_range(S - L + i0, S, a.causal, wl, wr, &lo, &hi2);
-            cpu_attn_key_range(S - L + i0 + n - 1, S, a.causal, wl, wr, &lo2, &hi);
-            const int64_t keys = hi >= lo ? hi - lo + 1 : 0;
+            const int64_t cost = item_cost(S, L, i0, n, heads_per_item, 1, a.causal, wl, wr) / ns;
             for (int64_t h = 0; h < Hkv; h++)
                 for (int64_t c = 0; c < head_chunks; c++) {
                     const int64_t hf = c * heads_per_item;
                     const int64_t hc = group - hf < heads_per_item ? group - hf : heads_per_item;
-                    tmp[k].cost = n * hc * (keys + 1); /* +1: an empty row still costs its write */
-                    tmp[k].order = k;
-                    tmp[k].item = (cpu_attn_item_t){(int32_t)b, (int32_t)i0, (int32_t)n, (int32_t)h, (int32_t)hf, (int32_t)hc};
-                    k++;
+                    for (int32_t sp = 0; sp < ns; sp++) {
+                        tmp[k].cost = cost;
+                        tmp[k].order = k;
+                        tmp[k].item = (cpu_attn_item_t){(int32_t)b, (int32_t)i0, (int32_t)n, (int32_t)h, (int32_t)hf,
+                                                        (int32_t)hc, ns > 1 ? sp : -1, n * hc > CPU_ATTN_NARROW_ROWS};
+                        k++;
+                    }
                 }
         }
     }
+    free(nsplit);
     if (n_items > 1) qsort(tmp, n_items, sizeof *tmp, by_cost_desc);
     for (size_t i = 0; i < n_items; i++) p->items[i] = tmp[i].item;
     free(tmp);
 
     p->pool = pool;
+    p->simd = cpu_pool_simd(pool);
     p->num_items = n_items;
+    p->num_merges = n_split;
+    p->part_rows = part_rows;
+    p->workspace_bytes = ws_bytes;
     p->num_tokens = T;
     p->num_seqs = B;
     p->num_q_heads = Hq;
@@ -157,9 +259,9 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
     p->head_dim_qk = a.query->shape[2];
     p->head_dim_v = a.value_cache->shape[3];
     p->scratch_stride = lay.total;
-    p->scratch_slices = slices;
+    p->scratch_slices = threads;
     *plan_out = p;
-    *workspace_bytes = 0; /* no split-KV yet: every item owns whole rows, scratch lives in the plan */
+    *workspace_bytes = ws_bytes; /* the split partial states; scratch lives in the plan */
     return ATTNRT_OK;
 }
 
@@ -168,6 +270,9 @@ void cpu_attention_plan_destroy(void *plan)
     cpu_attn_plan_t *p = plan;
     if (!p) return;
     free(p->items);
+    free(p->splits);
+    free(p->merge_seqs);
+    free(p->own_workspace);
     free(p->scratch);
     free(p);
 }

@@ -1,22 +1,36 @@
-/* cpu_attention_plan.h — what attention_plan leaves for attention_run: the work items and the scratch
- * each pool participant uses. Internal to the cpu plugin; plugin-owned, freed by
- * cpu_attention_plan_destroy. */
+/* cpu_attention_plan.h — what attention_plan leaves for attention_run: the work items, the split-KV
+ * decision, the workspace the splits need, and the scratch each pool participant uses. Internal to the
+ * cpu plugin; plugin-owned, freed by cpu_attention_plan_destroy.
+ *
+ * Work items (see cpu_attention_plan.c for how they are chosen):
+ *   wide   a tile of a request's query tokens x the query heads of one KV head, rows in SIMD lanes
+ *          (prefill and long chunks);
+ *   narrow the same for few rows (decode: one token x the group), K/V dequantised in registers;
+ *          when the batch has too few of those for the threads, a request's keys are split into
+ *          ranges (split-KV) whose partial states go to the workspace and are merged afterwards.
+ */
 #ifndef ATTNRT_CPU_ATTENTION_PLAN_H
 #define ATTNRT_CPU_ATTENTION_PLAN_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attnrt_plugin.h"
+#include "cpu_simd.h"
 #include "cpu_threads.h"
 
-/* Keys gathered, dequantised and scored together: the unit of one online-softmax update. */
-#define CPU_ATTN_KEY_CHUNK 32
-/* Query rows (tokens x heads of one KV head) one item carries: enough to amortise each dequantised K/V
- * row over many dot products, small enough that its accumulators stay in L2. */
-#define CPU_ATTN_ROWS_PER_ITEM 64
+/* Query rows (tokens x heads of one KV head) a wide item carries: enough to amortise each dequantised
+ * K/V chunk over many rows, few enough that its state (q, o) stays in L2 and items balance. */
+#define CPU_ATTN_WIDE_ROWS 256
+/* Rows (every KV head's group, each padded to 4) a decode item that takes all KV heads may have. */
+#define CPU_ATTN_DECODE_ROWS 128
+/* Items of at most this many rows take the narrow kernel (it costs ~rows, the wide one ~32 lanes). */
+#define CPU_ATTN_NARROW_ROWS CPU_NARROW_MAX_ROWS
 
 /* One work item: query tokens [q_first, q_first + q_count) of request `seq` (indices within the
- * request), query heads kv_head * group + [head_first, head_first + head_count). */
+ * request), query heads kv_head * group + [head_first, head_first + head_count), and split `split` of
+ * the request's keys (-1: all of them). kv_head -1: one token and every query head (decode), each KV
+ * head's group a narrow tile of its own. */
 typedef struct cpu_attn_item {
     int32_t seq;
     int32_t q_first;
@@ -24,27 +38,52 @@ typedef struct cpu_attn_item {
     int32_t kv_head;
     int32_t head_first;
     int32_t head_count;
+    int32_t split;
+    int32_t wide;
 } cpu_attn_item_t;
 
+/* Split-KV of one request: its keys in `nsplit` ranges. The partial state (o[Dv], m, l) of part s of
+ * row (token i, head h) is workspace row part_base + (s * qlen + i) * Hq + h. */
+typedef struct cpu_attn_split {
+    int32_t nsplit;    /* 1: not split */
+    int32_t qlen;      /* the request's query length when planned: the rows its parts hold */
+    int64_t part_base;
+} cpu_attn_split_t;
+
 typedef struct cpu_attn_plan {
-    const cpu_pool_t *pool;       /* the pool whose participants own the scratch slices          */
+    const cpu_pool_t  *pool;      /* the pool whose participants own the scratch slices          */
+    const cpu_simd_t  *simd;      /* the kernels, chosen when the device was opened              */
     /* shapes the items and the scratch were made for; run refuses args of other shapes */
     int64_t num_tokens, num_seqs, num_q_heads, num_kv_heads, head_dim_qk, head_dim_v;
-    cpu_attn_item_t *items;       /* costliest first, so the long ones start early               */
-    size_t           num_items;
+    cpu_attn_item_t  *items;      /* costliest first, so the long ones start early               */
+    size_t            num_items;
+    /* split-KV: per request (NULL when nothing is split), the merge items, and the workspace */
+    cpu_attn_split_t *splits;
+    int32_t          *merge_seqs; /* split requests; merged after the items, one item per KV head */
+    size_t            num_merges;
+    int64_t           part_rows;  /* workspace rows of all parts: o [part_rows][Dv], m, l [part_rows] */
+    size_t            workspace_bytes;
+    char             *own_workspace; /* for cpu_attention_run, whose caller passes none          */
     /* scratch: one slice of scratch_stride bytes per participant, 64-byte aligned sub-buffers */
-    char  *scratch;
-    size_t scratch_stride;
+    char    *scratch;
+    size_t   scratch_stride;
     unsigned scratch_slices;
 } cpu_attn_plan_t;
 
 /* Byte offsets of the sub-buffers inside one participant's slice. */
 typedef struct cpu_attn_scratch_layout {
-    size_t q, acc, pv, k, v, s, m, l, pos, total;
+    size_t q, o, s, m, l, alpha, kc, vc, lo, hi, total;
+    int    rows;     /* rows the buffers hold (the wide tile, padded)                     */
+    int    dqk_pad, dv_pad;
 } cpu_attn_scratch_layout_t;
 
 /* Computes the layout for the given head dims (shared by plan and run). */
 cpu_attn_scratch_layout_t cpu_attn_scratch_layout(int64_t head_dim_qk, int64_t head_dim_v);
+
+/* The run with the caller's workspace (>= the plan's workspace_bytes; host memory on this device).
+ * cpu_attention_run (cpu_ops.h) is this with the plan's own copy. */
+attnrt_status_t cpu_attention_run_ws(cpu_pool_t *pool, const void *plan, const attnrt_attention_args_t *args,
+                                     void *workspace, size_t workspace_bytes);
 
 /* Keys a query at position pq may see among [0, seq_len): [*lo, *hi], empty when *lo > *hi. Causal keeps
  * p_k <= pq; window_left/right (>= 0) are inclusive counts. Both ends grow with pq, so a tile of
@@ -59,6 +98,17 @@ static inline void cpu_attn_key_range(int64_t pq, int64_t seq_len, int causal, i
     if (window_right >= 0 && pq + window_right < b) b = pq + window_right;
     *lo = a;
     *hi = b;
+}
+
+/* Split s of nsplit of the key range [lo, hi]: chunk-aligned pieces, the last one may be short or
+ * empty. */
+static inline void cpu_attn_split_range(int64_t lo, int64_t hi, int32_t s, int32_t nsplit, int64_t *a, int64_t *b)
+{
+    const int64_t len = hi >= lo ? hi - lo + 1 : 0;
+    int64_t piece = (len + nsplit - 1) / nsplit;
+    piece = (piece + CPU_ATTN_CHUNK - 1) / CPU_ATTN_CHUNK * CPU_ATTN_CHUNK;
+    *a = lo + (int64_t)s * piece;
+    *b = *a + piece - 1 < hi ? *a + piece - 1 : hi;
 }
 
 #endif

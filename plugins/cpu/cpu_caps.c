@@ -14,6 +14,11 @@
     (ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW | ATTNRT_FEATURE_SOFTCAP | ATTNRT_FEATURE_ALIBI | \
      ATTNRT_FEATURE_SINKS | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_KV_SCALE_BLOCK | ATTNRT_FEATURE_LAYOUT_HND)
 
+/* MLA takes causal (dense), sinks, LSE, sparse indices and per-block fp8 scales ([num_blocks, 1]). */
+#define CPU_MLA_FEATURES                                                                                  \
+    (ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SINKS | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_SPARSE |            \
+     ATTNRT_FEATURE_KV_SCALE_BLOCK)
+
 static attnrt_status_t refuse(char *reason, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static attnrt_status_t refuse(char *reason, size_t cap, const char *fmt, ...)
@@ -45,6 +50,63 @@ static attnrt_status_t check_cache_dtype(attnrt_dtype_t dt, char *reason, size_t
                   dt.code, dt.bits);
 }
 
+/* Head dims: 0 is "any", else 1 .. CPU_MAX_HEAD_DIM. */
+static attnrt_status_t check_head_dims(const attnrt_op_query_t *q, const char *qk, const char *v, char *reason,
+                                       size_t cap)
+{
+    if (q->head_dim_qk > CPU_MAX_HEAD_DIM) return refuse(reason, cap, "%s %u > %u", qk, q->head_dim_qk, CPU_MAX_HEAD_DIM);
+    if (q->head_dim_v > CPU_MAX_HEAD_DIM) return refuse(reason, cap, "%s %u > %u", v, q->head_dim_v, CPU_MAX_HEAD_DIM);
+    return ATTNRT_OK;
+}
+
+/* Feature bits an op does not take: a reason naming the first known one, or the unknown ones. */
+static attnrt_status_t refuse_features(uint32_t features, uint32_t allowed, const char *op, char *reason, size_t cap)
+{
+    static const struct { uint32_t bit; const char *what; } known[] = {
+        {ATTNRT_FEATURE_CAUSAL, "causal masking"},       {ATTNRT_FEATURE_SLIDING_WINDOW, "a sliding window"},
+        {ATTNRT_FEATURE_SOFTCAP, "a soft-cap"},          {ATTNRT_FEATURE_ALIBI, "ALiBi"},
+        {ATTNRT_FEATURE_SINKS, "sinks"},                 {ATTNRT_FEATURE_LSE, "an LSE output"},
+        {ATTNRT_FEATURE_KV_SCALE_BLOCK, "per-block fp8 scales"},
+        {ATTNRT_FEATURE_LAYOUT_HND, "the HND cache layout"}, {ATTNRT_FEATURE_SPARSE, "sparse indices"},
+    };
+    uint32_t all_known = 0;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) all_known |= known[i].bit;
+    if (features & ~all_known) return refuse(reason, cap, "unknown feature bits 0x%x", features & ~all_known);
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (features & ~allowed & known[i].bit) return refuse(reason, cap, "%s does not take %s", op, known[i].what);
+    return ATTNRT_OK;
+}
+
+/* MLA: one latent KV head of width head_dim_qk (kv_dim), values its first head_dim_v columns. */
+static attnrt_status_t check_mla(const attnrt_op_query_t *q, char *reason, size_t cap)
+{
+    attnrt_status_t st = check_act_dtype(q->q_dtype, "query", reason, cap);
+    if (st == ATTNRT_OK) st = check_cache_dtype(q->kv_dtype, reason, cap);
+    if (st == ATTNRT_OK) st = check_head_dims(q, "kv_dim", "v_dim", reason, cap);
+    if (st != ATTNRT_OK) return st;
+    if (q->head_dim_qk && q->head_dim_v > q->head_dim_qk)
+        return refuse(reason, cap, "v_dim %u > kv_dim %u: the value is the first v_dim columns of the latent",
+                      q->head_dim_v, q->head_dim_qk);
+    if (q->num_kv_heads > 1) return refuse(reason, cap, "mla has one latent KV head, not %u", q->num_kv_heads);
+    return refuse_features(q->features, CPU_MLA_FEATURES, "mla", reason, cap);
+}
+
+/* Lightning and gated delta: kv_dtype is read as the key's or the state's dtype (the state is f32). */
+static attnrt_status_t check_linear(const attnrt_op_query_t *q, char *reason, size_t cap)
+{
+    const char *op = attnrt_op_string(q->op);
+    attnrt_status_t st = check_act_dtype(q->q_dtype, "query", reason, cap);
+    if (st == ATTNRT_OK) st = check_act_dtype(q->kv_dtype, "key / state", reason, cap);
+    if (st == ATTNRT_OK) st = check_head_dims(q, "head_dim_k", "head_dim_v", reason, cap);
+    if (st != ATTNRT_OK) return st;
+    const uint32_t a = q->num_q_heads, b = q->num_kv_heads;
+    if (q->op == ATTNRT_OP_LIGHTNING && a && b && a != b)
+        return refuse(reason, cap, "lightning has as many key heads as query heads (%u != %u)", a, b);
+    if (q->op == ATTNRT_OP_GATED_DELTA && a && b && (a > b ? a % b : b % a))
+        return refuse(reason, cap, "gated_delta needs the value heads to be a multiple of the key heads (%u, %u)", a, b);
+    return refuse_features(q->features, 0, op, reason, cap);
+}
+
 attnrt_status_t cpu_op_check(const attnrt_op_query_t *query, char *reason, size_t cap)
 {
     attnrt_op_query_t q;
@@ -60,9 +122,10 @@ attnrt_status_t cpu_op_check(const attnrt_op_query_t *query, char *reason, size_
     case ATTNRT_OP_CASCADE:
         return refuse(reason, cap, "cascade is composed by the runtime from paged_attention and merge_states");
     case ATTNRT_OP_MLA:
+        return check_mla(&q, reason, cap);
     case ATTNRT_OP_LIGHTNING:
     case ATTNRT_OP_GATED_DELTA:
-        return refuse(reason, cap, "%s is not implemented in the cpu plugin yet", attnrt_op_string(q.op));
+        return check_linear(&q, reason, cap);
     default:
         return refuse(reason, cap, "unknown op %u (the cpu plugin knows the ops of ABI %d.%d)", q.op,
                       ATTNRT_ABI_MAJOR, ATTNRT_ABI_MINOR);

@@ -1,4 +1,5 @@
-/* cpu:0 — the machine's model, cores (affinity mask), memory (sysinfo) and SIMD features (cpuid). */
+/* cpu:0 — the machine's model, cores (affinity mask), memory (sysinfo), SIMD features (cpuid) and the
+ * kernels chosen from them (cpu_cpuid.c). */
 #include "cpu_device.h"
 
 #include <sched.h>
@@ -7,10 +8,7 @@
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <unistd.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
-
+#include "cpu_simd.h"
 #include "plugin_error.h"
 
 uint32_t cpu_usable_cores(void)
@@ -75,50 +73,32 @@ void cpu_fill_properties(attnrt_device_properties_t *props)
     props->struct_size = caller_size;
 }
 
-#if defined(__x86_64__) || defined(__i386__)
-/* From cpuid and xgetbv rather than __builtin_cpu_supports: older compilers do not know every name
- * (clang 14 lacks avx512bf16), and a feature only counts when the OS saves its registers. */
-static int x86_feature(const char *name)
-{
-    unsigned a, b, c, d, a7 = 0, b7 = 0, c7 = 0, d7 = 0, a71 = 0, b71, c71, d71;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
-    int os_avx = 0, os_avx512 = 0;
-    if (c & (1u << 27)) { /* OSXSAVE: xgetbv is usable */
-        unsigned lo, hi;
-        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-        os_avx = (lo & 0x6) == 0x6;
-        os_avx512 = os_avx && (lo & 0xe0) == 0xe0;
-    }
-    if (__get_cpuid_max(0, NULL) >= 7) {
-        __cpuid_count(7, 0, a7, b7, c7, d7);
-        if (a7 >= 1) __cpuid_count(7, 1, a71, b71, c71, d71);
-    }
-    (void)c7;
-    if (!strcmp(name, "sse4.2")) return (c >> 20) & 1;
-    if (!strcmp(name, "fma")) return os_avx && ((c >> 12) & 1);
-    if (!strcmp(name, "f16c")) return os_avx && ((c >> 29) & 1);
-    if (!strcmp(name, "avx2")) return os_avx && ((b7 >> 5) & 1);
-    if (!strcmp(name, "avx512f")) return os_avx512 && ((b7 >> 16) & 1);
-    if (!strcmp(name, "avx512bf16")) return os_avx512 && ((a71 >> 5) & 1);
-    if (!strcmp(name, "avx512fp16")) return os_avx512 && ((d7 >> 23) & 1);
-    return 0;
-}
-#endif
-
 static void simd_features(char *out, size_t cap)
 {
-    out[0] = '\0';
-#if defined(__x86_64__) || defined(__i386__)
-    static const char *const names[] = {"avx512f", "avx512bf16", "avx512fp16", "avx2", "fma", "f16c", "sse4.2"};
-    size_t used = 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (x86_feature(names[i]))
-            used += (size_t)snprintf(out + used, used < cap ? cap - used : 0, "%s%s", used ? "," : "", names[i]);
-#endif
-    if (!out[0]) snprintf(out, cap, "none");
+    static const unsigned shown[] = {CPU_FEAT_AVX512F, CPU_FEAT_AVX512BF16, CPU_FEAT_AVX512FP16, CPU_FEAT_AVX2,
+                                     CPU_FEAT_FMA, CPU_FEAT_F16C, CPU_FEAT_SSE42};
+    const uint32_t have = cpu_cpuid_features();
+    uint32_t mask = 0;
+    for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) mask |= have & shown[i];
+    cpu_feature_list(mask, out, cap);
 }
 
-enum { ATTR_SIMD, ATTR_CACHE, ATTR_THREADS, ATTR_COUNT_ };
+/* The kernels a device opened now would use: "avx512", "avx2 (forced by ATTNRT_CPU_ISA)", or why the
+ * forced one cannot be used. */
+static void chosen_isa(char *out, size_t cap)
+{
+    const cpu_simd_t *simd = NULL;
+    int forced = 0;
+    if (cpu_simd_select(&simd, &forced) != ATTNRT_OK) {
+        char why[180];
+        plugin_last_error(why, sizeof why);
+        snprintf(out, cap, "none: %s", why);
+    } else {
+        snprintf(out, cap, "%s%s", simd->name, forced ? " (forced by ATTNRT_CPU_ISA)" : "");
+    }
+}
+
+enum { ATTR_SIMD, ATTR_CACHE, ATTR_THREADS, ATTR_ISA, ATTR_COUNT_ };
 
 uint32_t cpu_attribute_count(void) { return ATTR_COUNT_; }
 
@@ -139,6 +119,10 @@ attnrt_status_t cpu_fill_attribute(uint32_t i, attnrt_device_attribute_t *attr)
     case ATTR_THREADS:
         snprintf(attr->key, sizeof attr->key, "online_cpus");
         snprintf(attr->value, sizeof attr->value, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+        break;
+    case ATTR_ISA:
+        snprintf(attr->key, sizeof attr->key, "isa");
+        chosen_isa(attr->value, sizeof attr->value);
         break;
     }
     return ATTNRT_OK;

@@ -4,6 +4,7 @@
 #define ATTNRT_CPU_OPS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "attnrt_plugin.h"
 #include "cpu_threads.h"
@@ -26,5 +27,41 @@ attnrt_status_t cpu_attention_run(cpu_pool_t *pool, const void *plan, const attn
 
 /* Merge of partial states (cpu_merge.c). */
 attnrt_status_t cpu_merge_states(cpu_pool_t *pool, const attnrt_merge_args_t *args);
+
+/* --- ABI 1.2 ops. Every plan they make starts with a cpu_plan_head_t, so the single plan_destroy entry
+ * can tell which kind it frees (and a run refuses a plan of another kind). --------------------------- */
+#define CPU_PLAN_MAGIC 0x41504c31u /* "1LPA": marks a live 1.2 plan */
+
+typedef enum cpu_plan_kind {
+    CPU_PLAN_MLA = 1,
+    CPU_PLAN_LIGHTNING = 2,
+    CPU_PLAN_GATED_DELTA = 3,
+} cpu_plan_kind_t;
+
+typedef struct cpu_plan_head {
+    uint32_t magic; /* CPU_PLAN_MAGIC while the plan lives; cleared when it is freed */
+    uint32_t kind;  /* cpu_plan_kind_t                                               */
+} cpu_plan_head_t;
+
+/* MLA dense / sparse (cpu_mla.c). Plans as for attention: copy what they keep; owned by the caller
+ * until cpu_mla_plan_destroy; belong to the pool they were made with. */
+attnrt_status_t cpu_mla_plan(cpu_pool_t *pool, const attnrt_mla_args_t *args, const attnrt_batch_host_t *batch,
+                             void **plan, size_t *workspace_bytes);
+void cpu_mla_plan_destroy(void *plan);
+attnrt_status_t cpu_mla_run(cpu_pool_t *pool, const void *plan, const attnrt_mla_args_t *args);
+
+/* Lightning attention (cpu_lightning.c). `states` may be NULL (the kernel reads the device tensors). */
+attnrt_status_t cpu_lightning_plan(cpu_pool_t *pool, const attnrt_lightning_args_t *args,
+                                   const attnrt_batch_host_t *batch, const attnrt_state_host_t *states, void **plan,
+                                   size_t *workspace_bytes);
+void cpu_lightning_plan_destroy(void *plan);
+attnrt_status_t cpu_lightning_run(cpu_pool_t *pool, const void *plan, const attnrt_lightning_args_t *args);
+
+/* Gated delta rule (cpu_gated_delta.c). */
+attnrt_status_t cpu_gated_delta_plan(cpu_pool_t *pool, const attnrt_gated_delta_args_t *args,
+                                     const attnrt_batch_host_t *batch, const attnrt_state_host_t *states, void **plan,
+                                     size_t *workspace_bytes);
+void cpu_gated_delta_plan_destroy(void *plan);
+attnrt_status_t cpu_gated_delta_run(cpu_pool_t *pool, const void *plan, const attnrt_gated_delta_args_t *args);
 
 #endif

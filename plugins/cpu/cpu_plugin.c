@@ -217,6 +217,67 @@ static attnrt_status_t cpu_merge_states_op(void *device, const attnrt_merge_args
     return cpu_merge_states(pool_of(device), args);
 }
 
+static attnrt_status_t cpu_mla_plan_op(void *device, const attnrt_mla_args_t *args, const attnrt_batch_host_t *batch,
+                                       void **plan, size_t *workspace_bytes)
+{
+    return cpu_mla_plan(pool_of(device), args, batch, plan, workspace_bytes);
+}
+
+static attnrt_status_t cpu_mla_run_op(void *device, const void *plan, const attnrt_mla_args_t *args, void *workspace,
+                                      size_t workspace_bytes, void *stream)
+{
+    (void)workspace; /* plans ask for none */
+    (void)workspace_bytes;
+    (void)stream;
+    return cpu_mla_run(pool_of(device), plan, args);
+}
+
+static attnrt_status_t cpu_lightning_plan_op(void *device, const attnrt_lightning_args_t *args,
+                                             const attnrt_batch_host_t *batch, const attnrt_state_host_t *states,
+                                             void **plan, size_t *workspace_bytes)
+{
+    return cpu_lightning_plan(pool_of(device), args, batch, states, plan, workspace_bytes);
+}
+
+static attnrt_status_t cpu_lightning_run_op(void *device, const void *plan, const attnrt_lightning_args_t *args,
+                                            void *workspace, size_t workspace_bytes, void *stream)
+{
+    (void)workspace;
+    (void)workspace_bytes;
+    (void)stream;
+    return cpu_lightning_run(pool_of(device), plan, args);
+}
+
+static attnrt_status_t cpu_gated_delta_plan_op(void *device, const attnrt_gated_delta_args_t *args,
+                                               const attnrt_batch_host_t *batch, const attnrt_state_host_t *states,
+                                               void **plan, size_t *workspace_bytes)
+{
+    return cpu_gated_delta_plan(pool_of(device), args, batch, states, plan, workspace_bytes);
+}
+
+static attnrt_status_t cpu_gated_delta_run_op(void *device, const void *plan, const attnrt_gated_delta_args_t *args,
+                                              void *workspace, size_t workspace_bytes, void *stream)
+{
+    (void)workspace;
+    (void)workspace_bytes;
+    (void)stream;
+    return cpu_gated_delta_run(pool_of(device), plan, args);
+}
+
+/* Frees any 1.2 plan: each starts with a cpu_plan_head_t naming its kind. */
+static void cpu_plan_destroy_op(void *device, void *plan)
+{
+    (void)device;
+    const cpu_plan_head_t *head = plan;
+    if (!head || head->magic != CPU_PLAN_MAGIC) return; /* NULL, or not a live plan of ours: nothing we may free */
+    switch (head->kind) {
+    case CPU_PLAN_MLA: cpu_mla_plan_destroy(plan); break;
+    case CPU_PLAN_LIGHTNING: cpu_lightning_plan_destroy(plan); break;
+    case CPU_PLAN_GATED_DELTA: cpu_gated_delta_plan_destroy(plan); break;
+    default: break;
+    }
+}
+
 static const attnrt_plugin_api_t cpu_api = {
     .struct_size            = ATTNRT_PLUGIN_API_STRUCT_SIZE,
     .abi_major              = ATTNRT_ABI_MAJOR,
@@ -249,6 +310,13 @@ static const attnrt_plugin_api_t cpu_api = {
     .attention_plan_destroy = cpu_attention_plan_destroy_op,
     .attention_run          = cpu_attention_run_op,
     .merge_states           = cpu_merge_states_op,
+    .mla_plan               = cpu_mla_plan_op,
+    .mla_run                = cpu_mla_run_op,
+    .lightning_plan         = cpu_lightning_plan_op,
+    .lightning_run          = cpu_lightning_run_op,
+    .gated_delta_plan       = cpu_gated_delta_plan_op,
+    .gated_delta_run        = cpu_gated_delta_run_op,
+    .plan_destroy           = cpu_plan_destroy_op,
 };
 
 ATTNRT_PLUGIN_EXPORT const attnrt_plugin_api_t *attnrt_plugin_get_api(uint32_t host_abi_major, uint32_t host_abi_minor);

@@ -1,4 +1,5 @@
-/* cpu_threads.c — a fixed pool of workers woken per parallel_for by a generation counter. */
+/* cpu_threads.c — a fixed pool of workers woken per parallel_for by a generation counter, within a
+ * process-wide budget of running participants (no oversubscription across pools). */
 #include "cpu_threads.h"
 
 #include <errno.h>
@@ -32,8 +33,34 @@ struct cpu_pool {
     cpu_task_fn     fn;         /* the current job                                          */
     void           *ctx;
     size_t          n_items;
+    unsigned        helpers;    /* workers that join the current job (index <= helpers)     */
     atomic_size_t   next;       /* next item to hand out                                    */
+    const cpu_simd_t *simd;     /* the kernels of this device                               */
 };
+
+/* Participants running inside any pool's parallel_for, against the cores the process may use. */
+static atomic_uint g_running;
+
+/* Reserves up to `want` helpers besides the caller (who runs anyway) and returns how many it got. */
+static unsigned reserve_helpers(unsigned want)
+{
+    static atomic_uint budget; /* a racy first store writes the same value twice: harmless */
+    unsigned cores = atomic_load_explicit(&budget, memory_order_relaxed);
+    if (!cores) { /* the cores, or more when ATTNRT_NUM_THREADS asks for more on purpose */
+        const unsigned asked = cpu_pool_default_size();
+        cores = cpu_usable_cores();
+        if (asked > cores) cores = asked;
+        atomic_store_explicit(&budget, cores, memory_order_relaxed);
+    }
+    unsigned cur = atomic_load_explicit(&g_running, memory_order_relaxed);
+    for (;;) {
+        unsigned free_cores = cores > cur + 1 ? cores - cur - 1 : 0;
+        unsigned got = want < free_cores ? want : free_cores;
+        if (atomic_compare_exchange_weak_explicit(&g_running, &cur, cur + 1 + got, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return got;
+    }
+}
 
 unsigned cpu_pool_default_size(void)
 {
@@ -73,9 +100,10 @@ static void *worker_main(void *arg)
         cpu_task_fn fn = pool->fn;
         void *ctx = pool->ctx;
         size_t n_items = pool->n_items;
+        const int joins = self->index <= pool->helpers;
         pthread_mutex_unlock(&pool->lock);
 
-        drain(pool, fn, ctx, n_items, self->index);
+        if (joins) drain(pool, fn, ctx, n_items, self->index);
 
         pthread_mutex_lock(&pool->lock);
         if (--pool->busy == 0) pthread_cond_signal(&pool->done);
@@ -88,8 +116,12 @@ attnrt_status_t cpu_pool_create(unsigned size, cpu_pool_t **out)
 {
     if (size < 1) size = 1;
     if (size > CPU_POOL_MAX) size = CPU_POOL_MAX;
+    const cpu_simd_t *simd = NULL;
+    attnrt_status_t st = cpu_simd_select(&simd, NULL);
+    if (st != ATTNRT_OK) return st;
     cpu_pool_t *pool = calloc(1, sizeof *pool);
     if (!pool) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cpu:0: out of memory creating the thread pool");
+    pool->simd = simd;
     pool->workers = size > 1 ? calloc(size - 1, sizeof *pool->workers) : NULL;
     if (size > 1 && !pool->workers) size = 1; /* run single-threaded rather than fail */
     pthread_mutex_init(&pool->call_lock, NULL);
@@ -134,12 +166,18 @@ void cpu_pool_destroy(cpu_pool_t *pool)
 
 unsigned cpu_pool_size(const cpu_pool_t *pool) { return pool->size; }
 
+const cpu_simd_t *cpu_pool_simd(const cpu_pool_t *pool) { return pool->simd; }
+
 void cpu_parallel_for(cpu_pool_t *pool, size_t n_items, cpu_task_fn fn, void *ctx)
 {
     if (n_items == 0) return;
     pthread_mutex_lock(&pool->call_lock);
-    if (pool->size == 1 || n_items == 1) { /* nothing to share: skip the wake-up round trip */
+    unsigned want = pool->size - 1;
+    if (want > n_items - 1) want = (unsigned)(n_items - 1);
+    const unsigned helpers = reserve_helpers(want);
+    if (helpers == 0) { /* nothing to share, or no core free: skip the wake-up round trip */
         for (size_t i = 0; i < n_items; i++) fn(ctx, i, 0);
+        atomic_fetch_sub_explicit(&g_running, 1, memory_order_relaxed);
         pthread_mutex_unlock(&pool->call_lock);
         return;
     }
@@ -147,6 +185,7 @@ void cpu_parallel_for(cpu_pool_t *pool, size_t n_items, cpu_task_fn fn, void *ct
     pool->fn = fn;
     pool->ctx = ctx;
     pool->n_items = n_items;
+    pool->helpers = helpers;
     atomic_store_explicit(&pool->next, 0, memory_order_relaxed); /* published by the unlock below */
     pool->busy = pool->size - 1;
     pool->generation++;
@@ -160,5 +199,6 @@ void cpu_parallel_for(cpu_pool_t *pool, size_t n_items, cpu_task_fn fn, void *ct
     pthread_mutex_lock(&pool->lock);
     while (pool->busy) pthread_cond_wait(&pool->done, &pool->lock);
     pthread_mutex_unlock(&pool->lock);
+    atomic_fetch_sub_explicit(&g_running, 1 + helpers, memory_order_relaxed);
     pthread_mutex_unlock(&pool->call_lock);
 }

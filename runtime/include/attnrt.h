@@ -149,7 +149,7 @@ ATTNRT_API attnrt_status_t attnrt_tensor_init(attnrt_tensor_t *t, void *data, at
                                               const int64_t *shape);
 /* Bytes per element (0 for a dtype libattnrt does not know). */
 ATTNRT_API size_t attnrt_dtype_size(attnrt_dtype_t dtype);
-/* "f32", "f16", "bf16", "fp8_e4m3", "fp8_e5m2", "i32", "i64"; "unknown" otherwise. Static. */
+/* "f32", "f16", "bf16", "fp8_e4m3", "fp8_e5m2", "i32", "i64", "bool", "u8"; "unknown" otherwise. Static. */
 ATTNRT_API const char *attnrt_dtype_name(attnrt_dtype_t dtype);
 
 /* ---- KV write ----------------------------------------------------------------------------------- */
@@ -168,7 +168,7 @@ typedef struct attnrt_plan attnrt_plan_t;
  * args have the same shapes, dtypes and options. */
 ATTNRT_API attnrt_status_t attnrt_attention_plan(attnrt_context_t *ctx, const attnrt_attention_args_t *args,
                                                  const attnrt_batch_host_t *batch, attnrt_plan_t **plan);
-/* Workspace bytes attnrt_attention_run / attnrt_cascade_run need (may be 0). */
+/* Workspace bytes the plan's run (attention, cascade, MLA, lightning, gated delta) needs (may be 0). */
 ATTNRT_API attnrt_status_t attnrt_plan_workspace_size(const attnrt_plan_t *plan, size_t *bytes);
 ATTNRT_API attnrt_status_t attnrt_plan_destroy(attnrt_plan_t *plan);
 /* Runs a planned batch: no allocation, no host synchronisation, no host reads of device data.
@@ -210,6 +210,70 @@ ATTNRT_API attnrt_status_t attnrt_cascade_plan(attnrt_context_t *ctx, const attn
                                                const attnrt_cascade_host_t *host, attnrt_plan_t **plan);
 ATTNRT_API attnrt_status_t attnrt_cascade_run(attnrt_plan_t *plan, const attnrt_cascade_args_t *args,
                                               void *workspace, size_t workspace_bytes, attnrt_stream_t *stream);
+
+/* ---- device options, kernel selection, op counters (ABI 1.2) ---------------------------------- */
+
+/* attnrt_open with key/value options for the device (e.g. {"profile", "rbln-rebel100"} on npu_sim);
+ * options are borrowed for the call. A plugin refuses keys it does not know, naming them. */
+ATTNRT_API attnrt_status_t attnrt_open_with_options(const char *device, const attnrt_device_attribute_t *options,
+                                                    uint32_t num_options, attnrt_context_t **ctx);
+/* Which kernel and partitioning the device would use for a model configuration, or which of its rules
+ * refuses it (ATTNRT_ERR_UNSUPPORTED / INVALID_ARGUMENT, the device's wording in attnrt_last_error()).
+ * Devices without such rules answer kernel "paged" with the configured block size. */
+ATTNRT_API attnrt_status_t attnrt_select_attention(attnrt_context_t *ctx, const attnrt_attention_config_t *config,
+                                                   attnrt_attention_selection_t *selection);
+/* Counters of the last op run on the context's device (time, bytes, FLOPs, partitions, padding); the
+ * simulated NPU fills them from its cost model. ATTNRT_ERR_UNSUPPORTED where a plugin keeps none. */
+ATTNRT_API attnrt_status_t attnrt_last_op_stats(attnrt_context_t *ctx, attnrt_op_stats_t *stats);
+
+/* ---- state-slot pools (linear attention, GDN, and any per-request recurrent state) ------------ */
+
+typedef struct attnrt_state_pool attnrt_state_pool_t;
+
+/* A pool of num_slots states of shape slot_shape (e.g. [H, Dk, Dv]) and dtype in device memory, all
+ * slots free. *pool is caller-owned until attnrt_state_pool_destroy (before attnrt_close). */
+ATTNRT_API attnrt_status_t attnrt_state_pool_create(attnrt_context_t *ctx, attnrt_dtype_t dtype, int32_t slot_ndim,
+                                                    const int64_t *slot_shape, int32_t num_slots,
+                                                    attnrt_state_pool_t **pool);
+ATTNRT_API attnrt_status_t attnrt_state_pool_destroy(attnrt_state_pool_t *pool);
+/* The pool as a tensor [num_slots, slot_shape...] to pass as an op's `state`. */
+ATTNRT_API attnrt_status_t attnrt_state_pool_tensor(const attnrt_state_pool_t *pool, attnrt_tensor_t *tensor);
+/* Number of slots and how many are free; either pointer may be NULL. */
+ATTNRT_API attnrt_status_t attnrt_state_pool_usage(const attnrt_state_pool_t *pool, int32_t *num_slots,
+                                                   int32_t *num_free);
+/* Takes the lowest free slot id (ATTNRT_ERR_OUT_OF_MEMORY when none is free). Its contents are
+ * undefined until written: zero it, copy into it, or run an op with has_initial_state = 0. */
+ATTNRT_API attnrt_status_t attnrt_state_slot_alloc(attnrt_state_pool_t *pool, int32_t *slot);
+/* Returns a slot to the pool; freeing a free or out-of-range slot is an error naming it. */
+ATTNRT_API attnrt_status_t attnrt_state_slot_free(attnrt_state_pool_t *pool, int32_t slot);
+ATTNRT_API attnrt_status_t attnrt_state_slot_zero(attnrt_state_pool_t *pool, int32_t slot, attnrt_stream_t *stream);
+/* dst = src (prefix caching, speculative decoding, beam forks); both must be allocated. */
+ATTNRT_API attnrt_status_t attnrt_state_slot_copy(attnrt_state_pool_t *pool, int32_t src, int32_t dst,
+                                                  attnrt_stream_t *stream);
+
+/* ---- MLA, lightning and gated delta: plan once per step, run per layer ------------------------ */
+
+/* MLA (dense or sparse). Plans are destroyed with attnrt_plan_destroy. */
+ATTNRT_API attnrt_status_t attnrt_mla_plan(attnrt_context_t *ctx, const attnrt_mla_args_t *args,
+                                           const attnrt_batch_host_t *batch, attnrt_plan_t **plan);
+ATTNRT_API attnrt_status_t attnrt_mla_run(attnrt_plan_t *plan, const attnrt_mla_args_t *args, void *workspace,
+                                          size_t workspace_bytes, attnrt_stream_t *stream);
+/* Lightning attention. `batch` gives query_start_loc (num_seqs, query_start_loc; block_table unused);
+ * `states` the host state metadata; every state index must be -1 or a slot allocated in `pool`, and
+ * two requests may not share a slot. At plan time args->state must be exactly the pool's tensor
+ * (attnrt_state_pool_tensor); runs may pass another pool of the same layout (one pool per layer, the
+ * same slot ids allocated in each). Slots must stay allocated until the runs complete. */
+ATTNRT_API attnrt_status_t attnrt_lightning_plan(attnrt_context_t *ctx, const attnrt_lightning_args_t *args,
+                                                 const attnrt_batch_host_t *batch, const attnrt_state_host_t *states,
+                                                 const attnrt_state_pool_t *pool, attnrt_plan_t **plan);
+ATTNRT_API attnrt_status_t attnrt_lightning_run(attnrt_plan_t *plan, const attnrt_lightning_args_t *args,
+                                                void *workspace, size_t workspace_bytes, attnrt_stream_t *stream);
+/* Gated delta rule, likewise (spec decoding through states->spec_state_indices / num_accepted). */
+ATTNRT_API attnrt_status_t attnrt_gated_delta_plan(attnrt_context_t *ctx, const attnrt_gated_delta_args_t *args,
+                                                   const attnrt_batch_host_t *batch, const attnrt_state_host_t *states,
+                                                   const attnrt_state_pool_t *pool, attnrt_plan_t **plan);
+ATTNRT_API attnrt_status_t attnrt_gated_delta_run(attnrt_plan_t *plan, const attnrt_gated_delta_args_t *args,
+                                                  void *workspace, size_t workspace_bytes, attnrt_stream_t *stream);
 
 #ifdef __cplusplus
 }

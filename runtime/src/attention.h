@@ -3,22 +3,12 @@
 #define ATTNRT_ATTENTION_H
 
 #include "context.h"
+#include "signature.h"
 
 typedef struct attention_shape {
     int64_t T, B, Hq, Hkv, Dqk, Dv, num_blocks, block_size, max_blocks;
     int     per_block_scale;
 } attention_shape_t;
-
-/* The tensors of an attention call, in a fixed order, for signatures and messages. */
-enum { ATT_QUERY, ATT_KEY_CACHE, ATT_VALUE_CACHE, ATT_BLOCK_TABLE, ATT_QSL, ATT_SEQ_LENS, ATT_OUT, ATT_LSE,
-       ATT_ALIBI, ATT_SINKS, ATT_KEY_SCALE, ATT_VALUE_SCALE, ATT_TENSOR_COUNT };
-
-/* What a run must match of its plan: every tensor's layout (data ignored) and every option. */
-typedef struct attention_signature {
-    attnrt_tensor_t tensors[ATT_TENSOR_COUNT]; /* data NULL; absent tensors all zero */
-    float           scale, softcap;
-    int32_t         causal, window_left, window_right;
-} attention_signature_t;
 
 /* Checks every tensor and option of `a`; fills *shape. need_data: a run (data pointers must be set). */
 ATTNRT_HIDDEN attnrt_status_t attnrt_attention_check_args(const char *fn, const attnrt_attention_args_t *a,
@@ -29,6 +19,9 @@ typedef struct batch_names {
 } batch_names_t;
 ATTNRT_HIDDEN extern const batch_names_t attnrt_batch_names, attnrt_prefix_batch_names;
 
+/* Checks a host query_start_loc [B + 1]: starts at 0, never decreases, ends at num_tokens T. */
+ATTNRT_HIDDEN attnrt_status_t attnrt_check_host_query_start_loc(const char *fn, const int32_t *qsl, int64_t B,
+                                                                int64_t T);
 /* Checks the host batch against the shape: every index a kernel would follow, and that the host block
  * table has the device tensor's row stride. */
 ATTNRT_HIDDEN attnrt_status_t attnrt_attention_check_batch(const char *fn, const attention_shape_t *shape,
@@ -38,10 +31,8 @@ ATTNRT_HIDDEN attnrt_status_t attnrt_attention_check_batch(const char *fn, const
 /* The capability question for these args. */
 ATTNRT_HIDDEN void attnrt_attention_query(const attnrt_attention_args_t *a, const attention_shape_t *shape,
                                           attnrt_op_query_t *q);
-ATTNRT_HIDDEN void attnrt_attention_signature(const attnrt_attention_args_t *a, attention_signature_t *sig);
-/* ATTNRT_OK when `a` matches `sig`; else a message naming the first difference. */
-ATTNRT_HIDDEN attnrt_status_t attnrt_attention_check_signature(const char *fn, const attention_signature_t *sig,
-                                                               const attnrt_attention_args_t *a);
+/* What a run must match of its plan: every tensor's layout (data ignored) and every option. */
+ATTNRT_HIDDEN void attnrt_attention_signature(const attnrt_attention_args_t *a, plan_signature_t *sig);
 
 /* Asks the context's plugin (capability.c); fails with "<fn>: <device> does not support ...: <reason>". */
 ATTNRT_HIDDEN attnrt_status_t attnrt_require_supported(const char *fn, attnrt_context_t *ctx,

@@ -83,6 +83,20 @@ attnrt_status_t attnrt_attention_check_args(const char *fn, const attnrt_attenti
     return ATTNRT_OK;
 }
 
+attnrt_status_t attnrt_check_host_query_start_loc(const char *fn, const int32_t *qsl, int64_t B, int64_t T)
+{
+    if (qsl[0] != 0) return bad(fn, "query_start_loc[0]", qsl[0], "must be 0");
+    for (int64_t b = 0; b < B; b++)
+        if (qsl[b + 1] < qsl[b])
+            return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: query_start_loc is not monotonic: "
+                               "query_start_loc[%lld] = %d < query_start_loc[%lld] = %d", fn, (long long)b + 1,
+                               qsl[b + 1], (long long)b, qsl[b]);
+    if (qsl[B] != T)
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: query_start_loc[%lld] = %d differs from num_tokens = %lld "
+                           "(query.shape[0])", fn, (long long)B, qsl[B], (long long)T);
+    return ATTNRT_OK;
+}
+
 const batch_names_t attnrt_batch_names = {"batch", "seq_lens", "block_table"};
 const batch_names_t attnrt_prefix_batch_names = {"host->prefix", "prefix_seq_lens", "prefix_block_table"};
 
@@ -111,12 +125,8 @@ attnrt_status_t attnrt_attention_check_batch(const char *fn, const attention_sha
                            "%s.strides[0] = %lld", fn, n->batch, (long long)batch->block_table_stride, n->block_table,
                            (long long)block_table->strides[0]);
     const int32_t *qsl = batch->query_start_loc;
-    if (qsl[0] != 0) return bad(fn, "query_start_loc[0]", qsl[0], "must be 0");
+    TRY(attnrt_check_host_query_start_loc(fn, qsl, s->B, s->T));
     for (int64_t b = 0; b < s->B; b++) {
-        if (qsl[b + 1] < qsl[b])
-            return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: query_start_loc is not monotonic: "
-                               "query_start_loc[%lld] = %d < query_start_loc[%lld] = %d", fn, (long long)b + 1,
-                               qsl[b + 1], (long long)b, qsl[b]);
         int64_t len = (int64_t)qsl[b + 1] - qsl[b];
         int32_t seq_len = batch->seq_lens[b];
         if (seq_len < 0)
@@ -142,9 +152,6 @@ attnrt_status_t attnrt_attention_check_batch(const char *fn, const attention_sha
                                    n->block_table, (long long)b, (long long)j, row[j], (long long)s->num_blocks);
         }
     }
-    if (qsl[s->B] != s->T)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: query_start_loc[%lld] = %d differs from num_tokens = %lld "
-                           "(query.shape[0])", fn, (long long)s->B, qsl[s->B], (long long)s->T);
     return ATTNRT_OK;
 }
 
@@ -168,57 +175,35 @@ void attnrt_attention_query(const attnrt_attention_args_t *a, const attention_sh
                   (attnrt_cache_is_hnd(a->key_cache) ? ATTNRT_FEATURE_LAYOUT_HND : 0u);
 }
 
-static const attnrt_tensor_t *tensor_at(const attnrt_attention_args_t *a, int i)
+static const char *const tensor_names[] = {"query", "key_cache", "value_cache", "block_table", "query_start_loc",
+                                          "seq_lens", "out", "lse", "alibi_slopes", "sinks", "key_scale",
+                                          "value_scale"};
+static const char *const scalar_names[] = {"scale", "softcap", "causal", "window_left", "window_right"};
+
+/* One message for all five options, as runs have always said it. */
+static attnrt_status_t options_differ(const char *fn, const plan_signature_t *planned, const plan_signature_t *now)
 {
-    const attnrt_tensor_t *all[ATT_TENSOR_COUNT] = {a->query, a->key_cache, a->value_cache, a->block_table,
-                                                    a->query_start_loc, a->seq_lens, a->out, a->lse,
-                                                    a->alibi_slopes, a->sinks, a->key_scale, a->value_scale};
-    return all[i];
+    const double *p = planned->scalars, *n = now->scalars;
+    return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: scale, softcap, causal or window differ from the plan "
+                       "(planned scale %g softcap %g causal %d window %d/%d, got %g %g %d %d/%d)", fn, p[0], p[1],
+                       (int)p[2], (int)p[3], (int)p[4], n[0], n[1], (int)n[2], (int)n[3], (int)n[4]);
 }
 
-static const char *const tensor_names[ATT_TENSOR_COUNT] = {
-    "query", "key_cache", "value_cache", "block_table", "query_start_loc", "seq_lens",
-    "out", "lse", "alibi_slopes", "sinks", "key_scale", "value_scale"};
+static const signature_schema_t attention_schema = {
+    .num_tensors = SIG_COUNT(tensor_names),
+    .num_scalars = SIG_COUNT(scalar_names),
+    .tensor_names = tensor_names,
+    .scalar_names = scalar_names,
+    .scalar_mismatch = options_differ,
+};
 
-static void layout_of(const attnrt_tensor_t *t, attnrt_tensor_t *out)
+void attnrt_attention_signature(const attnrt_attention_args_t *a, plan_signature_t *sig)
 {
-    memset(out, 0, sizeof *out);
-    if (!t) return;
-    out->struct_size = sizeof *out;
-    out->dtype = t->dtype;
-    out->ndim = t->ndim;
-    for (int32_t d = 0; d < t->ndim && d < ATTNRT_MAX_DIMS; d++) {
-        out->shape[d] = t->shape[d];
-        out->strides[d] = t->strides[d];
-    }
-}
-
-void attnrt_attention_signature(const attnrt_attention_args_t *a, attention_signature_t *sig)
-{
-    memset(sig, 0, sizeof *sig);
-    for (int i = 0; i < ATT_TENSOR_COUNT; i++) layout_of(tensor_at(a, i), &sig->tensors[i]);
-    sig->scale = a->scale;
-    sig->softcap = a->softcap;
-    sig->causal = a->causal;
-    sig->window_left = a->window_left;
-    sig->window_right = a->window_right;
-}
-
-attnrt_status_t attnrt_attention_check_signature(const char *fn, const attention_signature_t *sig,
-                                                 const attnrt_attention_args_t *a)
-{
-    attention_signature_t now;
-    attnrt_attention_signature(a, &now);
-    for (int i = 0; i < ATT_TENSOR_COUNT; i++)
-        if (memcmp(&now.tensors[i], &sig->tensors[i], sizeof now.tensors[i]) != 0)
-            return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s differs from the plan (%s, shape, dtype or "
-                               "strides); make a new plan for a new batch shape", fn, tensor_names[i],
-                               (sig->tensors[i].ndim == 0) != (now.tensors[i].ndim == 0) ? "given or absent" : "layout");
-    if (now.scale != sig->scale || now.softcap != sig->softcap || now.causal != sig->causal ||
-        now.window_left != sig->window_left || now.window_right != sig->window_right)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: scale, softcap, causal or window differ from the plan "
-                           "(planned scale %g softcap %g causal %d window %d/%d, got %g %g %d %d/%d)", fn,
-                           (double)sig->scale, (double)sig->softcap, sig->causal, sig->window_left, sig->window_right,
-                           (double)now.scale, (double)now.softcap, now.causal, now.window_left, now.window_right);
-    return ATTNRT_OK;
+    const attnrt_tensor_t *tensors[] = {a->query, a->key_cache, a->value_cache, a->block_table, a->query_start_loc,
+                                        a->seq_lens, a->out, a->lse, a->alibi_slopes, a->sinks, a->key_scale,
+                                        a->value_scale};
+    const double scalars[] = {a->scale, a->softcap, a->causal, a->window_left, a->window_right};
+    _Static_assert(SIG_COUNT(tensors) == SIG_COUNT(tensor_names), "attention: tensors and their names");
+    _Static_assert(SIG_COUNT(scalars) == SIG_COUNT(scalar_names), "attention: options and their names");
+    attnrt_signature_make(sig, &attention_schema, tensors, scalars);
 }

@@ -25,8 +25,8 @@ static void build_passes(const attnrt_cascade_args_t *a, const attention_shape_t
 {
     const int64_t o_shape[3] = {s->T, s->Hq, s->Dv}, lse_shape[2] = {s->T, s->Hq};
     for (int i = 0; i < 2; i++) {
-        attnrt_tensor_init(&p->o[i], ws ? ws + plan->off_o[i] : NULL, ATTNRT_F32, 3, o_shape);
-        attnrt_tensor_init(&p->lse[i], ws ? ws + plan->off_lse[i] : NULL, ATTNRT_F32, 2, lse_shape);
+        attnrt_tensor_init(&p->o[i], ws ? ws + plan->cascade.off_o[i] : NULL, ATTNRT_F32, 3, o_shape);
+        attnrt_tensor_init(&p->lse[i], ws ? ws + plan->cascade.off_lse[i] : NULL, ATTNRT_F32, 2, lse_shape);
     }
     p->prefix = *a->suffix;
     p->prefix.struct_size = sizeof p->prefix;
@@ -102,14 +102,13 @@ attnrt_status_t attnrt_cascade_plan(attnrt_context_t *ctx, const attnrt_cascade_
     lse_bytes = align_up(lse_elems * sizeof(float));
 
     attnrt_plan_t *p = NULL;
-    st = attnrt_plan_new(fn, ctx, PLAN_CASCADE, &p);
+    st = attnrt_plan_new(fn, ctx, &attnrt_plan_kind_cascade, &p);
     if (st != ATTNRT_OK) return st;
-    p->shape = s;
-    p->off_o[0] = 0;
-    p->off_lse[0] = o_bytes;
-    p->off_o[1] = o_bytes + lse_bytes;
-    p->off_lse[1] = 2 * o_bytes + lse_bytes;
-    p->off_plugin = 2 * (o_bytes + lse_bytes);
+    p->cascade.off_o[0] = 0;
+    p->cascade.off_lse[0] = o_bytes;
+    p->cascade.off_o[1] = o_bytes + lse_bytes;
+    p->cascade.off_lse[1] = 2 * o_bytes + lse_bytes;
+    p->cascade.off_plugin = 2 * (o_bytes + lse_bytes);
 
     cascade_passes_t passes;
     build_passes(args, &s, p, NULL, &passes);
@@ -124,20 +123,20 @@ attnrt_status_t attnrt_cascade_plan(attnrt_context_t *ctx, const attnrt_cascade_
     attnrt_attention_query(args->suffix, &s, &query);
     query.op = ATTNRT_OP_CASCADE;
     if (st == ATTNRT_OK) st = attnrt_require_supported(fn, ctx, &query);
-    if (st == ATTNRT_OK) st = attnrt_plan_pass(fn, ctx, &passes.prefix, &prefix_batch, &p->pass[0]);
-    if (st == ATTNRT_OK) st = attnrt_plan_pass(fn, ctx, &passes.suffix, host->suffix, &p->pass[1]);
+    if (st == ATTNRT_OK) st = attnrt_plan_attention_pass(fn, ctx, &passes.prefix, &prefix_batch, &p->pass[0]);
+    if (st == ATTNRT_OK) st = attnrt_plan_attention_pass(fn, ctx, &passes.suffix, host->suffix, &p->pass[1]);
     if (st != ATTNRT_OK) {
         attnrt_plan_free(p); /* keeps the failure's message */
         return st;
     }
     size_t plugin_ws = p->pass[0].plugin_workspace > p->pass[1].plugin_workspace ? p->pass[0].plugin_workspace
                                                                                   : p->pass[1].plugin_workspace;
-    p->workspace_bytes = p->off_plugin + plugin_ws;
-    attnrt_attention_signature(args->suffix, &p->user_signature);
+    p->workspace_bytes = p->cascade.off_plugin + plugin_ws;
+    attnrt_attention_signature(args->suffix, &p->signature);
     /* Keep the prefix tensors' layouts to check runs against. */
-    p->prefix_block_table = *args->prefix_block_table;
-    p->prefix_seq_lens = *args->prefix_seq_lens;
-    p->prefix_block_table.data = p->prefix_seq_lens.data = NULL;
+    p->cascade.prefix_block_table = *args->prefix_block_table;
+    p->cascade.prefix_seq_lens = *args->prefix_seq_lens;
+    p->cascade.prefix_block_table.data = p->cascade.prefix_seq_lens.data = NULL;
     *plan = p;
     return ATTNRT_OK;
 }
@@ -147,18 +146,16 @@ attnrt_status_t attnrt_cascade_run(attnrt_plan_t *plan, const attnrt_cascade_arg
 {
     static const char fn[] = "attnrt_cascade_run";
     attnrt_clear_error();
-    if (!plan) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: plan is NULL", fn);
-    if (plan->kind != PLAN_CASCADE)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: plan was made by attnrt_attention_plan; use "
-                           "attnrt_attention_run", fn);
+    TRY(attnrt_plan_check_kind(fn, plan, &attnrt_plan_kind_cascade, stream));
     attnrt_context_t *ctx = plan->ctx;
-    if (stream && stream->ctx != ctx)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: stream belongs to another context", fn);
     attention_shape_t s;
-    attnrt_status_t st = check_cascade(fn, args, 1, &s);
-    if (st == ATTNRT_OK) st = attnrt_attention_check_signature(fn, &plan->user_signature, args->suffix);
-    if (st == ATTNRT_OK && (!attnrt_tensor_same_layout(args->prefix_block_table, &plan->prefix_block_table) ||
-                            !attnrt_tensor_same_layout(args->prefix_seq_lens, &plan->prefix_seq_lens)))
+    plan_signature_t now;
+    TRY(check_cascade(fn, args, 1, &s));
+    attnrt_attention_signature(args->suffix, &now);
+    /* The suffix args first, then the prefix tensors, as before the signature was generic. */
+    attnrt_status_t st = attnrt_signature_check(fn, &plan->signature, &now);
+    if (st == ATTNRT_OK && (!attnrt_tensor_same_layout(args->prefix_block_table, &plan->cascade.prefix_block_table) ||
+                            !attnrt_tensor_same_layout(args->prefix_seq_lens, &plan->cascade.prefix_seq_lens)))
         st = attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: prefix_block_table or prefix_seq_lens differ from the plan "
                          "(shape, dtype or strides); make a new plan", fn);
     if (st == ATTNRT_OK) st = attnrt_plan_check_workspace(fn, plan, workspace, workspace_bytes);
@@ -166,8 +163,8 @@ attnrt_status_t attnrt_cascade_run(attnrt_plan_t *plan, const attnrt_cascade_arg
 
     cascade_passes_t passes;
     build_passes(args, &s, plan, workspace, &passes);
-    char *plugin_ws = (char *)workspace + plan->off_plugin;
-    size_t plugin_bytes = workspace_bytes - plan->off_plugin;
+    char *plugin_ws = (char *)workspace + plan->cascade.off_plugin;
+    size_t plugin_bytes = workspace_bytes - plan->cascade.off_plugin;
     void *sh = stream ? stream->handle : NULL;
     st = ctx->api->attention_run(ctx->device, plan->pass[0].plugin_plan, &passes.prefix, plugin_ws, plugin_bytes, sh);
     if (st == ATTNRT_OK)

@@ -16,31 +16,77 @@ static attnrt_status_t need(const void *p, const char *fn, const char *arg)
         if (need_st_ != ATTNRT_OK) return need_st_;          \
     } while (0)
 
-attnrt_status_t attnrt_open(const char *device, attnrt_context_t **ctx)
+/* Default-device choice, the device_open call with or without options, and the context object: the one
+ * code path of attnrt_open and attnrt_open_with_options. */
+static attnrt_status_t open_context(const char *fn, const char *device, const attnrt_device_attribute_t *options,
+                                    uint32_t num_options, attnrt_context_t **ctx)
 {
-    attnrt_clear_error();
-    NEED(ctx, "attnrt_open");
+    if (!ctx) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
+    if (num_options > 0 && !options)
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: options is NULL but num_options = %u", fn, num_options);
+    for (uint32_t i = 0; i < num_options; i++) {
+        const attnrt_device_attribute_t *o = &options[i];
+        if (o->struct_size < ATTNRT_DEVICE_ATTRIBUTE_STRUCT_SIZE)
+            return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: options[%u].struct_size = %zu; set it to "
+                               "sizeof(attnrt_device_attribute_t)", fn, i, o->struct_size);
+        int key_ok = memchr(o->key, '\0', sizeof o->key) != NULL;
+        if (!key_ok || !memchr(o->value, '\0', sizeof o->value))
+            return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: options[%u].%s is not NUL-terminated within its %zu "
+                               "bytes", fn, i, key_ok ? "value" : "key", key_ok ? sizeof o->value : sizeof o->key);
+        if (!o->key[0]) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: options[%u].key is empty", fn, i);
+    }
     uint32_t index;
     attnrt_status_t status = (device && device[0]) ? attnrt_device_find(device, &index) : attnrt_device_default(&index);
     if (status != ATTNRT_OK) return status;
     const attnrt_device_ref_t *ref = NULL;
     status = attnrt_registry_device(index, &ref);
     if (status != ATTNRT_OK) return status;
+    const attnrt_plugin_t *plugin = ref->plugin;
+    if (num_options > 0 && !plugin->api.device_open_with_options)
+        return attnrt_fail(ATTNRT_ERR_UNSUPPORTED, "%s(%s): the %s plugin takes no device options (its ABI is %u.%u); "
+                           "options[0].key = \"%s\"", fn, ref->name, plugin->name, plugin->abi_major,
+                           plugin->abi_minor, options[0].key);
 
     attnrt_context_t *c = calloc(1, sizeof *c);
-    if (!c) return attnrt_fail(ATTNRT_ERR_OUT_OF_MEMORY, "attnrt_open: out of memory");
+    /* The plugin gets full-size copies the runtime owns, whatever struct_size the caller compiled with. */
+    attnrt_device_attribute_t *copies = num_options ? calloc(num_options, sizeof *copies) : NULL;
+    if (!c || (num_options && !copies)) {
+        free(c);
+        free(copies);
+        return attnrt_fail(ATTNRT_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    }
+    for (uint32_t i = 0; i < num_options; i++) {
+        copies[i].struct_size = sizeof copies[i];
+        memcpy(copies[i].key, options[i].key, sizeof copies[i].key);
+        memcpy(copies[i].value, options[i].value, sizeof copies[i].value);
+    }
     c->ref = ref;
-    c->api = &ref->plugin->api;
-    status = c->api->device_open(ref->plugin->handle, ref->index, &c->device);
+    c->api = &plugin->api;
+    status = num_options ? c->api->device_open_with_options(plugin->handle, ref->index, copies, num_options, &c->device)
+                         : c->api->device_open(plugin->handle, ref->index, &c->device);
+    free(copies);
     if (status != ATTNRT_OK) {
         free(c);
         char what[128];
-        snprintf(what, sizeof what, "attnrt_open(%s)", ref->name);
-        return attnrt_plugin_fail(ref->plugin, status, what);
+        snprintf(what, sizeof what, "%s(%s)", fn, ref->name);
+        return attnrt_plugin_fail(plugin, status, what);
     }
     attnrt_registry_retain();
     *ctx = c;
     return ATTNRT_OK;
+}
+
+attnrt_status_t attnrt_open(const char *device, attnrt_context_t **ctx)
+{
+    attnrt_clear_error();
+    return open_context("attnrt_open", device, NULL, 0, ctx);
+}
+
+attnrt_status_t attnrt_open_with_options(const char *device, const attnrt_device_attribute_t *options,
+                                         uint32_t num_options, attnrt_context_t **ctx)
+{
+    attnrt_clear_error();
+    return open_context("attnrt_open_with_options", device, options, num_options, ctx);
 }
 
 attnrt_status_t attnrt_close(attnrt_context_t *ctx)
@@ -133,16 +179,22 @@ attnrt_status_t attnrt_mem_set(attnrt_context_t *ctx, void *dst, int value, size
     if (stream && stream->ctx != ctx) /* as copy() does: another device's stream must not reach this plugin */
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_mem_set: stream belongs to %s, not %s",
                            stream->ctx->ref->name, ctx->ref->name);
+    return attnrt_context_mem_set(ctx, dst, value, bytes, stream, "attnrt_mem_set");
+}
+
+attnrt_status_t attnrt_context_mem_set(attnrt_context_t *ctx, void *dst, int value, size_t bytes,
+                                       attnrt_stream_t *stream, const char *fn)
+{
     void *sh = stream ? stream->handle : NULL;
     if (ctx->api->mem_set) {
         attnrt_status_t status = ctx->api->mem_set(ctx->device, dst, value, bytes, sh);
-        return status == ATTNRT_OK ? status : attnrt_context_fail(ctx, status, "attnrt_mem_set");
+        return status == ATTNRT_OK ? status : attnrt_context_fail(ctx, status, fn);
     }
     /* Fallback for plugins without mem_set: copy a filled host buffer, chunk by chunk, in stream order;
      * the buffer must outlive the copies, hence the synchronize before it is freed. */
     enum { CHUNK = 1 << 16 };
     unsigned char *fill = malloc(CHUNK);
-    if (!fill) return attnrt_fail(ATTNRT_ERR_OUT_OF_MEMORY, "attnrt_mem_set: out of memory");
+    if (!fill) return attnrt_fail(ATTNRT_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     memset(fill, value, CHUNK);
     attnrt_status_t status = ATTNRT_OK;
     for (size_t done = 0; done < bytes && status == ATTNRT_OK; done += CHUNK) {
@@ -152,7 +204,7 @@ attnrt_status_t attnrt_mem_set(attnrt_context_t *ctx, void *dst, int value, size
     attnrt_status_t synced = ctx->api->stream_synchronize(ctx->device, sh);
     if (status == ATTNRT_OK) status = synced;
     free(fill);
-    return status == ATTNRT_OK ? status : attnrt_context_fail(ctx, status, "attnrt_mem_set");
+    return status == ATTNRT_OK ? status : attnrt_context_fail(ctx, status, fn);
 }
 
 /* ---- streams ---- */

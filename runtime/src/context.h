@@ -24,4 +24,8 @@ struct attnrt_event {
 /* Returns `status` with attnrt_last_error() = "<what>: <the plugin's message>". */
 ATTNRT_HIDDEN attnrt_status_t attnrt_context_fail(const attnrt_context_t *ctx, attnrt_status_t status, const char *what);
 
+/* attnrt_mem_set's body; messages name `fn`. `stream` must already be checked to be the context's. */
+ATTNRT_HIDDEN attnrt_status_t attnrt_context_mem_set(attnrt_context_t *ctx, void *dst, int value, size_t bytes,
+                                                     attnrt_stream_t *stream, const char *fn);
+
 #endif /* ATTNRT_CONTEXT_H */

@@ -1,11 +1,16 @@
-/* Attention plans: validate once per batch shape, let the plugin split the work, size the workspace;
- * runs then only check that they match the plan and dispatch. */
+/* Plans: validate once per batch shape, let the plugin split the work, size the workspace; runs then
+ * only check that they match the plan and dispatch. The object and its helpers serve every kind of
+ * plan; paged attention's plan and run live here too. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "plan.h"
+#include "tensor.h"
 
-attnrt_status_t attnrt_plan_new(const char *fn, attnrt_context_t *ctx, int kind, attnrt_plan_t **plan)
+const plan_kind_t attnrt_plan_kind_attention = {"attnrt_attention_plan", "attnrt_attention_run"};
+const plan_kind_t attnrt_plan_kind_cascade = {"attnrt_cascade_plan", "attnrt_cascade_run"};
+
+attnrt_status_t attnrt_plan_new(const char *fn, attnrt_context_t *ctx, const plan_kind_t *kind, attnrt_plan_t **plan)
 {
     attnrt_plan_t *p = calloc(1, sizeof *p);
     if (!p) return attnrt_fail(ATTNRT_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
@@ -16,26 +21,64 @@ attnrt_status_t attnrt_plan_new(const char *fn, attnrt_context_t *ctx, int kind,
     return ATTNRT_OK;
 }
 
-attnrt_status_t attnrt_plan_pass(const char *fn, attnrt_context_t *ctx, const attnrt_attention_args_t *a,
-                                 const attnrt_batch_host_t *batch, plan_pass_t *pass)
+void attnrt_plan_free(attnrt_plan_t *plan)
 {
-    memset(pass, 0, sizeof *pass);
-    if (!ctx->api->attention_plan || !ctx->api->attention_run || !ctx->api->attention_plan_destroy)
-        return attnrt_fail(ATTNRT_ERR_UNSUPPORTED, "%s: the %s plugin has no paged attention (its ABI is %u.%u)", fn,
-                           ctx->ref->plugin->name, ctx->ref->plugin->abi_major, ctx->ref->plugin->abi_minor);
-    attnrt_status_t st = ctx->api->attention_plan(ctx->device, a, batch, &pass->plugin_plan, &pass->plugin_workspace);
-    if (st != ATTNRT_OK) {
+    if (!plan) return;
+    for (int i = 0; i < 2; i++) {
+        plan_pass_t *pass = &plan->pass[i];
+        if (pass->plugin_plan && pass->destroy) pass->destroy(plan->ctx->device, pass->plugin_plan);
         pass->plugin_plan = NULL;
-        return attnrt_context_fail(ctx, st, fn);
     }
-    attnrt_attention_signature(a, &pass->signature);
+    atomic_fetch_sub(&plan->ctx->live_plans, 1);
+    free(plan);
+}
+
+attnrt_status_t attnrt_plan_pass_result(const char *fn, attnrt_context_t *ctx, attnrt_status_t status,
+                                        plan_pass_t *pass, plugin_plan_destroy_fn destroy)
+{
+    if (status != ATTNRT_OK) {
+        pass->plugin_plan = NULL; /* a failed call owns nothing we could free */
+        pass->plugin_workspace = 0;
+        return attnrt_context_fail(ctx, status, fn);
+    }
+    pass->destroy = destroy;
     return ATTNRT_OK;
 }
 
-void attnrt_plan_pass_release(attnrt_context_t *ctx, plan_pass_t *pass)
+attnrt_status_t attnrt_plan_entry_missing(const char *fn, const attnrt_context_t *ctx, const char *what)
 {
-    if (pass->plugin_plan) ctx->api->attention_plan_destroy(ctx->device, pass->plugin_plan);
-    pass->plugin_plan = NULL;
+    const attnrt_plugin_t *p = ctx->ref->plugin;
+    return attnrt_fail(ATTNRT_ERR_UNSUPPORTED, "%s: the %s plugin has no %s (its ABI is %u.%u)", fn, p->name, what,
+                       p->abi_major, p->abi_minor);
+}
+
+attnrt_status_t attnrt_plan_attention_pass(const char *fn, attnrt_context_t *ctx, const attnrt_attention_args_t *a,
+                                           const attnrt_batch_host_t *batch, plan_pass_t *pass)
+{
+    memset(pass, 0, sizeof *pass);
+    if (!ctx->api->attention_plan || !ctx->api->attention_run || !ctx->api->attention_plan_destroy)
+        return attnrt_plan_entry_missing(fn, ctx, "paged attention");
+    attnrt_status_t st = ctx->api->attention_plan(ctx->device, a, batch, &pass->plugin_plan, &pass->plugin_workspace);
+    return attnrt_plan_pass_result(fn, ctx, st, pass, ctx->api->attention_plan_destroy);
+}
+
+attnrt_status_t attnrt_plan_check_kind(const char *fn, const attnrt_plan_t *plan, const plan_kind_t *kind,
+                                       const attnrt_stream_t *stream)
+{
+    if (!plan) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: plan is NULL", fn);
+    if (plan->kind != kind)
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: plan was made by %s; use %s", fn, plan->kind->planner,
+                           plan->kind->runner);
+    if (stream && stream->ctx != plan->ctx)
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: stream belongs to another context", fn);
+    return ATTNRT_OK;
+}
+
+attnrt_status_t attnrt_plan_check_run(const char *fn, const attnrt_plan_t *plan, const plan_signature_t *now,
+                                      const void *workspace, size_t bytes)
+{
+    TRY(attnrt_signature_check(fn, &plan->signature, now));
+    return attnrt_plan_check_workspace(fn, plan, workspace, bytes);
 }
 
 attnrt_status_t attnrt_plan_check_workspace(const char *fn, const attnrt_plan_t *plan, const void *workspace,
@@ -49,6 +92,24 @@ attnrt_status_t attnrt_plan_check_workspace(const char *fn, const attnrt_plan_t 
                            plan->workspace_bytes);
     return ATTNRT_OK;
 }
+
+attnrt_status_t attnrt_plan_workspace_size(const attnrt_plan_t *plan, size_t *bytes)
+{
+    attnrt_clear_error();
+    if (!plan || !bytes)
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_plan_workspace_size: %s is NULL", plan ? "bytes" : "plan");
+    *bytes = plan->workspace_bytes;
+    return ATTNRT_OK;
+}
+
+attnrt_status_t attnrt_plan_destroy(attnrt_plan_t *plan)
+{
+    attnrt_clear_error();
+    attnrt_plan_free(plan);
+    return ATTNRT_OK;
+}
+
+/* ---- paged attention ---- */
 
 attnrt_status_t attnrt_attention_plan(attnrt_context_t *ctx, const attnrt_attention_args_t *args,
                                       const attnrt_batch_host_t *batch, attnrt_plan_t **plan)
@@ -68,40 +129,16 @@ attnrt_status_t attnrt_attention_plan(attnrt_context_t *ctx, const attnrt_attent
     if (st != ATTNRT_OK) return st;
 
     attnrt_plan_t *p = NULL;
-    st = attnrt_plan_new(fn, ctx, PLAN_ATTENTION, &p);
+    st = attnrt_plan_new(fn, ctx, &attnrt_plan_kind_attention, &p);
     if (st != ATTNRT_OK) return st;
-    st = attnrt_plan_pass(fn, ctx, args, batch, &p->pass[0]);
+    st = attnrt_plan_attention_pass(fn, ctx, args, batch, &p->pass[0]);
     if (st != ATTNRT_OK) {
         attnrt_plan_free(p); /* keeps the failure's message */
         return st;
     }
-    p->shape = shape;
+    attnrt_attention_signature(args, &p->signature);
     p->workspace_bytes = p->pass[0].plugin_workspace;
     *plan = p;
-    return ATTNRT_OK;
-}
-
-attnrt_status_t attnrt_plan_workspace_size(const attnrt_plan_t *plan, size_t *bytes)
-{
-    attnrt_clear_error();
-    if (!plan || !bytes)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_plan_workspace_size: %s is NULL", plan ? "bytes" : "plan");
-    *bytes = plan->workspace_bytes;
-    return ATTNRT_OK;
-}
-
-void attnrt_plan_free(attnrt_plan_t *plan)
-{
-    if (!plan) return;
-    for (int i = 0; i < 2; i++) attnrt_plan_pass_release(plan->ctx, &plan->pass[i]);
-    atomic_fetch_sub(&plan->ctx->live_plans, 1);
-    free(plan);
-}
-
-attnrt_status_t attnrt_plan_destroy(attnrt_plan_t *plan)
-{
-    attnrt_clear_error();
-    attnrt_plan_free(plan);
     return ATTNRT_OK;
 }
 
@@ -110,19 +147,14 @@ attnrt_status_t attnrt_attention_run(attnrt_plan_t *plan, const attnrt_attention
 {
     static const char fn[] = "attnrt_attention_run";
     attnrt_clear_error();
-    if (!plan) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: plan is NULL", fn);
-    if (plan->kind != PLAN_ATTENTION)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: plan was made by attnrt_cascade_plan; use "
-                           "attnrt_cascade_run", fn);
-    attnrt_context_t *ctx = plan->ctx;
-    if (stream && stream->ctx != ctx)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: stream belongs to another context", fn);
+    TRY(attnrt_plan_check_kind(fn, plan, &attnrt_plan_kind_attention, stream));
     attention_shape_t shape;
-    attnrt_status_t st = attnrt_attention_check_args(fn, args, 1, &shape);
-    if (st == ATTNRT_OK) st = attnrt_attention_check_signature(fn, &plan->pass[0].signature, args);
-    if (st == ATTNRT_OK) st = attnrt_plan_check_workspace(fn, plan, workspace, workspace_bytes);
-    if (st != ATTNRT_OK) return st;
-    st = ctx->api->attention_run(ctx->device, plan->pass[0].plugin_plan, args, workspace, workspace_bytes,
-                                 stream ? stream->handle : NULL);
+    plan_signature_t now;
+    TRY(attnrt_attention_check_args(fn, args, 1, &shape));
+    attnrt_attention_signature(args, &now);
+    TRY(attnrt_plan_check_run(fn, plan, &now, workspace, workspace_bytes));
+    attnrt_context_t *ctx = plan->ctx;
+    attnrt_status_t st = ctx->api->attention_run(ctx->device, plan->pass[0].plugin_plan, args, workspace,
+                                                 workspace_bytes, stream ? stream->handle : NULL);
     return st == ATTNRT_OK ? st : attnrt_context_fail(ctx, st, fn);
 }

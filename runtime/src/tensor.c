@@ -16,23 +16,30 @@ static const struct {
     {ATTNRT_DTYPE_CODE_FLOAT8_E5M2, 8, DT_E5M2, "fp8_e5m2"},
     {ATTNRT_DTYPE_CODE_INT, 32, DT_I32, "i32"},
     {ATTNRT_DTYPE_CODE_INT, 64, DT_I64, "i64"},
+    {ATTNRT_DTYPE_CODE_BOOL, 8, DT_BOOL, "bool"},
+    {ATTNRT_DTYPE_CODE_UINT, 8, DT_U8, "u8"},
 };
+
+static int dtype_index(attnrt_dtype_t dtype)
+{
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+        if (dtypes[i].code == dtype.code && dtypes[i].bits == dtype.bits && dtype.lanes == 1) return (int)i;
+    return -1;
+}
 
 uint32_t attnrt_dtype_bit(attnrt_dtype_t dtype)
 {
-    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
-        if (dtypes[i].code == dtype.code && dtypes[i].bits == dtype.bits && dtype.lanes == 1) return dtypes[i].bit;
-    return 0;
+    int i = dtype_index(dtype);
+    return i < 0 ? 0 : dtypes[i].bit;
 }
 
 const char *attnrt_dtype_name(attnrt_dtype_t dtype)
 {
-    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
-        if (dtypes[i].code == dtype.code && dtypes[i].bits == dtype.bits && dtype.lanes == 1) return dtypes[i].name;
-    return "unknown";
+    int i = dtype_index(dtype);
+    return i < 0 ? "unknown" : dtypes[i].name;
 }
 
-size_t attnrt_dtype_size(attnrt_dtype_t dtype) { return attnrt_dtype_bit(dtype) ? dtype.bits / 8u : 0; }
+size_t attnrt_dtype_size(attnrt_dtype_t dtype) { return dtype_index(dtype) >= 0 ? dtype.bits / 8u : 0; }
 
 int attnrt_dtype_equal(attnrt_dtype_t a, attnrt_dtype_t b)
 {
@@ -48,7 +55,7 @@ attnrt_status_t attnrt_tensor_init(attnrt_tensor_t *t, void *data, attnrt_dtype_
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_tensor_init: ndim = %d, expected 1..%d", ndim,
                            ATTNRT_MAX_DIMS);
     if (!shape) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_tensor_init: shape is NULL");
-    if (!attnrt_dtype_bit(dtype))
+    if (dtype_index(dtype) < 0)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_tensor_init: dtype {code %u, bits %u, lanes %u} is "
                            "not one libattnrt knows", dtype.code, dtype.bits, dtype.lanes);
     for (int32_t d = 0; d < ndim; d++)
@@ -97,8 +104,9 @@ attnrt_status_t attnrt_check_tensor(const char *fn, const char *name, const attn
     if (!(attnrt_dtype_bit(t->dtype) & dtype_set)) {
         char allowed[128];
         dtype_set_names(dtype_set, allowed, sizeof allowed);
+        int known = dtype_index(t->dtype);
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s.dtype = %s, expected one of %s", fn, name,
-                           attnrt_dtype_name(t->dtype), allowed);
+                           known < 0 ? "unknown" : dtypes[known].name, allowed);
     }
     for (int32_t d = 0; d < ndim; d++) {
         if (t->shape[d] < 0 || t->shape[d] > INT32_MAX)
@@ -178,6 +186,19 @@ attnrt_status_t attnrt_check_kv_scales(const char *fn, const attnrt_tensor_t *ca
                            "granularity", fn, k_block ? "block" : "tensor", v_block ? "block" : "tensor");
     *per_block = k_block;
     return ATTNRT_OK;
+}
+
+attnrt_status_t attnrt_check_kv_scale(const char *fn, const char *name, const attnrt_tensor_t *cache,
+                                      const attnrt_tensor_t *scale, int need_data, int *per_block)
+{
+    *per_block = 0;
+    if (!(attnrt_dtype_bit(cache->dtype) & DT_FP8)) {
+        if (scale)
+            return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s given but the cache is %s: scales apply to fp8 "
+                               "caches only", fn, name, attnrt_dtype_name(cache->dtype));
+        return ATTNRT_OK;
+    }
+    return check_one_scale(fn, name, scale, cache, need_data, per_block);
 }
 
 int attnrt_cache_is_hnd(const attnrt_tensor_t *cache) { return cache->strides[1] < cache->strides[2]; }

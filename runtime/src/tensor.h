@@ -21,9 +21,12 @@ enum {
     DT_E5M2 = 1u << 4,
     DT_I32  = 1u << 5,
     DT_I64  = 1u << 6,
+    DT_BOOL = 1u << 7,
+    DT_U8   = 1u << 8,
     DT_ACT  = DT_F32 | DT_F16 | DT_BF16,  /* activations: q, k, v, out */
     DT_FP8  = DT_E4M3 | DT_E5M2,
     DT_KV   = DT_ACT | DT_FP8,            /* cache dtypes */
+    DT_FLAG = DT_BOOL | DT_U8,            /* 0/1 flags such as has_initial_state */
 };
 
 /* The DT_* bit of a dtype, 0 when unknown. */
@@ -48,6 +51,10 @@ ATTNRT_HIDDEN attnrt_status_t attnrt_check_kv_scales(const char *fn, const attnr
                                                      const attnrt_tensor_t *key_scale,
                                                      const attnrt_tensor_t *value_scale, int need_data,
                                                      int *per_block);
+/* One fp8 scale `name` of `cache` (required for fp8 caches, refused otherwise): f32 [1] or
+ * [num_blocks, cache.shape[2]]. *per_block is set to 1 for the per-block granularity. */
+ATTNRT_HIDDEN attnrt_status_t attnrt_check_kv_scale(const char *fn, const char *name, const attnrt_tensor_t *cache,
+                                                    const attnrt_tensor_t *scale, int need_data, int *per_block);
 /* 1 when a cache tensor [blocks, block_size, heads, D] is laid out HND (head-major inside a block). */
 ATTNRT_HIDDEN int attnrt_cache_is_hnd(const attnrt_tensor_t *cache);
 /* Same shape, dtype and strides (data pointers ignored); NULL equals NULL only. */

@@ -14,6 +14,7 @@
 
 #define CF_MAX_SEQS 16
 #define CF_MAX_STATES 8
+#define CF_MAX_ROUNDS 3
 #define CF_NAME_MAX 320
 #define CF_MESSAGE_MAX 768
 
@@ -22,8 +23,24 @@ typedef enum cf_op {
     CF_OP_CASCADE,       /* attnrt_cascade_plan / run with one shared prefix                   */
     CF_OP_KV_WRITE,      /* attnrt_kv_write alone: bit-exact bytes, untouched slots kept       */
     CF_OP_MERGE,         /* attnrt_merge_states                                                 */
+    CF_OP_MLA,           /* attnrt_mla_plan / run, dense or sparse (ABI 1.2)                    */
+    CF_OP_LIGHTNING,     /* attnrt_lightning_plan / run over a state pool (ABI 1.2)             */
+    CF_OP_GATED_DELTA,   /* attnrt_gated_delta_plan / run over a state pool (ABI 1.2)           */
+    CF_OP_STATE_POOL,    /* attnrt_state_pool_* / attnrt_state_slot_* on their own (ABI 1.2)    */
     CF_OP_COUNT_
 } cf_op_t;
+
+/* One step (plan + run) of a state op: its requests in batch order. Each request continues a
+ * logical sequence, whose state lives in a slot of the case's pool (the runner maps sequences to
+ * slots), or is a padding row. */
+typedef struct cf_state_round {
+    int num_reqs;
+    int spec;                      /* GDN: spec_state_indices / num_accepted this round            */
+    int q_lens[CF_MAX_SEQS];
+    int seq[CF_MAX_SEQS];          /* logical sequence 0 ..; -1: padding row (slot -1)             */
+    int has_init[CF_MAX_SEQS];     /* 0: start from zeros; the slot then holds NaN garbage         */
+    int accepted[CF_MAX_SEQS];     /* spec: num_accepted, 1 ..= num_spec + 1                       */
+} cf_state_round_t;
 
 typedef struct cf_case {
     cf_op_t  op;
@@ -65,6 +82,29 @@ typedef struct cf_case {
     double empty_fraction;      /* share of (state, token, head) entries with lse = -inf   */
     int all_empty_token;        /* one token whose states are all empty                    */
     int extreme_lse;            /* lse values far apart and far from 0 (overflow traps)    */
+
+    /* MLA (num_q_heads, head_dim_qk = kv_dim, head_dim_v = v_dim, block_size, causal, scale,
+       sinks, lse, strided, plan_reuse, use_stream; the batch in q_lens / kv_lens)            */
+    int topk;                   /* sparse: indices [T, topk]; 0 = dense                      */
+    int sparse_host;            /* pass indices_host (then no index >= seq_len is drawn)     */
+    int sparse_invalid;         /* -1 entries, duplicates and indices past seq_len           */
+
+    /* lightning / gated delta: num_q_heads = H (q, k), num_v_heads = HV (v, out, state; =H for
+       lightning), head_dim_qk = Dk, head_dim_v = Dv, q_dtype (q, k, v), out_dtype, scale   */
+    int num_v_heads;
+    cf_dtype_t gb_dtype;        /* GDN g and beta                                             */
+    int use_l2norm;
+    int num_spec;               /* GDN spec decoding: draft tokens per request               */
+    int num_rounds;
+    cf_state_round_t rounds[CF_MAX_ROUNDS];
+    int extra_slots;            /* allocated slots no request names (must stay byte-identical) */
+    int zero_slope;             /* lightning: head 0 has slope 0 (no decay)                  */
+    double slope_max;           /* lightning: slopes drawn up to this (0: MiniMax's formula) */
+    int blockwise;              /* lightning: N tokens in one call == 64 chunks == N decode steps */
+
+    /* state pool API: pool of num_tokens slots of shape [num_q_heads, head_dim_qk, head_dim_v]
+       (slot_ndim of them, trailing), dtype q_dtype                                          */
+    int slot_ndim;
 } cf_case_t;
 
 typedef enum cf_status {
@@ -104,8 +144,11 @@ const char *cf_op_label(cf_op_t op);
 
 /* The directed cases (conform_cases.c): every option at least once, boundaries on purpose. */
 int cf_cases_directed(cf_case_list_t *list, uint64_t seed);
-/* `count` random cases over the whole parameter space (conform_sweep.c). */
+/* `count` random cases over the whole parameter space of the 1.1 ops, then (count + 1) / 2 over the
+ * ABI 1.2 ops (MLA, lightning, gated delta) (conform_sweep.c). */
 int cf_cases_sweep(cf_case_list_t *list, uint64_t seed, int count);
+/* How many cases cf_cases_sweep adds for `count`. */
+int cf_cases_sweep_size(int count);
 
 /* Case seeds: a stable function of the global seed and the case's position. */
 uint64_t cf_case_seed(uint64_t global_seed, uint64_t index);

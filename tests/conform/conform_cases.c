@@ -54,6 +54,10 @@ void cf_case_defaults(cf_case_t *c, cf_op_t op)
     c->window_left = c->window_right = -1;
     c->num_states = 2;
     c->num_tokens = 4;
+    c->num_v_heads = c->num_q_heads;
+    c->gb_dtype = CF_F32;
+    c->extra_slots = 1;
+    c->slot_ndim = 3;
 }
 
 int cf_case_tokens(const cf_case_t *c)
@@ -65,7 +69,8 @@ int cf_case_tokens(const cf_case_t *c)
 
 const char *cf_op_label(cf_op_t op)
 {
-    static const char *const labels[CF_OP_COUNT_] = {"attention", "cascade", "kv_write", "merge"};
+    static const char *const labels[CF_OP_COUNT_] = {"attention", "cascade",     "kv_write",  "merge",
+                                                     "mla",       "lightning",   "gated_delta", "state_pool"};
     return (unsigned)op < CF_OP_COUNT_ ? labels[op] : "?";
 }
 
@@ -94,6 +99,45 @@ static void name_cache(const cf_case_t *c, char *buf, size_t cap, size_t *u)
     else
         put(buf, cap, u, " H=%d/%d", c->num_q_heads, c->num_kv_heads);
     put(buf, cap, u, " bs=%d %s%s", c->block_size, c->hnd ? "HND" : "NHD", c->kv_interleaved ? " kv-interleaved" : "");
+}
+
+/* lightning / gated delta: dtypes, heads, options, and per round "B=requests T=tokens". */
+static void name_state_op(const cf_case_t *c, char *buf, size_t cap, size_t *u)
+{
+    const int gdn = c->op == CF_OP_GATED_DELTA;
+    put(buf, cap, u, " qkv=%s out=%s", cf_dtype_name(c->q_dtype), cf_dtype_name(c->out_dtype));
+    if (gdn) put(buf, cap, u, " g,beta=%s", cf_dtype_name(c->gb_dtype));
+    put(buf, cap, u, " D=%d/%d", c->head_dim_qk, c->head_dim_v);
+    if (gdn)
+        put(buf, cap, u, " H=%d/%d%s", c->num_q_heads, c->num_v_heads, c->use_l2norm ? " l2norm" : "");
+    else
+        put(buf, cap, u, " H=%d", c->num_q_heads);
+    if (c->scale > 0) put(buf, cap, u, " scale=%g", (double)c->scale);
+    if (!gdn) {
+        if (c->slope_max > 0)
+            put(buf, cap, u, " slopes<=%g", c->slope_max);
+        else
+            put(buf, cap, u, " slopes=minimax");
+        if (c->zero_slope) put(buf, cap, u, " zero-slope");
+    }
+    if (c->blockwise) {
+        put(buf, cap, u, " blockwise N=%d (1 call = chunks of 64 = decode steps)", c->rounds[0].q_lens[0]);
+        return;
+    }
+    int padding = 0, noinit = 0, spec = 0;
+    for (int r = 0; r < c->num_rounds; r++) {
+        int t = 0;
+        for (int b = 0; b < c->rounds[r].num_reqs; b++) {
+            t += c->rounds[r].q_lens[b];
+            padding |= c->rounds[r].seq[b] < 0;
+            noinit |= c->rounds[r].seq[b] >= 0 && !c->rounds[r].has_init[b];
+        }
+        spec |= c->rounds[r].spec;
+        put(buf, cap, u, " r%d:%sB=%d,T=%d", r, c->rounds[r].spec ? "spec," : "", c->rounds[r].num_reqs, t);
+    }
+    if (spec) put(buf, cap, u, " num_spec=%d", c->num_spec);
+    put(buf, cap, u, "%s%s%s extra-slots=%d", padding ? " padding" : "", noinit ? " no-initial-state" : "",
+        c->use_stream ? " stream" : "", c->extra_slots);
 }
 
 void cf_case_name(const cf_case_t *c, char *buf, size_t cap)
@@ -128,6 +172,31 @@ void cf_case_name(const cf_case_t *c, char *buf, size_t cap)
             c->use_stream ? " stream" : "");
         break;
     }
+    case CF_OP_MLA:
+        put(buf, cap, &u, " q=%s out=%s kv=%s%s D=%d/%d H=%d bs=%d", cf_dtype_name(c->q_dtype),
+            cf_dtype_name(c->out_dtype), cf_dtype_name(c->kv_dtype),
+            cf_dtype_is_fp8(c->kv_dtype) ? (c->per_block_scale ? "/blk" : "/tensor") : "", c->head_dim_qk,
+            c->head_dim_v, c->num_q_heads, c->block_size);
+        if (c->topk > 0)
+            put(buf, cap, &u, " sparse topk=%d%s%s%s", c->topk, c->sparse_host ? " host-indices" : "",
+                c->sparse_invalid ? " invalid-indices" : "", c->causal ? " causal-flag" : "");
+        else
+            put(buf, cap, &u, " dense %s", c->causal ? "causal" : "non-causal");
+        put(buf, cap, &u, " scale=%.4g%s%s%s%s%s", (double)c->scale, c->strided ? " strided" : "",
+            c->plan_reuse ? " 2-layers" : "", c->use_stream ? " stream" : "", c->sinks ? " sinks" : "",
+            c->lse ? " lse" : "");
+        put(buf, cap, &u, " B=%d T=%d maxkv=%d", c->num_seqs, cf_case_tokens(c), max_kv);
+        break;
+    case CF_OP_LIGHTNING:
+    case CF_OP_GATED_DELTA:
+        name_state_op(c, buf, cap, &u);
+        break;
+    case CF_OP_STATE_POOL:
+        put(buf, cap, &u, " dtype=%s slot=[", cf_dtype_name(c->q_dtype));
+        if (c->slot_ndim >= 3) put(buf, cap, &u, "%d,", c->num_q_heads);
+        if (c->slot_ndim >= 2) put(buf, cap, &u, "%d,", c->head_dim_qk);
+        put(buf, cap, &u, "%d] slots=%d%s", c->head_dim_v, c->num_tokens, c->use_stream ? " stream" : "");
+        break;
     default:
         put(buf, cap, &u, " n=%d states=%s out=%s T=%d H=%d D=%d", c->num_states, cf_dtype_name(c->q_dtype),
             cf_dtype_name(c->out_dtype), c->num_tokens, c->num_q_heads, c->head_dim_v);
@@ -473,6 +542,224 @@ static void directed_merge(builder_t *b)
     }
 }
 
+/* ---- ABI 1.2: MLA, lightning, gated delta, state pools ------------------------------------------ */
+
+#define SCALE_192 0.07216878f         /* 1 / sqrt(192): DeepSeek's qk_head_dim, not sqrt(576)           */
+#define SCALE_192_YARN 0.13523205f    /* (0.1 ln 40 + 1)^2 / sqrt(192): DeepSeek-V3's YaRN mscale^2    */
+
+static cf_case_t *add_mla(builder_t *b, const char *tag, const char *batch, int hq, int kv_dim, int v_dim, int bs,
+                          cf_dtype_t q, cf_dtype_t kv, float scale)
+{
+    cf_case_t *c = add(b, CF_OP_MLA, tag, batch, hq, 1, kv_dim, v_dim, bs);
+    dtypes(c, q, q, kv);
+    c->scale = scale;
+    return c;
+}
+
+static void directed_mla(builder_t *b)
+{
+    cf_case_t *c;
+    /* dense: DeepSeek's 576/512 and a small 64/32, causal and not, block sizes 64, 1 and 7 */
+    c = add_mla(b, "mla-d576-dense", "1/300 5/40 1/129 12/12", 16, 576, 512, 64, CF_BF16, CF_BF16, SCALE_192_YARN);
+    c->lse = 1;
+    c = add_mla(b, "mla-d576-h128", "1/200 1/77 1/130", 128, 576, 512, 64, CF_BF16, CF_BF16, SCALE_192);
+    c->lse = 1;
+    c = add_mla(b, "mla-d576-sinks-f16", "1/90 7/7 1/65", 16, 576, 512, 64, CF_F16, CF_F16, SCALE_192_YARN);
+    c->sinks = c->lse = 1;
+    c = add_mla(b, "mla-small-noncausal", "4/9 2/12 1/5 6/6", 16, 64, 32, 1, CF_F32, CF_F32, 0.2f);
+    c->causal = 0;
+    c->lse = c->sinks = 1;
+    c = add_mla(b, "mla-small-bs7-strided", MIXED, 16, 64, 32, 7, CF_F16, CF_F16, 0.15f);
+    c->strided = c->lse = 1;
+    c = add_mla(b, "mla-small-out-f32", MIXED, 8, 64, 32, 16, CF_BF16, CF_BF16, 0.25f);
+    c->out_dtype = CF_F32;
+    c = add_mla(b, "mla-small-2-layers", "1/40 3/3 1/17", 16, 64, 32, 64, CF_F32, CF_F32, 0.2f);
+    c->plan_reuse = c->use_stream = c->lse = 1;
+    c = add_mla(b, "mla-d576-f32-kvbf16", "1/70 9/33", 16, 576, 512, 64, CF_F32, CF_BF16, SCALE_192);
+    c->out_dtype = CF_F32;
+    c->lse = 1;
+
+    /* sparse: top-k 8..64 over mixed batches, -1 entries, duplicates, positions past seq_len */
+    c = add_mla(b, "mla-sparse-d576", "1/300 4/120 1/40 2/2", 16, 576, 512, 64, CF_BF16, CF_BF16, SCALE_192_YARN);
+    c->topk = 64;
+    c->sparse_invalid = c->lse = 1;
+    c = add_mla(b, "mla-sparse-h128", "1/260 1/64", 128, 576, 512, 64, CF_BF16, CF_BF16, SCALE_192_YARN);
+    c->topk = 32;
+    c->causal = 0;
+    c->lse = 1;
+    c = add_mla(b, "mla-sparse-host", "1/33 5/21 1/70 3/3", 16, 64, 32, 1, CF_F32, CF_F32, 0.2f);
+    c->topk = 8;
+    c->sparse_host = c->sparse_invalid = c->lse = 1; /* -1 and duplicates only: the runtime checks the rest */
+    c = add_mla(b, "mla-sparse-causal-flag", "2/50 1/9 4/4", 16, 64, 32, 7, CF_F16, CF_F16, 0.2f);
+    c->topk = 24;
+    c->causal = 1; /* the indices are the whole mask: causal must not be applied */
+    c->sparse_invalid = c->sinks = c->lse = 1;
+    c = add_mla(b, "mla-sparse-e4m3-tensor", "1/200 3/50 1/64", 16, 576, 512, 64, CF_BF16, CF_E4M3, SCALE_192_YARN);
+    c->topk = 32;
+    c->causal = 0;
+    c->sparse_invalid = c->lse = 1;
+    c = add_mla(b, "mla-sparse-e4m3-blk", "1/150 2/90", 16, 576, 512, 64, CF_BF16, CF_E4M3, SCALE_192);
+    c->topk = 16;
+    c->per_block_scale = c->sparse_host = c->lse = 1;
+    c = add_mla(b, "mla-sparse-e5m2-blk", "1/120 4/30 1/7", 16, 576, 512, 64, CF_F16, CF_E5M2, SCALE_192_YARN);
+    c->topk = 48;
+    c->per_block_scale = c->sparse_invalid = c->sinks = c->lse = 1;
+    c = add_mla(b, "mla-sparse-e5m2-small", "1/80 6/20", 16, 64, 32, 7, CF_F32, CF_E5M2, 0.2f);
+    c->out_dtype = CF_F32;
+    c->topk = 40;
+    c->causal = 0;
+    c->sparse_invalid = c->strided = c->lse = 1;
+    c = add_mla(b, "mla-sparse-2-layers", "1/60 3/30", 16, 64, 32, 16, CF_BF16, CF_E4M3, 0.2f);
+    c->topk = 12;
+    c->per_block_scale = c->sparse_invalid = c->plan_reuse = c->use_stream = c->lse = 1;
+}
+
+/* Rounds of a state op, "|"-separated; a round starting with '!' is speculative. Each request is
+ * "<q_len>p" (a padding row) or "<q_len>s<seq>[i][a<accepted>]" (i: it has an initial state). */
+static void state_rounds(cf_case_t *c, const char *text)
+{
+    const char *p = text;
+    c->num_rounds = 0;
+    while (*p && c->num_rounds < CF_MAX_ROUNDS) {
+        cf_state_round_t *r = &c->rounds[c->num_rounds++];
+        memset(r, 0, sizeof *r);
+        while (*p == ' ') p++;
+        if (*p == '!') {
+            r->spec = 1;
+            p++;
+        }
+        while (*p && *p != '|') {
+            char *end = NULL;
+            while (*p == ' ') p++;
+            if (!*p || *p == '|') break;
+            const long len = strtol(p, &end, 10);
+            if (end == p || r->num_reqs == CF_MAX_SEQS) break;
+            p = end;
+            const int b = r->num_reqs++;
+            r->q_lens[b] = (int)len;
+            r->seq[b] = -1;
+            r->accepted[b] = 1;
+            if (*p == 'p') {
+                p++;
+                continue;
+            }
+            if (*p == 's') {
+                r->seq[b] = (int)strtol(p + 1, &end, 10);
+                p = end;
+            }
+            if (*p == 'i') {
+                r->has_init[b] = 1;
+                p++;
+            }
+            if (*p == 'a') {
+                r->accepted[b] = (int)strtol(p + 1, &end, 10);
+                p = end;
+            }
+        }
+        while (*p && *p != '|') p++;
+        if (*p == '|') p++;
+    }
+}
+
+static cf_case_t *add_state(builder_t *b, cf_op_t op, const char *tag, const char *rounds, int h, int hv, int dk,
+                            int dv, cf_dtype_t dt)
+{
+    cf_case_t *c = add(b, op, tag, "", h, h, dk, dv, 16);
+    c->num_v_heads = hv;
+    dtypes(c, dt, dt, CF_F32);
+    state_rounds(c, rounds);
+    return c;
+}
+
+static void directed_lightning(builder_t *b)
+{
+    const cf_op_t L = CF_OP_LIGHTNING;
+    cf_case_t *c;
+    /* chunk boundaries, then a decode round continuing from the written states */
+    c = add_state(b, L, "lin-d64-chunks", "1s0 63s1 64s2i 65s3 200s4i | 1s0i 1s1i 1s2i 1s3i 1s4i", 4, 4, 64, 64, CF_F32);
+    c->extra_slots = 2;
+    c = add_state(b, L, "lin-d128v64-long", "1000s0 3s1i 1p | 1s0i 17s1i 1p", 2, 2, 128, 64, CF_BF16);
+    c = add_state(b, L, "lin-d32v128-padding", "129s0 1p 40s1i 2p", 8, 8, 32, 128, CF_F16);
+    c->slope_max = 1.0;
+    c->extra_slots = 3;
+    c = add_state(b, L, "lin-long-f32", "997s0 1s1i | 1s1i 1s0i", 1, 1, 64, 64, CF_F32);
+    c = add_state(b, L, "lin-mixed-out-f32", "1s0i 33s1 1s2i 1p 64s3i 5s4 1s5i", 3, 3, 64, 64, CF_F16);
+    c->out_dtype = CF_F32;
+    c = add_state(b, L, "lin-zero-slope", "300s0 1s1i | 2s0i 1s1i", 2, 2, 64, 64, CF_F32);
+    c->zero_slope = 1;
+    c->slope_max = 0.5;
+    c = add_state(b, L, "lin-steep-decay", "150s0 70s1i", 4, 4, 64, 64, CF_F32);
+    c->slope_max = 2.0;
+    c = add_state(b, L, "lin-3-rounds-stream", "64s0 65s1 | 64s0i 1s1i | 1s0i 1s1i 1p", 2, 2, 128, 128, CF_F32);
+    c->use_stream = 1;
+    c = add_state(b, L, "lin-decode-16",
+                  "1s0i 1s1i 1s2i 1s3i 1s4i 1s5i 1s6i 1s7i 1s8i 1s9i 1s10i 1s11i 1s12i 1s13i 1s14i 1s15i", 8, 8, 64,
+                  64, CF_BF16);
+    c = add_state(b, L, "lin-h1-restart", "40s0i 9s1 | 5s0 1s1i", 1, 1, 32, 32, CF_F32); /* round 1 restarts seq 0 */
+    /* requests without tokens: with a state it stays; without one the slot becomes the zero state */
+    c = add_state(b, L, "lin-empty-requests", "0s0 0s1i 5s2 1p | 0s2i 1s0i 0s1", 2, 2, 64, 32, CF_F32);
+    /* the long-prefill equivalence of issue 1.2: one call == 64 chunks of 64 == 4096 decode steps */
+    c = add_state(b, L, "lin-blockwise-4096", "4096s0", 2, 2, 64, 64, CF_F32);
+    c->blockwise = 1;
+}
+
+static void directed_gated_delta(builder_t *b)
+{
+    const cf_op_t G = CF_OP_GATED_DELTA;
+    cf_case_t *c;
+    c = add_state(b, G, "gdn-d128-ratio1", "65s0 1s1i 200s2 | 1s0i 1s1i 1s2i", 4, 4, 128, 128, CF_F32);
+    c->use_l2norm = 1;
+    c = add_state(b, G, "gdn-ratio2-bf16", "1s0i 33s1 1p 7s2i | 1s1i 3s2i 1p", 2, 4, 64, 64, CF_BF16);
+    c->gb_dtype = CF_BF16;
+    c->use_l2norm = 1;
+    c->scale = 0.2f;
+    c = add_state(b, G, "gdn-ratio4-f16-nonorm", "40s0 1p 1s1i 2p", 1, 4, 128, 64, CF_F16);
+    c->extra_slots = 2;
+    c = add_state(b, G, "gdn-nonorm-scale", "1s0 1s1i 17s2 1p 100s3i", 4, 8, 64, 64, CF_F32);
+    c->scale = 0.3f;
+    c = add_state(b, G, "gdn-long-prefill", "300s0 | 1s0i 2s1", 2, 2, 128, 128, CF_F32);
+    c->use_l2norm = 1;
+    c = add_state(b, G, "gdn-stream-bf16-out-f32", "5s0 1s1i | 1s0i 1s1i", 2, 4, 64, 64, CF_BF16);
+    c->out_dtype = CF_F32;
+    c->use_l2norm = c->use_stream = 1;
+    /* speculative decoding: 1-3 draft tokens, every num_accepted, after a prefill round */
+    c = add_state(b, G, "gdn-spec3", "20s0 17s1 1s2i | !4s0ia1 2s1ia2 1p 3s2ia3 | !4s0ia4 1s1ia1 2s2ia2", 2, 4, 64, 64,
+                  CF_F32);
+    c->num_spec = 3;
+    c->use_l2norm = 1;
+    c->extra_slots = 2;
+    c = add_state(b, G, "gdn-spec1-f16", "!2s0ia1 2s1ia2 1s2a1 1p", 2, 2, 128, 128, CF_F16);
+    c->gb_dtype = CF_F16;
+    c->num_spec = 1;
+    c->use_l2norm = 1;
+    c = add_state(b, G, "gdn-spec2-bf16", "30s0 5s1i | !3s0ia3 1s1ia2 2s2a1", 1, 2, 128, 64, CF_BF16);
+    c->gb_dtype = CF_BF16;
+    c->num_spec = 2;
+    c->use_l2norm = 1;
+    c = add_state(b, G, "gdn-empty-requests", "0s0 0s1i 5s2 1p | !0s2ia1 2s1ia2 0s0a2", 2, 4, 64, 32, CF_F32);
+    c->num_spec = 1;
+    c->use_l2norm = 1;
+    c = add_state(b, G, "gdn-spec3-nonorm", "!4s0ia2 3s1ia4 1p 4s2a3 2s3ia1", 4, 4, 64, 64, CF_F32);
+    c->num_spec = 3;
+    c->scale = 0.25f;
+}
+
+static void directed_state_pool(builder_t *b)
+{
+    cf_case_t *c;
+    c = add(b, CF_OP_STATE_POOL, "pool-f32", "", 4, 4, 64, 32, 16);
+    c->num_tokens = 9;
+    c = add(b, CF_OP_STATE_POOL, "pool-bf16-2d-stream", "", 1, 1, 16, 8, 16);
+    c->q_dtype = CF_BF16;
+    c->slot_ndim = 2;
+    c->num_tokens = 6;
+    c->use_stream = 1;
+    c = add(b, CF_OP_STATE_POOL, "pool-f16-1d", "", 1, 1, 1, 100, 16);
+    c->q_dtype = CF_F16;
+    c->slot_ndim = 1;
+    c->num_tokens = 5;
+}
+
 int cf_cases_directed(cf_case_list_t *list, uint64_t seed)
 {
     builder_t b = {list, seed, 0};
@@ -480,5 +767,9 @@ int cf_cases_directed(cf_case_list_t *list, uint64_t seed)
     directed_cascade(&b);
     directed_kv_write(&b);
     directed_merge(&b);
+    directed_mla(&b);
+    directed_lightning(&b);
+    directed_gated_delta(&b);
+    directed_state_pool(&b);
     return b.failed ? -1 : 0;
 }

@@ -12,7 +12,7 @@
 
 #include "attnrt.h"
 
-#define CF_DEV_MAX_ALLOCS 48
+#define CF_DEV_MAX_ALLOCS 96
 
 typedef struct cf_dev {
     attnrt_context_t *ctx;                      /* borrowed                                  */

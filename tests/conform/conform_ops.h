@@ -20,6 +20,10 @@ void cf_run_attention(const cf_env_t *env, const cf_case_t *c, cf_result_t *res)
 void cf_run_cascade(const cf_env_t *env, const cf_case_t *c, cf_result_t *res);
 void cf_run_kv_write(const cf_env_t *env, const cf_case_t *c, cf_result_t *res);
 void cf_run_merge(const cf_env_t *env, const cf_case_t *c, cf_result_t *res);
+void cf_run_mla(const cf_env_t *env, const cf_case_t *c, cf_result_t *res);
+void cf_run_lightning(const cf_env_t *env, const cf_case_t *c, cf_result_t *res);
+void cf_run_gated_delta(const cf_env_t *env, const cf_case_t *c, cf_result_t *res);
+void cf_run_state_pool(const cf_env_t *env, const cf_case_t *c, cf_result_t *res);
 
 /* Dispatches on c->op and times the run. */
 void cf_run_case(const cf_env_t *env, const cf_case_t *c, cf_result_t *res);

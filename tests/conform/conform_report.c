@@ -100,7 +100,14 @@ void cf_report_case(cf_report_t *r, const cf_case_t *c, const char *name, const 
     if (r->verbose) {
         fprintf(f, " (%.3f s", res->seconds);
         if (!isnan(res->lse_error)) fprintf(f, ", lse error %.2e", res->lse_error);
-        if (c->op != CF_OP_MERGE) {
+        if (c->op == CF_OP_LIGHTNING || c->op == CF_OP_GATED_DELTA) { /* per round: q_len, 'p' padding */
+            fprintf(f, ", rounds:");
+            for (int i = 0; i < c->num_rounds; i++) {
+                fprintf(f, "%s", i ? " |" : "");
+                for (int b = 0; b < c->rounds[i].num_reqs; b++)
+                    fprintf(f, " %d%s", c->rounds[i].q_lens[b], c->rounds[i].seq[b] < 0 ? "p" : "");
+            }
+        } else if (c->op != CF_OP_MERGE && c->op != CF_OP_STATE_POOL) {
             fprintf(f, ", q/kv:");
             for (int b = 0; b < c->num_seqs; b++) fprintf(f, " %d/%d", c->q_lens[b], c->kv_lens[b]);
         }

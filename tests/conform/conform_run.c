@@ -38,6 +38,10 @@ void cf_run_case(const cf_env_t *env, const cf_case_t *c, cf_result_t *res)
     case CF_OP_CASCADE:   cf_run_cascade(env, c, res); break;
     case CF_OP_KV_WRITE:  cf_run_kv_write(env, c, res); break;
     case CF_OP_MERGE:     cf_run_merge(env, c, res); break;
+    case CF_OP_MLA:       cf_run_mla(env, c, res); break;
+    case CF_OP_LIGHTNING: cf_run_lightning(env, c, res); break;
+    case CF_OP_GATED_DELTA: cf_run_gated_delta(env, c, res); break;
+    case CF_OP_STATE_POOL: cf_run_state_pool(env, c, res); break;
     default:              cf_result_fail(res, "checker bug: unknown op %d", (int)c->op); break;
     }
     res->seconds = now_seconds() - start;

@@ -166,15 +166,18 @@ static void case_list_is_deterministic_with_unique_names(void **state)
     assert_int_equal(cf_cases_sweep(&x, 7, 50), 0);
     assert_int_equal(cf_cases_directed(&y, 7), 0);
     assert_int_equal(cf_cases_sweep(&y, 7, 60), 0);
-    assert_true(x.count + 10 == y.count);
+    assert_true(x.count + (size_t)(cf_cases_sweep_size(60) - cf_cases_sweep_size(50)) == y.count);
     char (*names)[CF_NAME_MAX] = calloc(x.count, sizeof *names);
     int ops[CF_OP_COUNT_] = {0};
     for (size_t i = 0; i < x.count; i++) {
         char other[CF_NAME_MAX];
         cf_case_name(&x.items[i], names[i], CF_NAME_MAX);
-        cf_case_name(&y.items[i], other, CF_NAME_MAX);
-        assert_string_equal(names[i], other); /* a longer sweep keeps the earlier cases */
-        assert_true(x.items[i].seed == y.items[i].seed);
+        size_t k = 0; /* a longer sweep keeps the earlier cases of each series */
+        while (k < y.count && strcmp(y.items[k].tag, x.items[i].tag) != 0) k++;
+        assert_true(k < y.count);
+        cf_case_name(&y.items[k], other, CF_NAME_MAX);
+        assert_string_equal(names[i], other);
+        assert_true(x.items[i].seed == y.items[k].seed);
         ops[x.items[i].op]++;
         char tag[32];
         snprintf(tag, sizeof tag, "%s ", x.items[i].tag);

@@ -107,7 +107,8 @@ static void test_text_lists_cpu_plugin_as_loaded_with_its_path(void **state)
     assert_line_starting(r.out, "discovery: ", "auto");
     assert_line_starting(r.out, "  cpu ", ": loaded, 1 device");
     assert_int_equal(count_lines_containing(r.out, "    path: " CPU_PLUGIN_PATH), 1);
-    assert_int_equal(count_lines_containing(r.out, "reason:"), 0);
+    /* other plugins of the build tree may be listed as failed (cuda without a driver); cpu is not */
+    assert_int_equal(count_lines_containing(r.out, "reason:") <= count_lines_containing(r.out, ": not loaded ("), 1);
     tool_result_free(&r);
 }
 
@@ -118,7 +119,8 @@ static void test_text_lists_cpu0_with_its_properties(void **state)
     jv_t *doc = parse_or_fail(j.out);
     tool_result_t r = run_info(NULL, NULL);
     assert_int_equal(r.exit_code, 0);
-    assert_line_starting(r.out, "devices: 1, default cpu:0", NULL);
+    /* The build tree may hold more plugins (npu_sim, cuda); cpu's folder is searched first. */
+    assert_line_starting(r.out, "devices: ", "default cpu:0");
     assert_line_starting(r.out, "  cpu:0 (default): usable", NULL);
     assert_line_starting(r.out, "    plugin ", "cpu");
     assert_line_starting(r.out, "    type ", "cpu");
@@ -143,7 +145,10 @@ static void test_text_lists_cpu0_with_its_properties(void **state)
         snprintf(line, sizeof line, "      %s = %s", attrs->keys[i], jv_str(&attrs->items[i]));
         assert_int_equal(count_lines_containing(r.out, line), 1);
     }
-    assert_line_starting(r.out, "1 of 1 device usable", NULL);
+    char usable[64];
+    snprintf(usable, sizeof usable, "%.0f of %zu device", json_number(doc, "usable_devices"),
+             jv_get(doc, "devices")->count);
+    assert_line_starting(r.out, usable, NULL);
     jv_free(doc);
     tool_result_free(&j);
     tool_result_free(&r);
@@ -163,14 +168,14 @@ static void test_json_names_cpu_plugin_and_cpu0(void **state)
     assert_json_string(doc, "mode", "auto");
     assert_json_string(doc, "env.ATTNRT_PLUGIN_PATH", "");
     assert_json_null(doc, "init_error");
-    assert_int_equal(jv_get(doc, "plugins")->count, 1);
+    assert_true(jv_get(doc, "plugins")->count >= 1); /* the build tree may hold more plugins than cpu */
     assert_json_string(doc, "plugins.0.name", "cpu");
     assert_json_string(doc, "plugins.0.path", CPU_PLUGIN_PATH);
     assert_true(json_bool(doc, "plugins.0.loaded"));
     assert_json_string(doc, "plugins.0.status", "ATTNRT_OK");
     assert_json_null(doc, "plugins.0.reason");
     assert_int_equal((int)json_number(doc, "plugins.0.device_count"), 1);
-    assert_int_equal(jv_get(doc, "devices")->count, 1);
+    assert_true(jv_get(doc, "devices")->count >= 1);
     assert_json_string(doc, "devices.0.name", "cpu:0");
     assert_json_string(doc, "devices.0.plugin", "cpu");
     assert_json_string(doc, "devices.0.type", "cpu");
@@ -181,7 +186,7 @@ static void test_json_names_cpu_plugin_and_cpu0(void **state)
     assert_true(json_bool(doc, "devices.0.usable"));
     assert_json_null(doc, "devices.0.open_error");
     assert_json_string(doc, "default_device", "cpu:0");
-    assert_int_equal((int)json_number(doc, "usable_devices"), 1);
+    assert_true((int)json_number(doc, "usable_devices") >= 1);
     jv_free(doc);
     tool_result_free(&r);
 }
@@ -222,9 +227,11 @@ static void test_json_capabilities_cover_every_op_and_add_up(void **state)
 static void test_text_names_each_refusal_reason_once_and_stays_short(void **state)
 {
     (void)state;
-    tool_result_t j = run_info("--json", NULL);
+    /* One plugin only: reasons are listed once per device, and other devices may share some. */
+    static const char *const env_cpu[] = {"ATTNRT_PLUGIN=cpu", NULL};
+    tool_result_t j = run_info("--json", env_cpu);
     jv_t *doc = parse_or_fail(j.out);
-    tool_result_t r = run_info(NULL, NULL);
+    tool_result_t r = run_info(NULL, env_cpu);
     assert_true(count_occurrences(r.out, "\n") < 100);
     const jv_t *caps = jv_path(doc, "devices.0.capabilities");
     assert_non_null(caps);

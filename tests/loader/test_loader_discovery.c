@@ -136,9 +136,9 @@ static void test_missing_cuda_plugin_is_one_clear_line(void **state)
     (void)state;
     setenv("ATTNRT_PLUGIN", "cuda", 1);
     attnrt_status_t st = attnrt_init();
-    if (st == ATTNRT_OK) {
+    if (st == ATTNRT_OK || st == ATTNRT_ERR_NO_DEVICE) {
         assert_string_equal(tl_info(0).name, "cuda");
-        skip(); /* a cuda plugin is built or installed here: nothing to refuse */
+        skip(); /* a cuda plugin is built or installed here (its probe may fail: no driver) */
     }
     assert_status(st, ATTNRT_ERR_NOT_FOUND);
     assert_error_has("ATTNRT_PLUGIN=cuda");

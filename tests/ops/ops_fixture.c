@@ -272,6 +272,30 @@ void ops_snapshot(ops_fixture_t *f)
 {
     for (int b = 0; b < OB_COUNT; b++)
         OPS_OK(attnrt_mem_copy_to_host(f->ctx, f->snap[b], f->dev[b], f->bytes[b], NULL));
+    for (int w = 0; w < f->num_watch; w++)
+        OPS_OK(attnrt_mem_copy_to_host(f->ctx, f->watch[w].snap, f->watch[w].dev, f->watch[w].bytes, NULL));
+}
+
+/* The 1.2 regions (ops_watch): same comparison as the fixture's buffers. */
+static void assert_watched_untouched(ops_fixture_t *f, const char *what)
+{
+    for (int w = 0; w < f->num_watch; w++) {
+        const struct ops_watch *x = &f->watch[w];
+        unsigned char *now = malloc(x->bytes);
+        assert_non_null(now);
+        attnrt_status_t st = attnrt_mem_copy_to_host(f->ctx, now, x->dev, x->bytes, NULL);
+        if (st != ATTNRT_OK) {
+            free(now);
+            fail_msg("reading back %s failed: %s", x->name, attnrt_last_error());
+        }
+        for (size_t i = 0; i < x->bytes; i++)
+            if (now[i] != x->snap[i]) {
+                unsigned was = x->snap[i], is = now[i];
+                free(now);
+                fail_msg("%s was refused but wrote %s: byte %zu was 0x%02x, is 0x%02x", what, x->name, i, was, is);
+            }
+        free(now);
+    }
 }
 
 void ops_assert_untouched(ops_fixture_t *f, const char *what)
@@ -293,6 +317,21 @@ void ops_assert_untouched(ops_fixture_t *f, const char *what)
             }
     }
     free(now);
+    assert_watched_untouched(f, what);
+}
+
+/* strstr for each part of "a&&b&&c". */
+static const char *missing_part(const char *msg, const char *needle, char *part, size_t cap)
+{
+    while (*needle) {
+        const char *end = strstr(needle, "&&");
+        size_t n = end ? (size_t)(end - needle) : strlen(needle);
+        snprintf(part, cap, "%.*s", (int)n, needle);
+        if (!strstr(msg, part)) return part;
+        needle += n;
+        if (end) needle += 2;
+    }
+    return NULL;
 }
 
 void ops_check_rejected(ops_fixture_t *f, const char *call, const char *fn, attnrt_status_t got,
@@ -307,8 +346,9 @@ void ops_check_rejected(ops_fixture_t *f, const char *call, const char *fn, attn
     if (strchr(msg, '\n')) fail_msg("%s:%d: %s: message spans lines: \"%s\"", file, line, call, msg);
     if (strncmp(msg, fn, strlen(fn)) != 0)
         fail_msg("%s:%d: %s: message does not start with \"%s\": \"%s\"", file, line, call, fn, msg);
-    if (!strstr(msg, needle))
-        fail_msg("%s:%d: %s: message \"%s\" does not contain \"%s\"", file, line, call, msg, needle);
+    char part[512];
+    if (missing_part(msg, needle, part, sizeof part))
+        fail_msg("%s:%d: %s: message \"%s\" does not contain \"%s\"", file, line, call, msg, part);
     ops_assert_untouched(f, call);
 }
 

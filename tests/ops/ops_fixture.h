@@ -69,6 +69,18 @@ typedef struct ops_fixture {
     attnrt_plan_t     *plans[4];
     attnrt_context_t  *other_ctx;
     attnrt_stream_t   *other_stream;
+
+    /* ABI 1.2 (ops_fixture12.c): more device regions compared after every refused call (the 1.2
+     * buffers and the storage of every state pool a test made), and the 1.2 baselines */
+    struct ops_watch {
+        const char    *name;
+        void          *dev;
+        size_t         bytes;
+        unsigned char *snap;
+        int            owned;  /* a buffer the fixture allocated (freed by the teardown); else pool storage */
+    } watch[32];
+    int           num_watch;
+    struct ops12 *x;
 } ops_fixture_t;
 
 /* cmocka fixtures: setup opens a context on the cpu plugin and builds the baseline; teardown frees the
@@ -96,8 +108,8 @@ void ops_make_fp8_caches(ops_fixture_t *f);
 /* Describes key_scale / value_scale over their buffers (all 1.0) with the given shape. */
 void ops_set_scale(attnrt_tensor_t *t, int32_t ndim, const int64_t *shape);
 
-/* Called by OPS_REJECTS: status, message (non-empty, one line, naming `fn` and containing `needle`),
- * then every buffer unchanged. */
+/* Called by OPS_REJECTS: status, message (non-empty, one line, naming `fn` and containing `needle`;
+ * a needle "a&&b" needs both a and b), then every buffer unchanged. */
 void ops_check_rejected(ops_fixture_t *f, const char *call, const char *fn, attnrt_status_t got,
                         attnrt_status_t expected, const char *needle, const char *file, int line);
 
@@ -150,5 +162,129 @@ int ops_run_attention_batch_tests(void);
 int ops_run_attention_run_tests(void);
 int ops_run_merge_tests(void);
 int ops_run_cascade_tests(void);
+
+/* ================================================================================================ */
+/* ABI 1.2: state pools, MLA, lightning, gated delta, device options (ops_fixture12.c).             */
+/* Baselines over the fixture's batch (B 3, T 9, query_start_loc {0, 5, 6, 9}, seq_lens {5, 9, 7}):  */
+/*  - MLA: query [9, 4, 24], latent cache [16, 4, 1, 24] f32, out = the fixture's out [9, 4, 16],   */
+/*    the fixture's block_table / query_start_loc / seq_lens, scale 0.25, causal (dense). Sparse:    */
+/*    indices [9, 4] with indices_host, causal 0.                                                     */
+/*  - lightning: q, k [9, 2, 8], v, out [9, 2, 4], slopes [2], pool [8 slots, 2, 8, 4] f32 with      */
+/*    slots 0..5 allocated, state_indices {0, 1, 2}, has_initial_state {0, 1, 1} (bool).             */
+/*  - gated delta: q, k as lightning, v, out [9, 4, 4], g, beta [9, 4], pool [16 slots, 4, 8, 4] f32 */
+/*    with slots 0..14 allocated, state_indices {0, 1, 2}, has_initial_state {0, 1, 1} (u8); spec:    */
+/*    num_spec 4, spec_state_indices [3, 5] = slots 0..14, num_accepted {1, 3, 5}.                   */
+/* ================================================================================================ */
+enum {
+    OPS_MLA_KV_DIM = 24,
+    OPS_MLA_V_DIM = OPS_D,     /* the fixture's out serves MLA                       */
+    OPS_MLA_TOPK = 4,
+    OPS_LIN_H = 2,
+    OPS_LIN_DK = 8,
+    OPS_LIN_DV = 4,
+    OPS_LIN_SLOTS = 8,
+    OPS_LIN_ALLOCATED = 6,     /* slots 0..5; 6 and 7 stay free                      */
+    OPS_GDN_HV = 4,
+    OPS_GDN_SLOTS = 16,
+    OPS_GDN_ALLOCATED = 15,    /* slots 0..14; 15 stays free                         */
+    OPS_GDN_NUM_SPEC = 4,
+    OPS_MAX_POOLS = 8,
+};
+
+typedef struct ops12 {
+    /* MLA (ops12_setup_mla) */
+    attnrt_tensor_t   mla_query, mla_cache, indices, kv_scale;
+    int32_t           h_indices[OPS_T * OPS_MLA_TOPK];
+    attnrt_mla_args_t mla;
+
+    /* lightning and gated delta (ops12_setup_linear) */
+    attnrt_state_pool_t *pools[OPS_MAX_POOLS]; /* every pool a test made; the teardown destroys them */
+    attnrt_state_pool_t *lin_pool, *gdn_pool;
+    attnrt_tensor_t      lq, lk, lv, lout, slopes, lin_state, lin_state_indices, lin_has_init;
+    attnrt_tensor_t      gq, gk, gv, g, beta, gout, gdn_state, gdn_state_indices, gdn_has_init, spec, num_accepted;
+    int32_t              h_lin_state_indices[OPS_B], h_gdn_state_indices[OPS_B];
+    uint8_t              h_lin_has_init[OPS_B], h_gdn_has_init[OPS_B];
+    int32_t              h_spec[OPS_B * (OPS_GDN_NUM_SPEC + 1)], h_num_accepted[OPS_B];
+    attnrt_batch_host_t  lin_batch; /* num_seqs, query_start_loc, seq_lens; no block_table */
+    attnrt_state_host_t  lin_states, gdn_states;
+    attnrt_lightning_args_t   lin;
+    attnrt_gated_delta_args_t gdn; /* without spec; ops12_use_spec adds it */
+} ops12_t;
+
+/* cmocka fixtures of the 1.2 groups: the plain fixture plus (mla) the MLA baseline or (linear) the
+ * lightning and gated-delta baselines with their pools. The teardown destroys every pool, frees the
+ * 1.2 buffers and then does what ops_teardown does (attnrt_close must succeed). */
+int ops12_setup(void **state);
+int ops12_setup_mla(void **state);
+int ops12_setup_linear(void **state);
+int ops12_teardown(void **state);
+#define OPS12_TEST(fn) cmocka_unit_test_setup_teardown(fn, ops12_setup, ops12_teardown)
+#define OPS12_MLA_TEST(fn) cmocka_unit_test_setup_teardown(fn, ops12_setup_mla, ops12_teardown)
+#define OPS12_LINEAR_TEST(fn) cmocka_unit_test_setup_teardown(fn, ops12_setup_linear, ops12_teardown)
+
+/* Adds a device region to what ops_snapshot / ops_assert_untouched compare. */
+void ops_watch(ops_fixture_t *f, const char *name, void *dev, size_t bytes);
+/* Stops comparing a region (a pool the test destroyed). */
+void ops_unwatch(ops_fixture_t *f, const void *dev);
+/* A device buffer of `bytes`, watched, freed by the teardown. */
+void *ops12_buffer(ops_fixture_t *f, const char *name, size_t bytes);
+/* Fills a device buffer: the poison pattern, or deterministic inputs in [-1, 1). */
+void ops12_poison(ops_fixture_t *f, void *dev, size_t bytes);
+/* Describes `t` as a contiguous tensor by hand (any dtype code, even one attnrt_tensor_init refuses). */
+void ops12_tensor(attnrt_tensor_t *t, void *data, attnrt_dtype_t dtype, int32_t ndim, const int64_t *shape);
+/* A pool that must be made: created, slots 0..num_alloc-1 allocated, storage poisoned and watched,
+ * remembered for the teardown; *tensor (may be NULL) gets its tensor. */
+attnrt_state_pool_t *ops12_pool(ops_fixture_t *f, attnrt_dtype_t dtype, int32_t slot_ndim, const int64_t *slot_shape,
+                                int32_t num_slots, int32_t num_alloc, attnrt_tensor_t *tensor);
+/* Keeps a pool the test made itself (e.g. on another context) for the teardown to destroy. */
+void ops12_keep_pool(ops_fixture_t *f, attnrt_state_pool_t *pool);
+/* Destroys a pool the test made with ops12_pool (and stops watching it). */
+void ops12_pool_destroy(ops_fixture_t *f, attnrt_state_pool_t *pool);
+/* Bytes of a pool's storage, from its tensor. */
+size_t ops12_pool_bytes(const attnrt_tensor_t *t);
+/* Makes the MLA baseline sparse (indices + indices_host, causal 0). */
+void ops12_use_sparse(ops_fixture_t *f);
+/* Makes the gated-delta baseline speculative (spec_state_indices + num_accepted, num_spec 4). */
+void ops12_use_spec(ops_fixture_t *f);
+
+/* Plans the 1.2 baselines must make (remembered for the teardown). */
+attnrt_plan_t *ops_mla_plan_ok(ops_fixture_t *f);
+attnrt_plan_t *ops_lightning_plan_ok(ops_fixture_t *f);
+attnrt_plan_t *ops_gated_delta_plan_ok(ops_fixture_t *f);
+/* Workspace bytes of a plan (fails the test when the call fails). */
+size_t ops12_workspace_of(attnrt_plan_t *plan);
+
+/* As OPS_REJECTS, but either status is right (e.g. UNSUPPORTED or INVALID_ARGUMENT). */
+#define OPS_REJECTS_EITHER(f, fn, call, expected_a, expected_b, needle)                               \
+    do {                                                                                              \
+        ops_snapshot(f);                                                                              \
+        attnrt_status_t ops_st_ = (call);                                                             \
+        ops_check_rejected((f), #call, (fn), ops_st_, ops_st_ == (expected_b) ? (expected_b) : (expected_a), \
+                           (needle), __FILE__, __LINE__);                                             \
+    } while (0)
+
+#define OPS_MLA_PLAN_REJECTS(f, ctx, args, batch, expected, needle) \
+    OPS_PLAN_REJECTS(f, "attnrt_mla_plan", attnrt_mla_plan, ctx, args, batch, expected, needle)
+
+/* A lightning / gated-delta plan call that must fail; *plan must keep the sentinel. */
+#define OPS_STATE_PLAN_REJECTS(f, fn, plan_fn, ctx, args, batch, states, pool, expected, needle)       \
+    do {                                                                                              \
+        attnrt_plan_t *ops_p_ = OPS_SENTINEL_PLAN;                                                    \
+        ops_snapshot(f);                                                                              \
+        attnrt_status_t ops_st_ = plan_fn((ctx), (args), (batch), (states), (pool), &ops_p_);          \
+        if (ops_st_ == ATTNRT_OK && ops_p_ && ops_p_ != OPS_SENTINEL_PLAN) ops_keep_plan((f), ops_p_);  \
+        ops_check_rejected((f), #plan_fn "(" #ctx ", " #args ", " #batch ", " #states ", " #pool ", &plan)", \
+                           (fn), ops_st_, (expected), (needle), __FILE__, __LINE__);                  \
+        if (ops_p_ != OPS_SENTINEL_PLAN) fail_msg("%s:%d: refused " #plan_fn " wrote *plan", __FILE__, __LINE__); \
+    } while (0)
+
+/* The 1.2 groups. */
+int ops_run_state_pool_tests(void);
+int ops_run_mla_plan_tests(void);
+int ops_run_mla_run_tests(void);
+int ops_run_lightning_tests(void);
+int ops_run_gated_delta_tests(void);
+int ops_run_linear_run_tests(void);
+int ops_run_options_tests(void);
 
 #endif /* OPS_FIXTURE_H */

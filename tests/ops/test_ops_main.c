@@ -16,6 +16,14 @@ int main(void)
     failed += ops_run_attention_run_tests();
     failed += ops_run_merge_tests();
     failed += ops_run_cascade_tests();
+    /* ABI 1.2 */
+    failed += ops_run_state_pool_tests();
+    failed += ops_run_mla_plan_tests();
+    failed += ops_run_mla_run_tests();
+    failed += ops_run_lightning_tests();
+    failed += ops_run_gated_delta_tests();
+    failed += ops_run_linear_run_tests();
+    failed += ops_run_options_tests();
     /* Every context was closed by the teardowns, so the runtime shuts down cleanly. */
     attnrt_status_t st = attnrt_shutdown();
     if (st != ATTNRT_OK) {

@@ -121,6 +121,8 @@ static void dtype_name_names_every_known_dtype(void **state)
     assert_string_equal(attnrt_dtype_name(ATTNRT_FP8_E5M2), "fp8_e5m2");
     assert_string_equal(attnrt_dtype_name(ATTNRT_I32), "i32");
     assert_string_equal(attnrt_dtype_name(ATTNRT_I64), "i64");
+    assert_string_equal(attnrt_dtype_name(ATTNRT_U8), "u8");
+    assert_string_equal(attnrt_dtype_name(ATTNRT_BOOL), "bool");
     (void)state;
 }
 
@@ -128,7 +130,7 @@ static void dtype_name_is_unknown_for_other_dtypes(void **state)
 {
     const attnrt_dtype_t f32x4 = {ATTNRT_DTYPE_CODE_FLOAT, 32, 4};
     assert_string_equal(attnrt_dtype_name(ATTNRT_DTYPE(ATTNRT_DTYPE_CODE_FLOAT, 64)), "unknown");
-    assert_string_equal(attnrt_dtype_name(ATTNRT_DTYPE(ATTNRT_DTYPE_CODE_UINT, 8)), "unknown");
+    assert_string_equal(attnrt_dtype_name(ATTNRT_DTYPE(ATTNRT_DTYPE_CODE_UINT, 16)), "unknown");
     assert_string_equal(attnrt_dtype_name(ATTNRT_DTYPE(99, 32)), "unknown");
     assert_string_equal(attnrt_dtype_name(f32x4), "unknown");
     (void)state;

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# bench/h200/run.sh — everything the cuda plugin needs from a lent H200, in ONE call (~5-8 minutes):
+#   nvidia-smi; attnrt-info; attnrt-conform --plugin cuda (the full default set; then again with every
+#   attention on the SIMT kernel, to tell a tensor-core bug from the rest); the graph-capture proof;
+#   the issue's shapes through attnrt-bench (or bench/h200/attn_timing.c when attnrt-bench is not
+#   built); PyTorch's SDPA (flash, cuDNN) on the same shapes with dense KV; a table in $OUT/h200.md.
+#
+# Run from the repository root:   bash bench/h200/run.sh
+# It uses ./build-cuda when its binaries run on this machine; otherwise it builds there
+# (meson setup -Dtests=disabled; nvcc, gcc, meson and ninja are on the device image, cmocka is not).
+# Results go to $OUT (the device tool's output folder; ./out-h200 when OUT is not set).
+set -u
+ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+cd "$ROOT"
+OUT=${OUT:-$ROOT/out-h200}
+mkdir -p "$OUT/bench"
+LOG=$OUT/run.log
+exec > >(tee -a "$LOG") 2>&1
+T0=$(date +%s)
+BUDGET=${BUDGET:-460} # seconds; optional steps are skipped past it
+elapsed() { echo $(( $(date +%s) - T0 )); }
+step() { echo; echo "=== [$(elapsed)s] $*"; }
+summary=()
+note() { local m="$*"; summary+=("${m:0:220}"); echo ">>> $m"; }
+
+step "machine"
+nvidia-smi || true
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv || true
+uname -a; nproc; command -v nvcc && nvcc --version | tail -2
+
+step "build"
+BUILD=$ROOT/build-cuda
+usable() { # the carried build's tools run here and its cuda plugin loads (dlopen, symbols, probe)
+    [ -x "$1/tools/attnrt-info" ] && [ -x "$1/tools/attnrt-conform" ] && [ -f "$1/plugins/cuda/attnrt_cuda.so" ] &&
+        "$1/tools/attnrt-info" --help > /dev/null 2>&1 &&
+        ATTNRT_PLUGIN_PATH="$1/plugins/cuda" ATTNRT_PLUGIN=cuda "$1/tools/attnrt-info" > "$OUT/usable-check.txt" 2>&1
+}
+if usable "$BUILD"; then
+    note "build: using the carried $BUILD"
+else
+    echo "carried build-cuda missing or not runnable here; building on the device"
+    BUILD=/tmp/attnrt-build-cuda
+    rm -rf "$BUILD"
+    if meson setup "$BUILD" -Dtests=disabled -Dbuildtype=release -Dcuda=enabled > "$OUT/build.log" 2>&1 &&
+        ninja -C "$BUILD" >> "$OUT/build.log" 2>&1; then
+        note "build: rebuilt on the device in $(elapsed)s"
+    else
+        tail -30 "$OUT/build.log"
+        note "build: FAILED (see build.log)"
+    fi
+fi
+export ATTNRT_PLUGIN_PATH="$BUILD/plugins/cuda:$BUILD/plugins/cpu"
+unset ATTNRT_PLUGIN ATTNRT_DEVICE ATTNRT_CUDA_KERNELS
+
+# Helper programs are compiled here against the build's libattnrt (gcc is on the device image).
+CCFLAGS=(-O2 -std=c11 -D_GNU_SOURCE -I"$ROOT/runtime/include" -I"$ROOT/abi" -L"$BUILD/runtime" -Wl,-rpath,"$BUILD/runtime")
+mkdir -p /tmp/attnrt-h200
+gcc "${CCFLAGS[@]}" bench/h200/attn_timing.c -lattnrt -lm -o /tmp/attnrt-h200/attn_timing 2> "$OUT/attn_timing.build.txt" ||
+    note "attn_timing: build failed (see attn_timing.build.txt)"
+GRAPH=/tmp/attnrt-h200/cuda_graph_capture
+if ! gcc "${CCFLAGS[@]}" -I"$ROOT/runtime/src" -I"$ROOT/plugins/cuda" -I/usr/local/cuda/include \
+        tests/cuda/cuda_graph_capture.c -lattnrt -ldl -lm -o "$GRAPH" 2> "$OUT/graph.build.txt"; then
+    GRAPH=$BUILD/tests/cuda/cuda_graph_capture # the carried one, if any
+    [ -x "$GRAPH" ] || GRAPH=""
+fi
+
+step "attnrt-info"
+"$BUILD/tools/attnrt-info" 2>&1 | tee "$OUT/attnrt-info.txt"
+"$BUILD/tools/attnrt-info" --json > "$OUT/attnrt-info.json" 2>&1 || true
+
+step "attnrt-conform --plugin cuda (full default set)"
+timeout 300 "$BUILD/tools/attnrt-conform" --plugin cuda > "$OUT/conform-cuda.txt" 2>&1
+rc=$?
+grep -E "FAIL|fail" "$OUT/conform-cuda.txt" | head -40
+tail -3 "$OUT/conform-cuda.txt"
+note "conform cuda (auto kernels): exit $rc; $(tail -1 "$OUT/conform-cuda.txt")"
+if [ $rc -ne 0 ]; then # diagnosis: the same attention cases without split-KV
+    ATTNRT_CUDA_SPLITS=1 timeout 240 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$OUT/conform-cuda-nosplit.txt" 2>&1
+    note "conform cuda (ATTNRT_CUDA_SPLITS=1, attention cases): exit $?; $(tail -1 "$OUT/conform-cuda-nosplit.txt")"
+fi
+
+if [ "$(elapsed)" -lt "$BUDGET" ]; then
+    step "attnrt-conform --plugin cuda with ATTNRT_CUDA_KERNELS=simt (every attention on the SIMT kernel)"
+    ATTNRT_CUDA_KERNELS=simt timeout 240 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$OUT/conform-cuda-simt.txt" 2>&1
+    rc=$?
+    grep -E "FAIL" "$OUT/conform-cuda-simt.txt" | head -20
+    note "conform cuda (simt, attention cases): exit $rc; $(tail -1 "$OUT/conform-cuda-simt.txt")"
+fi
+
+step "graph capture (Driver API capture of kv_write + attention_run, replay, bit-exact)"
+if [ -n "$GRAPH" ]; then
+    timeout 120 "$GRAPH" 2>&1 | tee "$OUT/graph-capture.txt"
+    note "graph capture: exit ${PIPESTATUS[0]}; $(tail -1 "$OUT/graph-capture.txt")"
+else
+    note "graph capture: could not build the program (see graph.build.txt)"
+fi
+
+step "attention timings"
+# id op batch ctx new_tokens heads kv_heads head_dim block_size kv_dtype peer
+cat > "$OUT/shapes.txt" << 'EOF'
+dec_b64_c4096        decode  64  4096 1    32 8 128 16  bf16     1
+dec_b64_c4096_rerun  decode  64  4096 1    32 8 128 16  bf16     0
+dec_b256_c2048       decode  256 2048 1    32 8 128 16  bf16     1
+dec_b16_c32768       decode  16  32768 1   32 8 128 16  bf16     1
+dec_bs1              decode  64  4096 1    32 8 128 1   bf16     0
+dec_bs16             decode  64  4096 1    32 8 128 16  bf16     0
+dec_bs64             decode  64  4096 1    32 8 128 64  bf16     0
+dec_bs256            decode  64  4096 1    32 8 128 256 bf16     0
+dec_b64_c4096_fp8    decode  64  4096 1    32 8 128 16  fp8_e4m3 0
+dec_b256_c2048_fp8   decode  256 2048 1    32 8 128 16  fp8_e4m3 0
+dec_b16_c32768_fp8   decode  16  32768 1   32 8 128 16  fp8_e4m3 0
+pre_d128             prefill 4   4096 4096 32 8 128 16  bf16     1
+pre_d64              prefill 4   4096 4096 32 8 64  16  bf16     1
+pre_d256             prefill 4   4096 4096 32 8 256 16  bf16     1
+EOF
+if [ -x "$BUILD/tools/attnrt-bench" ]; then TIMER=("$BUILD/tools/attnrt-bench" --plugin cuda); else TIMER=(/tmp/attnrt-h200/attn_timing --plugin cuda); fi
+note "timer: ${TIMER[0]}"
+while read -r id op b ctx new hq hkv d bs kv peer; do
+    [ -z "$id" ] && continue
+    if [ "$(elapsed)" -ge "$BUDGET" ]; then note "timing $id: skipped (time budget)"; continue; fi
+    args=(--op "$op" --batch "$b" --ctx "$ctx" --heads "$hq" --kv-heads "$hkv" --head-dim "$d" --block-size "$bs"
+          --dtype bf16 --kv-dtype "$kv" --iters 20 --warmup 3 --json)
+    [ "$op" = prefill ] && args+=(--new-tokens "$new")
+    echo "$ ${TIMER[*]} ${args[*]}" | tee "$OUT/bench/$id.cmd"
+    timeout 90 "${TIMER[@]}" "${args[@]}" > "$OUT/bench/$id.json" 2> "$OUT/bench/$id.err"
+    rc=$?
+    if [ $rc -ne 0 ] && [ "${TIMER[0]}" != /tmp/attnrt-h200/attn_timing ] && [ -x /tmp/attnrt-h200/attn_timing ]; then
+        note "timing $id: ${TIMER[0]##*/} exit $rc ($(tail -1 "$OUT/bench/$id.err")); retrying with attn_timing"
+        timeout 90 /tmp/attnrt-h200/attn_timing --plugin cuda "${args[@]}" > "$OUT/bench/$id.json" 2>> "$OUT/bench/$id.err"
+        rc=$?
+    fi
+    [ $rc -ne 0 ] && { note "timing $id: exit $rc: $(tail -2 "$OUT/bench/$id.err" | tr '\n' ' ')"; }
+    grep -E '"median"|gb_per_s"|gflop_per_s"' "$OUT/bench/$id.json" | head -3 | tr -s ' ' | tr '\n' ' '; echo
+done < "$OUT/shapes.txt"
+
+step "peer: PyTorch scaled_dot_product_attention (flash, cuDNN), dense KV"
+if [ "$(elapsed)" -lt "$((BUDGET + 60))" ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; then
+    specs=()
+    while read -r id op b ctx new hq hkv d bs kv peer; do
+        [ "$peer" = 1 ] && specs+=("$id:$op:$b:$ctx:$new:$hq:$hkv:$d")
+    done < "$OUT/shapes.txt"
+    rm -f "$OUT/peer.jsonl"
+    timeout 150 python3 bench/h200/peer_sdpa.py "$OUT/peer.jsonl" "${specs[@]}" > "$OUT/peer.txt" 2>&1
+    note "peer: exit $?; $(head -1 "$OUT/peer.txt")"
+else
+    note "peer: skipped (no torch with CUDA, or out of time)"
+fi
+
+if [ "$(elapsed)" -lt "$BUDGET" ] && command -v compute-sanitizer > /dev/null; then
+    step "compute-sanitizer (memcheck, racecheck) on a few conformance cases"
+    timeout 60 compute-sanitizer --tool memcheck --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
+        --filter attn-d128-gqa8 --cases 0 > "$OUT/sanitizer-memcheck.txt" 2>&1
+    note "memcheck: exit $?; $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer-memcheck.txt" | tail -1)"
+    timeout 60 compute-sanitizer --tool racecheck --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
+        --filter attn-long-decode --cases 0 > "$OUT/sanitizer-racecheck.txt" 2>&1
+    note "racecheck: exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck.txt" | tail -1)"
+fi
+
+step "table"
+{
+    echo "# libattnrt cuda plugin on the H200 — $(date -u +%Y-%m-%dT%H:%MZ)"
+    echo
+    echo "Command: \`bash bench/h200/run.sh\` (one call); GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)."
+    echo "attnrt timer: \`${TIMER[*]}\` (median of 20 event-timed runs after 3 warm-ups); peer: bench/h200/peer_sdpa.py."
+    echo
+    python3 bench/h200/table.py "$OUT" 2>&1
+    echo
+    echo "Conformance: $(tail -1 "$OUT/conform-cuda.txt" 2>/dev/null) (report: conform-cuda.txt)."
+    echo "Graph capture: $(tail -1 "$OUT/graph-capture.txt" 2>/dev/null)."
+} > "$OUT/h200.md"
+cat "$OUT/h200.md"
+
+step "summary ($(elapsed)s)"
+for s in "${summary[@]}"; do echo "  $s"; done

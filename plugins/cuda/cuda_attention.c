@@ -1,0 +1,153 @@
+/* cuda_attention.c — paged attention run: the args decoded into ck_attn_args_t, then either
+ *   tensor cores: copy the plan's work list into the workspace (cuMemcpyHtoDAsync from pinned memory,
+ *                 on the run's stream), the prefill launch, the decode launch, the split merge; or
+ *   SIMT:         one launch, one warp per query row.
+ * Nothing is allocated, nothing waits (except on the NULL stream, whose calls complete before they
+ * return), and no device memory is read on the host: the run can be captured in a CUDA graph. The
+ * kernels read query_start_loc / seq_lens / block_table on the device, clamped to the tensors. */
+#include <math.h>
+#include <string.h>
+
+#include "cuda_attention_plan.h"
+#include "plugin_error.h"
+
+static void fill_args(const attnrt_attention_args_t *a, const cuda_attn_plan_t *p, ck_attn_args_t *k)
+{
+    memset(k, 0, sizeof *k);
+    k->q = a->query->data;
+    k->q_st[0] = a->query->strides[0];
+    k->q_st[1] = a->query->strides[1];
+    k->out = a->out->data;
+    k->out_st[0] = a->out->strides[0];
+    k->out_st[1] = a->out->strides[1];
+    if (a->lse) {
+        k->lse = a->lse->data;
+        k->lse_st[0] = a->lse->strides[0];
+        k->lse_st[1] = a->lse->strides[1];
+    }
+    k->kc = a->key_cache->data;
+    k->vc = a->value_cache->data;
+    for (int i = 0; i < 3; i++) {
+        k->kc_st[i] = a->key_cache->strides[i];
+        k->vc_st[i] = a->value_cache->strides[i];
+    }
+    k->kv_dtype = cuda_ck_dtype(a->key_cache->dtype);
+    if (k->kv_dtype == CK_E4M3 || k->kv_dtype == CK_E5M2) { /* per tensor [1]: strides stay 0 */
+        if (a->key_scale && a->key_scale->data) {
+            k->k_scale = a->key_scale->data;
+            if (a->key_scale->ndim == 2) {
+                k->ks_st[0] = a->key_scale->strides[0];
+                k->ks_st[1] = a->key_scale->strides[1];
+            }
+        }
+        if (a->value_scale && a->value_scale->data) {
+            k->v_scale = a->value_scale->data;
+            if (a->value_scale->ndim == 2) {
+                k->vs_st[0] = a->value_scale->strides[0];
+                k->vs_st[1] = a->value_scale->strides[1];
+            }
+        }
+    }
+    k->block_table = a->block_table->data;
+    k->bt_st[0] = a->block_table->strides[0];
+    k->bt_st[1] = a->block_table->ndim > 1 ? a->block_table->strides[1] : 1;
+    k->bt_cols = a->block_table->ndim > 1 ? a->block_table->shape[1] : 0;
+    k->qsl = a->query_start_loc->data;
+    k->qsl_st = a->query_start_loc->strides[0];
+    k->seq_lens = a->seq_lens->data;
+    k->sl_st = a->seq_lens->strides[0];
+    if (a->alibi_slopes) {
+        k->alibi = a->alibi_slopes->data;
+        k->alibi_st = a->alibi_slopes->strides[0];
+    }
+    if (a->sinks) {
+        k->sinks = a->sinks->data;
+        k->sinks_st = a->sinks->strides[0];
+    }
+    k->num_tokens = p->num_tokens;
+    k->num_seqs = p->num_seqs;
+    k->num_blocks = a->key_cache->shape[0] < a->value_cache->shape[0] ? a->key_cache->shape[0] : a->value_cache->shape[0];
+    k->block_size = a->key_cache->shape[1] < a->value_cache->shape[1] ? a->key_cache->shape[1] : a->value_cache->shape[1];
+    k->hq = (int32_t)p->num_q_heads;
+    k->hkv = (int32_t)p->num_kv_heads;
+    k->group = (int32_t)(p->num_q_heads / p->num_kv_heads);
+    k->dqk = (int32_t)p->head_dim_qk;
+    k->dv = (int32_t)p->head_dim_v;
+    k->q_dtype = cuda_ck_dtype(a->query->dtype);
+    k->out_dtype = cuda_ck_dtype(a->out->dtype);
+    k->causal = a->causal != 0;
+    k->window_left = a->window_left < 0 ? -1 : a->window_left;
+    k->window_right = a->window_right < 0 ? -1 : a->window_right;
+    k->part_rows = CK_SPLIT_ROWS;
+    k->scale = a->scale != 0.0f ? a->scale : (float)(1.0 / sqrt((double)p->head_dim_qk));
+    k->softcap = a->softcap;
+}
+
+/* The tensor-core kernels copy K/V rows 16 bytes at a time: base and strides must allow it. */
+static int cache_aligned(const ck_attn_args_t *k)
+{
+    const int64_t es = cuda_ck_size(k->kv_dtype);
+    if (((uintptr_t)k->kc | (uintptr_t)k->vc) % 16) return 0;
+    for (int i = 0; i < 3; i++)
+        if ((k->kc_st[i] * es) % 16 || (k->vc_st[i] * es) % 16) return 0;
+    return 1;
+}
+
+attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt_attention_args_t *in,
+                                   void *workspace, size_t workspace_bytes, void *stream)
+{
+    const cuda_attn_plan_t *p = plan;
+    attnrt_attention_args_t a;
+    memset(&a, 0, sizeof a);
+    memcpy(&a, in, in->struct_size < sizeof a ? in->struct_size : sizeof a);
+    if (!p || p->dev != d)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda paged attention run: the plan is NULL or was made on another device");
+    if (!a.query || !a.key_cache || !a.value_cache || !a.block_table || !a.query_start_loc || !a.seq_lens || !a.out)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda paged attention run: a required tensor is NULL");
+    if (a.query->shape[0] != p->num_tokens || a.query->shape[1] != p->num_q_heads ||
+        a.key_cache->shape[2] != p->num_kv_heads || a.query->shape[2] != p->head_dim_qk ||
+        a.value_cache->shape[3] != p->head_dim_v || a.seq_lens->shape[0] != p->num_seqs ||
+        a.query_start_loc->shape[0] != p->num_seqs + 1)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda paged attention run: shapes differ from the plan's; plan "
+                           "this batch again");
+    if (workspace_bytes < p->workspace_bytes || (p->workspace_bytes && !workspace))
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda paged attention run: workspace of %zu bytes < %zu planned",
+                           workspace_bytes, p->workspace_bytes);
+    if (p->num_tokens <= 0 || p->num_seqs <= 0) return ATTNRT_OK;
+
+    ck_attn_args_t k;
+    fill_args(&a, p, &k);
+    attnrt_status_t st = cuda_enter(d);
+    if (st != ATTNRT_OK) return st;
+
+    if (!p->mma || !cache_aligned(&k)) {
+        const int64_t rows = p->num_tokens * p->num_q_heads, blocks = (rows + 3) / 4;
+        if (blocks > 0x7fffffff)
+            return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda paged attention run: %lld query rows are too many for one launch",
+                               (long long)rows);
+        st = cuda_launch(d->k.attn_simt, (uint32_t)blocks, 128, 0, stream, &k, "cuda paged attention (SIMT)");
+        return st == ATTNRT_OK ? cuda_finish(stream, "cuda paged attention") : st;
+    }
+
+    if (p->list_bytes) {
+        CUresult r = cuda_drv.MemcpyHtoDAsync((CUdeviceptr)(uintptr_t)workspace, p->list, p->list_bytes,
+                                              cuda_stream_of(stream));
+        if (r != CUDA_SUCCESS) return cuda_fail(r, "cuda paged attention run: copying the work list (%zu bytes)", p->list_bytes);
+    }
+    ck_work_item_t *items = workspace;
+    k.part_lse = (float *)(void *)((char *)workspace + p->off_part_lse);
+    k.part_o = (float *)(void *)((char *)workspace + p->off_part_o);
+    if (p->n_prefill) {
+        k.items = items;
+        st = cuda_launch(p->f_prefill, p->n_prefill, 128, p->smem_prefill, stream, &k, "cuda paged attention (prefill tiles)");
+    }
+    if (st == ATTNRT_OK && p->n_decode) {
+        k.items = items + p->n_prefill;
+        st = cuda_launch(p->f_decode, p->n_decode, 128, p->smem_decode, stream, &k, "cuda paged attention (decode tiles)");
+    }
+    if (st == ATTNRT_OK && p->n_groups) {
+        k.items = items + p->n_prefill + p->n_decode;
+        st = cuda_launch(d->k.split_merge, p->n_groups, 128, 0, stream, &k, "cuda paged attention (split merge)");
+    }
+    return st == ATTNRT_OK ? cuda_finish(stream, "cuda paged attention") : st;
+}

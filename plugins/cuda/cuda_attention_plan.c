@@ -1,0 +1,264 @@
+/* cuda_attention_plan.c — picks the kernels for a batch and, for the tensor-core path, splits it into
+ * work items: row tiles of (tokens x query heads of one KV head), the decode ones cut into key splits
+ * from the batch and the SM count, so that small batches of long sequences still fill the chip. The
+ * list lives in pinned host memory; attention_run copies it into the workspace on its stream. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_attention_plan.h"
+#include "plugin_error.h"
+
+#define WS_ALIGN 256
+#define DECODE_ROWS CK_SPLIT_ROWS
+#define PREFILL_ROWS 64
+#define DECODE_BN 64
+#define WAVES 4 /* decode blocks to aim for, in multiples of what the chip holds at once */
+
+static size_t align_up(size_t n) { return (n + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
+
+static void key_range(int64_t pq, int64_t S, int causal, int64_t wl, int64_t wr, int64_t *lo, int64_t *hi)
+{
+    int64_t a = 0, b = S - 1;
+    if (wl >= 0 && pq - wl > a) a = pq - wl;
+    if (causal && pq < b) b = pq;
+    if (wr >= 0 && pq + wr < b) b = pq + wr;
+    *lo = a;
+    *hi = b;
+}
+
+typedef struct row_tile {
+    ck_work_item_t w;
+    int     cfg;
+    int64_t keys, cost;
+    size_t  order;
+} row_tile_t;
+
+static int by_cost_desc(const void *pa, const void *pb)
+{
+    const row_tile_t *a = pa, *b = pb;
+    if (a->cost != b->cost) return a->cost > b->cost ? -1 : 1;
+    return a->order < b->order ? -1 : a->order > b->order;
+}
+
+static attnrt_status_t check_supported(const attnrt_attention_args_t *a)
+{
+    attnrt_op_query_t q;
+    memset(&q, 0, sizeof q);
+    q.struct_size = sizeof q;
+    q.op = ATTNRT_OP_PAGED_ATTENTION;
+    q.q_dtype = a->query->dtype;
+    q.kv_dtype = a->key_cache->dtype;
+    q.head_dim_qk = (uint32_t)a->query->shape[2];
+    q.head_dim_v = (uint32_t)a->value_cache->shape[3];
+    q.block_size = (uint32_t)a->key_cache->shape[1];
+    q.num_q_heads = (uint32_t)a->query->shape[1];
+    q.num_kv_heads = (uint32_t)a->key_cache->shape[2];
+    char reason[256];
+    if (cuda_op_check(&q, reason, sizeof reason) != ATTNRT_OK)
+        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda paged attention: %s", reason);
+    const int qk = cuda_ck_dtype(a->query->dtype), ok = cuda_ck_dtype(a->out->dtype);
+    if (ok != qk && ok != CK_F32)
+        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda paged attention: out dtype (code %u, %u bits) is neither the "
+                           "query's nor f32", a->out->dtype.code, a->out->dtype.bits);
+    if (cuda_ck_dtype(a->value_cache->dtype) != cuda_ck_dtype(a->key_cache->dtype))
+        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda paged attention: key and value caches differ in dtype");
+    return ATTNRT_OK;
+}
+
+/* Whether the tensor-core kernels take this layout; the run re-checks pointer alignment. */
+static int mma_eligible(const cuda_dev_t *d, const attnrt_attention_args_t *a, int *fp8, int *t, int *di)
+{
+    const int qk = cuda_ck_dtype(a->query->dtype), kvk = cuda_ck_dtype(a->key_cache->dtype);
+    const int64_t dqk = a->query->shape[2], dv = a->value_cache->shape[3];
+    *fp8 = kvk == CK_E4M3 || kvk == CK_E5M2;
+    *t = qk == CK_BF16;
+    *di = cuda_mma_dim_index(dqk, dv);
+    const int64_t gran = *fp8 ? 16 : 8; /* elements per 16-byte copy */
+    if (!d->k.mma_ok || d->force_simt || (qk != CK_F16 && qk != CK_BF16) || (kvk != qk && !*fp8) || *di < 0 ||
+        dqk % gran || dv % gran)
+        return 0;
+    return d->k.mma[CUDA_CFG_PREFILL][*t][*fp8][*di] && d->k.mma[CUDA_CFG_DECODE][*t][*fp8][*di];
+}
+
+void cuda_attention_plan_destroy(cuda_dev_t *d, void *plan)
+{
+    cuda_attn_plan_t *p = plan;
+    if (!p) return;
+    if (p->list && cuda_enter(d) == ATTNRT_OK) cuda_drv.MemFreeHost(p->list);
+    free(p);
+}
+
+/* Row tiles of every request, heads inner, with their key counts (host metadata). */
+static attnrt_status_t build_tiles(const attnrt_attention_args_t *a, const attnrt_batch_host_t *batch, int64_t Hkv,
+                                   int64_t G, row_tile_t **out, size_t *count)
+{
+    size_t n = 0, cap = 0;
+    row_tile_t *tiles = NULL;
+    for (int64_t b = 0; b < batch->num_seqs; b++) {
+        const int64_t L = (int64_t)batch->query_start_loc[b + 1] - batch->query_start_loc[b];
+        const int64_t S = batch->seq_lens[b];
+        if (L <= 0) continue;
+        const int cfg = L * G <= DECODE_ROWS ? CUDA_CFG_DECODE : CUDA_CFG_PREFILL;
+        const int64_t rows = cfg == CUDA_CFG_DECODE ? DECODE_ROWS : PREFILL_ROWS;
+        const int64_t hc_full = G < rows ? G : rows;
+        for (int64_t h = 0; h < Hkv; h++)
+            for (int64_t hf = 0; hf < G; hf += hc_full) {
+                const int64_t hc = G - hf < hc_full ? G - hf : hc_full, tpt = rows / hc;
+                for (int64_t i0 = 0; i0 < L; i0 += tpt) {
+                    const int64_t nt = L - i0 < tpt ? L - i0 : tpt;
+                    int64_t lo, hi, unused;
+                    key_range(S - L + i0, S, a->causal, a->window_left, a->window_right, &lo, &unused);
+                    key_range(S - L + i0 + nt - 1, S, a->causal, a->window_left, a->window_right, &unused, &hi);
+                    if (n == cap) {
+                        cap = cap ? 2 * cap : 256;
+                        row_tile_t *grown = realloc(tiles, cap * sizeof *tiles);
+                        if (!grown) {
+                            free(tiles);
+                            return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cuda paged attention plan: out of memory");
+                        }
+                        tiles = grown;
+                    }
+                    row_tile_t *t = &tiles[n];
+                    memset(t, 0, sizeof *t);
+                    t->w = (ck_work_item_t){(int32_t)b, (int32_t)h, (int32_t)i0, (int32_t)hf, (int32_t)hc, 0, 1, -1};
+                    t->cfg = cfg;
+                    t->keys = hi >= lo ? hi - lo + 1 : 0;
+                    t->cost = (t->keys + 1) * nt * hc; /* +1: an empty row still costs its write */
+                    t->order = n++;
+                }
+            }
+    }
+    *out = tiles;
+    *count = n;
+    return ATTNRT_OK;
+}
+
+attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t *args_in,
+                                    const attnrt_batch_host_t *batch_in, void **plan_out, size_t *workspace_bytes)
+{
+    attnrt_attention_args_t a;
+    attnrt_batch_host_t batch;
+    if (!args_in || !batch_in || !plan_out || !workspace_bytes)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda paged attention plan: args, batch and both outputs are required");
+    memset(&a, 0, sizeof a);
+    memset(&batch, 0, sizeof batch);
+    memcpy(&a, args_in, args_in->struct_size < sizeof a ? args_in->struct_size : sizeof a);
+    memcpy(&batch, batch_in, batch_in->struct_size < sizeof batch ? batch_in->struct_size : sizeof batch);
+    if (!a.query || !a.key_cache || !a.value_cache || !a.out)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda paged attention plan: query, both caches and out are required");
+    attnrt_status_t st = check_supported(&a);
+    if (st != ATTNRT_OK) return st;
+    const int64_t Hq = a.query->shape[1], Hkv = a.key_cache->shape[2];
+    if (Hkv <= 0 || Hq % Hkv != 0)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda paged attention plan: %lld query heads over %lld KV heads",
+                           (long long)Hq, (long long)Hkv);
+    if (batch.num_seqs > 0 && (!batch.query_start_loc || !batch.seq_lens))
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda paged attention plan: the host batch has no query_start_loc or seq_lens");
+    if (batch.num_seqs < 0) batch.num_seqs = 0;
+    if (a.window_left < 0) a.window_left = -1;
+    if (a.window_right < 0) a.window_right = -1;
+
+    cuda_attn_plan_t *p = calloc(1, sizeof *p);
+    if (!p) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cuda paged attention plan: out of memory");
+    p->dev = d;
+    p->num_tokens = a.query->shape[0];
+    p->num_seqs = batch.num_seqs;
+    p->num_q_heads = Hq;
+    p->num_kv_heads = Hkv;
+    p->head_dim_qk = a.query->shape[2];
+    p->head_dim_v = a.value_cache->shape[3];
+    int t, di;
+    p->mma = mma_eligible(d, &a, &p->fp8, &t, &di);
+    if (!p->mma) { /* the SIMT kernel: one warp per row, nothing to plan */
+        *plan_out = p;
+        *workspace_bytes = 0;
+        return ATTNRT_OK;
+    }
+    p->f_prefill = d->k.mma[CUDA_CFG_PREFILL][t][p->fp8][di];
+    p->f_decode = d->k.mma[CUDA_CFG_DECODE][t][p->fp8][di];
+    p->smem_prefill = d->k.mma_smem[CUDA_CFG_PREFILL][p->fp8][di];
+    p->smem_decode = d->k.mma_smem[CUDA_CFG_DECODE][p->fp8][di];
+
+    row_tile_t *tiles = NULL;
+    size_t n_tiles = 0;
+    st = build_tiles(&a, &batch, Hkv, Hq / Hkv, &tiles, &n_tiles);
+    if (st != ATTNRT_OK) {
+        free(p);
+        return st;
+    }
+
+    /* Split-KV for the decode tiles: cut the total key work into about WAVES x (blocks the chip holds)
+     * pieces of at least two tiles of keys, so a few long sequences still occupy every SM. */
+    st = cuda_enter(d);
+    int occupancy = 1;
+    if (st == ATTNRT_OK &&
+        cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, p->f_decode, 128, p->smem_decode) != CUDA_SUCCESS)
+        occupancy = 1;
+    const int64_t resident = (int64_t)(d->sm_count > 0 ? d->sm_count : 1) * (occupancy > 0 ? occupancy : 1);
+    int64_t work = 0;
+    for (size_t i = 0; i < n_tiles; i++)
+        if (tiles[i].cfg == CUDA_CFG_DECODE) work += (tiles[i].keys + DECODE_BN - 1) / DECODE_BN;
+    int64_t chunk_tiles = (work + WAVES * resident - 1) / (WAVES * resident);
+    if (chunk_tiles < 2) chunk_tiles = 2;
+    size_t n_prefill = 0, n_decode = 0, n_groups = 0;
+    for (size_t i = 0; i < n_tiles; i++) {
+        row_tile_t *rt = &tiles[i];
+        if (rt->cfg == CUDA_CFG_PREFILL) {
+            n_prefill++;
+            continue;
+        }
+        int64_t ns = ((rt->keys + DECODE_BN - 1) / DECODE_BN + chunk_tiles - 1) / chunk_tiles;
+        ns = ns < 1 ? 1 : ns > d->max_splits ? d->max_splits : ns;
+        rt->w.num_splits = (int32_t)ns;
+        if (ns > 1) {
+            rt->w.part_index = (int32_t)p->num_parts;
+            p->num_parts += ns;
+            n_groups++;
+            rt->cost = rt->cost / ns + 1;
+        }
+        n_decode += (size_t)ns;
+        if ((int)ns > p->max_splits) p->max_splits = (int)ns;
+    }
+    if (n_tiles > 1) qsort(tiles, n_tiles, sizeof *tiles, by_cost_desc);
+
+    p->n_prefill = (uint32_t)n_prefill;
+    p->n_decode = (uint32_t)n_decode;
+    p->n_groups = (uint32_t)n_groups;
+    p->list_bytes = (n_prefill + n_decode + n_groups) * sizeof(ck_work_item_t);
+    if (st == ATTNRT_OK && p->list_bytes) {
+        void *host = NULL;
+        CUresult r = cuda_drv.MemAllocHost(&host, p->list_bytes);
+        if (r != CUDA_SUCCESS)
+            st = cuda_fail(r, "cuda paged attention plan: cuMemAllocHost(%zu bytes) for the work list", p->list_bytes);
+        p->list = host;
+    }
+    if (st != ATTNRT_OK) {
+        free(tiles);
+        cuda_attention_plan_destroy(d, p);
+        return st;
+    }
+    /* prefill items, then every split of the decode tiles, then the split groups; costliest first */
+    ck_work_item_t *pre = p->list, *dec = p->list + n_prefill, *grp = dec + n_decode;
+    for (size_t i = 0; i < n_tiles; i++) {
+        const row_tile_t *rt = &tiles[i];
+        if (rt->cfg == CUDA_CFG_PREFILL) {
+            *pre++ = rt->w;
+            continue;
+        }
+        for (int32_t s = 0; s < rt->w.num_splits; s++) {
+            *dec = rt->w;
+            dec->split = s;
+            dec++;
+        }
+        if (rt->w.num_splits > 1) *grp++ = rt->w;
+    }
+    free(tiles);
+
+    p->off_part_lse = align_up(p->list_bytes);
+    p->off_part_o = p->off_part_lse + align_up((size_t)p->num_parts * DECODE_ROWS * sizeof(float));
+    p->workspace_bytes = p->list_bytes == 0 ? 0
+                         : p->off_part_o + (size_t)p->num_parts * DECODE_ROWS * (size_t)p->head_dim_v * sizeof(float);
+    *plan_out = p;
+    *workspace_bytes = p->workspace_bytes;
+    return ATTNRT_OK;
+}

@@ -1,0 +1,35 @@
+/* cuda_attention_plan.h — what attention_plan leaves for attention_run. Internal to the cuda plugin.
+ *
+ * Tensor-core path: the plan builds the work list on the host (one ck_work_item_t per block of each
+ * launch, then the split groups for the merge) in PINNED memory; run copies it into the head of the
+ * caller's workspace with cuMemcpyHtoDAsync on the run's stream (capturable: a graph replays the copy
+ * from the plan's buffer), then launches. The workspace also holds the split-KV partial states.
+ *
+ *   workspace: [prefill items | decode items | merge groups] [part_lse] [part_o]
+ */
+#ifndef ATTNRT_CUDA_ATTENTION_PLAN_H
+#define ATTNRT_CUDA_ATTENTION_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuda_internal.h"
+
+typedef struct cuda_attn_plan {
+    const cuda_dev_t *dev;
+    /* shapes the plan was made for; run refuses others */
+    int64_t num_tokens, num_seqs, num_q_heads, num_kv_heads, head_dim_qk, head_dim_v;
+    int     mma;            /* 1: tensor-core kernels (else the SIMT kernel, no workspace) */
+    int     fp8;            /* cache is fp8 (mma path) */
+    CUfunction f_prefill, f_decode;
+    uint32_t smem_prefill, smem_decode;
+    ck_work_item_t *list;   /* pinned host memory (cuMemAllocHost), list_bytes long */
+    size_t   list_bytes;
+    uint32_t n_prefill, n_decode, n_groups;
+    int64_t  num_parts;     /* split partial states */
+    size_t   off_part_lse, off_part_o, workspace_bytes;
+    /* what the plan decided, for notes and tests */
+    int      max_splits;
+} cuda_attn_plan_t;
+
+#endif /* ATTNRT_CUDA_ATTENTION_PLAN_H */

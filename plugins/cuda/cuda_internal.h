@@ -1,0 +1,92 @@
+/* cuda_internal.h — the cuda plugin's objects, shared by its host files (never by the runtime).
+ * An opened device holds its primary context (retained), the kernel module loaded from the embedded
+ * fatbin and the kernels' handles. Every entry makes the context current before it calls the driver. */
+#ifndef ATTNRT_CUDA_INTERNAL_H
+#define ATTNRT_CUDA_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attnrt_plugin.h"
+#include "cuda_driver.h"
+#include "cuda_kernel_args.h"
+#include "cuda_stream.h"
+
+/* Tensor-core attention kernels: [config][q type][kv kind][head dim] (see kernels/attn_mma.cu). */
+enum { CUDA_CFG_PREFILL = 0, CUDA_CFG_DECODE = 1 };
+#define CUDA_MMA_DIMS 3 /* 64, 128, 256 */
+
+typedef struct cuda_kernels {
+    CUfunction kv_write, attn_simt, merge_states, split_merge;
+    CUfunction mma[2][2][2][CUDA_MMA_DIMS]; /* [cfg][0 f16 / 1 bf16][0 kv16 / 1 fp8][d] */
+    uint32_t   mma_smem[2][2][CUDA_MMA_DIMS];  /* dynamic shared memory: [cfg][fp8][d] */
+    int        mma_ok;                         /* 0: the device cannot run them (SIMT only) */
+} cuda_kernels_t;
+
+typedef struct cuda_dev {
+    uint32_t       index;
+    CUdevice       dev;
+    CUcontext      ctx;        /* the device's primary context, retained until close */
+    CUmodule       module;
+    cuda_kernels_t k;
+    int            sm_count, cc_major, cc_minor;
+    int            force_simt; /* ATTNRT_CUDA_KERNELS=simt: every attention on the CUDA cores */
+    int            max_splits; /* ATTNRT_CUDA_SPLITS=n caps split-KV (1: off); else CK_MAX_SPLITS */
+} cuda_dev_t;
+
+/* What init returns: the devices, and their primary contexts, retained on first use (properties or
+ * open) and released at shutdown, so that each is created once per process. */
+typedef struct cuda_plugin {
+    const attnrt_host_api_t *host;
+    uint32_t                 count;
+    CUdevice                *devs;
+    CUcontext               *ctx;  /* NULL until first retained */
+    void                    *lock; /* pthread_mutex_t, guarding ctx */
+} cuda_plugin_t;
+
+/* The retained primary context of device `index` (retaining it on first use). */
+attnrt_status_t cuda_plugin_context(cuda_plugin_t *p, uint32_t index, CUcontext *ctx);
+
+typedef struct cuda_event {
+    CUevent event;
+} cuda_event_t;
+
+/* Makes the device's context current on this thread (cheap; every entry calls it). */
+attnrt_status_t cuda_enter(const cuda_dev_t *d);
+/* The CUstream of a plugin stream handle; NULL is the legacy default stream. */
+static inline CUstream cuda_stream_of(void *stream) { return stream ? ((cuda_stream_t *)stream)->stream : NULL; }
+/* After work queued on the NULL stream: wait for it (the ABI's default stream completes every call). */
+attnrt_status_t cuda_finish(void *stream, const char *what);
+/* cuLaunchKernel with one by-value argument struct. */
+attnrt_status_t cuda_launch(CUfunction f, uint32_t grid, uint32_t block, uint32_t smem, void *stream, void *args,
+                            const char *what);
+
+/* Module (cuda_module.c): loads the embedded fatbin into the current context and finds every kernel. */
+attnrt_status_t cuda_module_load(cuda_dev_t *d);
+void cuda_module_unload(cuda_dev_t *d);
+/* Index of a padded head dim in the mma tables (64 -> 0, 128 -> 1, 256 -> 2), -1 when none fits. */
+int cuda_mma_dim_index(int64_t dqk, int64_t dv);
+
+/* Devices (cuda_device.c). */
+attnrt_status_t cuda_fill_properties(cuda_plugin_t *p, uint32_t index, attnrt_device_properties_t *props);
+uint32_t cuda_attribute_count(void);
+attnrt_status_t cuda_fill_attribute(cuda_plugin_t *p, uint32_t index, uint32_t i, attnrt_device_attribute_t *attr);
+
+/* Capabilities (cuda_caps.c): ATTNRT_OK or ATTNRT_ERR_UNSUPPORTED with a reason. */
+attnrt_status_t cuda_op_check(const attnrt_op_query_t *query, char *reason, size_t cap);
+
+/* Ops. */
+attnrt_status_t cuda_kv_write(cuda_dev_t *d, const attnrt_kv_write_args_t *args, void *stream);
+attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t *args,
+                                    const attnrt_batch_host_t *batch, void **plan, size_t *workspace_bytes);
+void cuda_attention_plan_destroy(cuda_dev_t *d, void *plan);
+attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt_attention_args_t *args,
+                                   void *workspace, size_t workspace_bytes, void *stream);
+attnrt_status_t cuda_merge_states(cuda_dev_t *d, const attnrt_merge_args_t *args, void *stream);
+
+/* enum ck_dtype of a tensor dtype, -1 when the kernels do not know it. */
+int cuda_ck_dtype(attnrt_dtype_t dt);
+/* Bytes per element of an enum ck_dtype. */
+int cuda_ck_size(int ck);
+
+#endif /* ATTNRT_CUDA_INTERNAL_H */

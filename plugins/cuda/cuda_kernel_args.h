@@ -1,0 +1,137 @@
+/* cuda_kernel_args.h — the argument structs the host code (C11) passes BY VALUE to the kernels (CUDA
+ * C++), and the shared-memory layout of the tensor-core attention kernel. Included by both sides, so
+ * only fixed-size C types: the host's struct layout is the kernel's (same ABI, same compiler rules).
+ * Strides are in elements, as in attnrt_tensor_t. Pointers are device addresses, borrowed for the launch.
+ */
+#ifndef ATTNRT_CUDA_KERNEL_ARGS_H
+#define ATTNRT_CUDA_KERNEL_ARGS_H
+
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define CK_HD __host__ __device__
+#else
+#define CK_HD
+#endif
+
+/* Element formats the kernels decode and encode (a run-time switch, not a template). */
+enum ck_dtype { CK_F32 = 0, CK_F16 = 1, CK_BF16 = 2, CK_E4M3 = 3, CK_E5M2 = 4 };
+
+/* Largest head dim the kernels hold (per lane: 8 registers in the SIMT kernel; the padded tile of
+ * the tensor-core kernel). */
+#define CK_MAX_HEAD_DIM 256
+
+/* ---- kv_write ------------------------------------------------------------------------------- */
+typedef struct ck_kv_side {
+    const void  *src;          /* [T, Hkv, D] */
+    void        *cache;        /* [num_blocks, block_size, Hkv, D] */
+    const float *scale;        /* fp8 only: [1] or [num_blocks, Hkv]; NULL: 1 */
+    int64_t      src_st[2];    /* token, head */
+    int64_t      cache_st[3];  /* block, row, head */
+    int64_t      scale_st[2];  /* block, head; both 0 for a per-tensor scale */
+    int32_t      dim;
+    int32_t      src_dtype;    /* enum ck_dtype */
+    int32_t      cache_dtype;
+    int32_t      pad_;
+} ck_kv_side_t;
+
+typedef struct ck_kv_write_args {
+    ck_kv_side_t   side[2];    /* key, value */
+    const int64_t *slots;      /* [T] */
+    int64_t        slot_st;
+    int64_t        num_tokens, num_heads, num_blocks, block_size;
+} ck_kv_write_args_t;
+
+/* ---- paged attention ------------------------------------------------------------------------ */
+#define CK_SPLIT_ROWS 16   /* rows of a decode-configuration tile: the partial states' row count */
+#define CK_MAX_SPLITS 64   /* key splits of one row tile at most */
+/* One block's work in the tensor-core kernels: query tokens [q_first, q_first + ROWS / head_count)
+ * of request `seq`, query heads kv_head * group + head_first + [0, head_count), keys of split `split`
+ * of `num_splits` (the key range itself is computed on the device from seq_lens, so a graph replayed
+ * with grown sequences stays correct). part_index: first partial state of this row tile's splits
+ * (num_splits > 1), else -1. The merge list reuses the struct with split = 0. */
+typedef struct ck_work_item {
+    int32_t seq, kv_head;
+    int32_t q_first, head_first, head_count;
+    int32_t split, num_splits, part_index;
+} ck_work_item_t;
+
+typedef struct ck_attn_args {
+    const void  *q;            /* [T, Hq, Dqk] */
+    void        *out;          /* [T, Hq, Dv] */
+    float       *lse;          /* [T, Hq] or NULL */
+    const void  *kc, *vc;      /* caches [num_blocks, block_size, Hkv, D] */
+    const float *k_scale, *v_scale; /* fp8 only; NULL: 1 */
+    const int32_t *block_table, *qsl, *seq_lens;
+    const float *alibi, *sinks;     /* [Hq] or NULL */
+    const ck_work_item_t *items;    /* tensor-core kernels: this launch's list (in the workspace) */
+    float       *part_o;       /* [num_parts, part_rows, Dv] f32, in the workspace */
+    float       *part_lse;     /* [num_parts, part_rows] */
+    int64_t      q_st[2], out_st[2], lse_st[2];
+    int64_t      kc_st[3], vc_st[3], ks_st[2], vs_st[2];
+    int64_t      bt_st[2], bt_cols, qsl_st, sl_st, alibi_st, sinks_st;
+    int64_t      num_tokens, num_seqs, num_blocks, block_size;
+    int32_t      hq, hkv, group, dqk, dv;
+    int32_t      q_dtype, out_dtype, kv_dtype;
+    int32_t      causal, window_left, window_right;
+    int32_t      part_rows;
+    float        scale, softcap;
+} ck_attn_args_t;
+
+/* ---- merge_states --------------------------------------------------------------------------- */
+#define CK_MERGE_MAX_STATES 32
+
+typedef struct ck_merge_state {
+    const void  *o;
+    const float *lse;
+    int64_t      o_st[2], lse_st[2]; /* token, head */
+    int32_t      dtype, pad_;
+} ck_merge_state_t;
+
+typedef struct ck_merge_args {
+    ck_merge_state_t st[CK_MERGE_MAX_STATES];
+    void        *out;
+    float       *out_lse;
+    const float *sinks;
+    int64_t      out_st[2], out_lse_st[2], sinks_st;
+    int64_t      num_tokens, num_heads, dim;
+    int32_t      num_states, out_dtype;
+} ck_merge_args_t;
+
+/* ---- the tensor-core kernel's shared memory ------------------------------------------------- */
+/* Byte offsets inside its dynamic shared memory, for head dims padded to `d` (64, 128, 256), `rows`
+ * query rows, `bn` keys per tile, `warps_n` warps splitting the keys. Rows are d + 8 elements long
+ * (16 bytes of padding: ldmatrix reads eight rows of one column without bank conflicts). fp8 caches
+ * land raw (two stages) and are converted into one 16-bit buffer; 16-bit caches use two stages
+ * directly. After the key loop the K/V area is reused to combine the warps of a key-split block. */
+typedef struct ck_mma_layout {
+    uint32_t q, k, v, raw, koff, voff, ksc, vsc, combine, total;
+} ck_mma_layout_t;
+
+static inline CK_HD uint32_t ck_align16(uint32_t n) { return (n + 15u) & ~15u; }
+
+static inline CK_HD ck_mma_layout_t ck_mma_layout(int d, int rows, int bn, int warps_n, int fp8)
+{
+    ck_mma_layout_t l;
+    const uint32_t ld = (uint32_t)d + 8u, tile = (uint32_t)bn * ld * 2u, stages16 = fp8 ? 1u : 2u;
+    uint32_t at = 0;
+    l.q = at;    at += ck_align16((uint32_t)rows * ld * 2u);
+    l.k = at;    at += stages16 * tile;
+    l.v = at;    at += stages16 * tile;
+    l.raw = at;  at += fp8 ? 2u * 2u * (uint32_t)bn * (uint32_t)d : 0u; /* [stage][K|V][bn][d] bytes */
+    const uint32_t kv_end = at;
+    l.koff = at; at += 2u * (uint32_t)bn * 8u;
+    l.voff = at; at += 2u * (uint32_t)bn * 8u;
+    /* fp8 scales only: without them a 16-bit D 128 decode block (75 KB) fits three to an SM */
+    l.ksc = at;  at += fp8 ? 2u * (uint32_t)bn * 4u : 0u;
+    l.vsc = at;  at += fp8 ? 2u * (uint32_t)bn * 4u : 0u;
+    /* combine: m and l per (warp_n, row), then acc [warp_n][rows][d] f32, from the K area on */
+    l.combine = l.k;
+    const uint32_t combine_end = l.k + 2u * (uint32_t)warps_n * (uint32_t)rows * 4u +
+                                 (uint32_t)warps_n * (uint32_t)rows * (uint32_t)d * 4u;
+    at = ck_align16(at);
+    l.total = combine_end > kv_end && combine_end > at ? ck_align16(combine_end) : at;
+    return l;
+}
+
+#endif /* ATTNRT_CUDA_KERNEL_ARGS_H */

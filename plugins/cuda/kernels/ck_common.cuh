@@ -1,0 +1,191 @@
+/* ck_common.cuh — device helpers every kernel shares: element decode/encode for the five storage
+ * formats (bit-exact with plugins/common/dtype_convert.c, which the conformance reference mirrors),
+ * key ranges, and the small PTX wrappers (cp.async, ldmatrix, mma.sync). */
+#ifndef ATTNRT_CK_COMMON_CUH
+#define ATTNRT_CK_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <stdint.h>
+
+#include "../cuda_kernel_args.h"
+
+#define CK_INF __int_as_float(0x7f800000)
+
+/* ---- decode (exact) ------------------------------------------------------------------------- */
+__device__ __forceinline__ float ck_f16_bits_to_f32(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+__device__ __forceinline__ float ck_bf16_bits_to_f32(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
+
+/* e4m3fn: bias 7, 3 fraction bits, no inf, S.1111.111 is NaN; subnormals m * 2^-9. */
+__device__ __forceinline__ float ck_e4m3_to_f32(uint32_t v)
+{
+    const uint32_t sign = (v & 0x80u) << 24, em = v & 0x7fu;
+    uint32_t mag = em < 8u ? __float_as_uint((float)(em & 7u) * 0.001953125f) : (em << 20) + ((127u - 7u) << 23);
+    mag = em == 0x7fu ? 0x7fc00000u : mag;
+    return __uint_as_float(mag | sign);
+}
+
+/* e5m2 is the high byte of the f16 with the same value. */
+__device__ __forceinline__ float ck_e5m2_to_f32(uint32_t v) { return ck_f16_bits_to_f32((uint16_t)(v << 8)); }
+
+/* Two fp8 codes (the lower element in the low byte) as two floats, exactly (the same values as
+ * ck_e4m3_to_f32 / ck_e5m2_to_f32: every e4m3 and e5m2 value is an f16 value). sm_89+: one
+ * cvt.rn.f16x2.e4m3x2 / e5m2x2; older targets: the header's software path. */
+__device__ __forceinline__ float2 ck_fp8x2_to_f32x2(uint16_t pair, bool e4m3)
+{
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)pair, e4m3 ? __NV_E4M3 : __NV_E5M2);
+    return __half22float2(__half2(h));
+}
+
+/* Element i of a tensor of format `kind` (fp8: the stored value; the caller applies the scale). */
+__device__ __forceinline__ float ck_load(const void *p, int64_t i, int kind)
+{
+    switch (kind) {
+    case CK_F32: return ((const float *)p)[i];
+    case CK_F16: return ck_f16_bits_to_f32(((const uint16_t *)p)[i]);
+    case CK_BF16: return ck_bf16_bits_to_f32(((const uint16_t *)p)[i]);
+    case CK_E4M3: return ck_e4m3_to_f32(((const uint8_t *)p)[i]);
+    default: return ck_e5m2_to_f32(((const uint8_t *)p)[i]);
+    }
+}
+
+/* ---- encode (round to nearest even, one rounding) ------------------------------------------- */
+__device__ __forceinline__ uint16_t ck_f32_to_bf16_bits(float f)
+{
+    const uint32_t bits = __float_as_uint(f);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((bits >> 16) & 0x8000u) | 0x7fc0u);
+    return (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+/* A small binary format: fraction bits, bias, codes of max / inf (0: saturating) / NaN. */
+struct ck_fmt {
+    int      man_bits, bias;
+    uint32_t sign_bit, max_code, inf_code, nan_code;
+    double   max_value;
+};
+
+/* Port of dtype_convert.c's encoder: one round-to-nearest-even from the exact binary64 value. */
+__device__ __noinline__ uint32_t ck_encode(double x, ck_fmt f)
+{
+    const uint64_t bits = (uint64_t)__double_as_longlong(x);
+    const uint32_t sign = (bits >> 63) ? f.sign_bit : 0u;
+    const int biased = (int)((bits >> 52) & 0x7ff);
+    const uint64_t frac = bits & ((1ull << 52) - 1);
+    if (biased == 0x7ff && frac) return sign | f.nan_code;
+    const double a = fabs(x);
+    if (a > f.max_value) {
+        if (f.inf_code == 0u) return sign | f.max_code;
+        const double half_ulp = ldexp(1.0, (int)(f.inf_code >> f.man_bits) - 1 - f.bias - f.man_bits - 1);
+        return sign | (a >= f.max_value + half_ulp ? f.inf_code : f.max_code);
+    }
+    if (biased == 0) return sign;
+    const uint64_t mant = frac | (1ull << 52);
+    int e = biased - 1023;
+    if (e < 1 - f.bias) e = 1 - f.bias;
+    const int shift = 1075 + e - f.man_bits - biased;
+    if (shift > 54) return sign;
+    uint64_t n = mant >> shift;
+    const uint64_t rem = mant & ((1ull << shift) - 1);
+    const uint64_t half = 1ull << (shift - 1);
+    if (rem > half || (rem == half && (n & 1u))) n++;
+    uint32_t code;
+    if (n >= (1ull << f.man_bits))
+        code = ((uint32_t)(e + f.bias - 1) << f.man_bits) + (uint32_t)n;
+    else
+        code = (uint32_t)n;
+    if (code > f.max_code) code = f.inf_code ? f.inf_code : f.max_code;
+    return sign | code;
+}
+
+__device__ __forceinline__ ck_fmt ck_fmt_f16() { return ck_fmt{10, 15, 0x8000u, 0x7bffu, 0x7c00u, 0x7e00u, 65504.0}; }
+__device__ __forceinline__ ck_fmt ck_fmt_e4m3() { return ck_fmt{3, 7, 0x80u, 0x7eu, 0u, 0x7fu, 448.0}; }
+__device__ __forceinline__ ck_fmt ck_fmt_e5m2() { return ck_fmt{2, 15, 0x80u, 0x7bu, 0u, 0x7eu, 57344.0}; }
+
+/* Stores x as element i of an f32 / f16 / bf16 tensor. */
+__device__ __forceinline__ void ck_store(void *p, int64_t i, int kind, float x)
+{
+    switch (kind) {
+    case CK_F32: ((float *)p)[i] = x; break;
+    case CK_F16: ((__half *)p)[i] = __float2half_rn(x); break;
+    default: ((uint16_t *)p)[i] = ck_f32_to_bf16_bits(x); break;
+    }
+}
+
+/* ---- masks ---------------------------------------------------------------------------------- */
+/* Keys a query at position pq may see among [0, seq_len): [*lo, *hi] (empty when lo > hi). Causal
+ * keeps p_k <= pq; windows (>= 0) are inclusive counts. Both ends grow with pq. */
+__device__ __forceinline__ void ck_key_range(int64_t pq, int64_t seq_len, int causal, int64_t wl, int64_t wr,
+                                             int64_t *lo, int64_t *hi)
+{
+    int64_t a = 0, b = seq_len - 1;
+    if (wl >= 0 && pq - wl > a) a = pq - wl;
+    if (causal && pq < b) b = pq;
+    if (wr >= 0 && pq + wr < b) b = pq + wr;
+    *lo = a;
+    *hi = b;
+}
+
+__device__ __forceinline__ int64_t ck_clamp(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+/* ---- PTX wrappers --------------------------------------------------------------------------- */
+__device__ __forceinline__ uint32_t ck_smem(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* 16 bytes global -> shared, bypassing L1; src_bytes 0 writes zeros (and reads nothing). */
+__device__ __forceinline__ void ck_cp_async16(uint32_t dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void ck_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void ck_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void ck_ldmatrix_x4(uint32_t r[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void ck_ldmatrix_x4_trans(uint32_t r[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+/* D = A B + D, m16n8k16, f32 accumulators; A/B in f16 or bf16. */
+template <typename T> __device__ __forceinline__ void ck_mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
+template <> __device__ __forceinline__ void ck_mma16816<__half>(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void ck_mma16816<__nv_bfloat16>(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Two floats as one register of two 16-bit values (the lower column in the low half). */
+template <typename T> __device__ __forceinline__ uint32_t ck_pack2(float lo, float hi);
+template <> __device__ __forceinline__ uint32_t ck_pack2<__half>(float lo, float hi)
+{
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&h);
+}
+template <> __device__ __forceinline__ uint32_t ck_pack2<__nv_bfloat16>(float lo, float hi)
+{
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&h);
+}
+
+/* A float as the 16-bit format T (round to nearest even). */
+template <typename T> __device__ __forceinline__ T ck_from_f32(float x);
+template <> __device__ __forceinline__ __half ck_from_f32<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 ck_from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+#endif /* ATTNRT_CK_COMMON_CUH */

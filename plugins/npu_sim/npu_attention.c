@@ -1,0 +1,289 @@
+/* npu_attention.c — attention_run: real results, computed on the CPU in the NPU's order.
+ *
+ * The unit of NPU work is a (request, chunk): decode requests (query length 1) first, as the padded
+ * decode batch, then each other request alone in prefill chunks that never cross a partition. Within
+ * a unit the kernel walks the request's KV partitions (partition p = logical block p, P = block_size;
+ * the naive kernel's single block is its only partition), skips the empty ones (p * P >= seq_len) and
+ * those its mask hides, computes each partition's partial softmax state (m, l, acc), and merges it
+ * into the running state with the online-softmax rule: m' = max(m, m_p),
+ * acc' = e^{m - m'} acc + e^{m_p - m'} acc_p, l' likewise. Sinks join the denominator at the end.
+ * On the CPU a unit is cut further into groups of <= NPU_ROWS_MAX rows and tiles of NPU_TILE keys.
+ * Metadata is read from the run's tensors and clamped, so garbage gives garbage but no stray access. */
+#include <math.h>
+#include <string.h>
+
+#include "dtype_convert.h"
+#include "npu_ops.h"
+#include "npu_plan.h"
+#include "plugin_error.h"
+
+typedef struct job {
+    const npu_attn_plan_t *plan;
+    int64_t T, Hq, Hkv, group, dqk, dv, bs, num_blocks;
+    const char *q;   int64_t q_st[2];   dc_kind_t q_kind;
+    char       *out; int64_t out_st[2]; dc_kind_t out_kind;
+    float      *lse; int64_t lse_st[2];
+    const char *kc, *vc; int64_t kc_st[3], vc_st[3]; dc_kind_t kv_kind;
+    float       k_scale, v_scale;
+    const int32_t *bt;  int64_t bt_st[2], bt_cols;
+    const int32_t *qsl; int64_t qsl_st;
+    const int32_t *sl;  int64_t sl_st;
+    const float   *sinks; int64_t sinks_st;
+    float   scale;
+    int     causal;
+    int64_t window_left;
+    /* scratch */
+    float *q_rows, *acc, *m, *l, *pacc, *pm, *pl, *kt, *vt, *s;
+} job_t;
+
+static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+static void carve_scratch(job_t *j, float *base)
+{
+    const int64_t R = NPU_ROWS_MAX, K = NPU_TILE;
+    j->q_rows = base;          base += R * j->dqk;
+    j->acc = base;             base += R * j->dv;
+    j->m = base;               base += R;
+    j->l = base;               base += R;
+    j->pacc = base;            base += R * j->dv;
+    j->pm = base;              base += R;
+    j->pl = base;              base += R;
+    j->kt = base;              base += K * j->dqk;
+    j->vt = base;              base += K * j->dv;
+    j->s = base;
+}
+
+static float dot(const float *a, const float *b, int64_t n)
+{
+    float acc[8] = {0};
+    int64_t d = 0;
+    for (; d + 8 <= n; d += 8)
+        for (int k = 0; k < 8; k++) acc[k] += a[d + k] * b[d + k];
+    float tail = 0.0f;
+    for (; d < n; d++) tail += a[d] * b[d];
+    return tail + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+/* Folds tile keys [jb, je) (positions key0 + j) into row r's partition state (pm, pl, pacc). */
+static void fold(const job_t *j, int64_t r, int jb, int je)
+{
+    const float *q = j->q_rows + r * j->dqk;
+    float smax = -INFINITY;
+    for (int k = jb; k < je; k++) {
+        j->s[k] = j->scale * dot(q, j->kt + k * j->dqk, j->dqk);
+        smax = j->s[k] > smax ? j->s[k] : smax;
+    }
+    const float m_old = j->pm[r], m_new = smax > m_old ? smax : m_old;
+    if (m_new == -INFINITY) return;
+    const float alpha = expf(m_old - m_new);
+    float *acc = j->pacc + r * j->dv;
+    for (int64_t d = 0; d < j->dv; d++) acc[d] *= alpha;
+    float psum = 0.0f;
+    for (int k = jb; k < je; k++) {
+        const float w = expf(j->s[k] - m_new);
+        psum += w;
+        const float *v = j->vt + k * j->dv;
+        for (int64_t d = 0; d < j->dv; d++) acc[d] += w * v[d];
+    }
+    j->pl[r] = j->pl[r] * alpha + psum;
+    j->pm[r] = m_new;
+}
+
+/* The online-softmax merge of row r's partition state into its running state. */
+static void merge_partition(const job_t *j, int64_t r)
+{
+    if (j->pm[r] == -INFINITY) return;
+    const float m_new = j->pm[r] > j->m[r] ? j->pm[r] : j->m[r];
+    const float a = expf(j->m[r] - m_new), b = expf(j->pm[r] - m_new);
+    float *acc = j->acc + r * j->dv;
+    const float *pacc = j->pacc + r * j->dv;
+    for (int64_t d = 0; d < j->dv; d++) acc[d] = a * acc[d] + b * pacc[d];
+    j->l[r] = a * j->l[r] + b * j->pl[r];
+    j->m[r] = m_new;
+}
+
+/* Dequantises the K/V rows of positions [k0, k0 + n) of one block (KV head h) into the tiles. */
+static void load_tile(const job_t *j, int64_t block, int64_t row0, int64_t n, int64_t h)
+{
+    const size_t es = dc_kind_size(j->kv_kind);
+    for (int64_t i = 0; i < n; i++) {
+        const char *k = j->kc + (size_t)(block * j->kc_st[0] + (row0 + i) * j->kc_st[1] + h * j->kc_st[2]) * es;
+        const char *v = j->vc + (size_t)(block * j->vc_st[0] + (row0 + i) * j->vc_st[1] + h * j->vc_st[2]) * es;
+        dc_row_to_f32(j->kt + i * j->dqk, k, j->kv_kind, (size_t)j->dqk, j->k_scale);
+        dc_row_to_f32(j->vt + i * j->dv, v, j->kv_kind, (size_t)j->dv, j->v_scale);
+    }
+}
+
+/* Rows: query tokens [t0, t0 + nt) of request seq (positions pq0 ...), query heads h0 .. h0 + nh - 1 of KV
+ * head h; row r = ti * nh + hh. */
+static void run_rows(const job_t *j, int64_t seq, int64_t q_begin, int64_t t0, int64_t nt, int64_t pq0, int64_t S,
+                     int64_t h, int64_t h0, int64_t nh)
+{
+    const int64_t rows = nt * nh;
+    for (int64_t ti = 0; ti < nt; ti++)
+        for (int64_t hh = 0; hh < nh; hh++) {
+            const char *q = j->q + (size_t)((q_begin + t0 + ti) * j->q_st[0] + (h0 + hh) * j->q_st[1]) *
+                                       dc_kind_size(j->q_kind);
+            dc_row_to_f32(j->q_rows + (ti * nh + hh) * j->dqk, q, j->q_kind, (size_t)j->dqk, 1.0f);
+        }
+    for (int64_t r = 0; r < rows; r++) {
+        j->m[r] = -INFINITY;
+        j->l[r] = 0.0f;
+    }
+    memset(j->acc, 0, sizeof(float) * (size_t)(rows * j->dv));
+
+    int64_t lo, hi, unused;
+    npu_key_range(pq0, S, j->causal, j->window_left, -1, &lo, &unused);
+    npu_key_range(pq0 + nt - 1, S, j->causal, j->window_left, -1, &unused, &hi);
+    for (int64_t part = 0; part < j->bt_cols && lo <= hi; part++) {
+        const int64_t p_lo = part * j->bs, p_hi = (part + 1) * j->bs < S ? (part + 1) * j->bs - 1 : S - 1;
+        if (p_hi < p_lo) break;                 /* empty partition: this and every later one */
+        if (p_hi < lo || p_lo > hi) continue;   /* hidden by the mask: not visited */
+        const int64_t block = j->bt[seq * j->bt_st[0] + part * j->bt_st[1]];
+        if (block < 0 || block >= j->num_blocks) continue; /* garbage table entry: those keys do not exist */
+        for (int64_t r = 0; r < rows; r++) j->pm[r] = -INFINITY, j->pl[r] = 0.0f;
+        memset(j->pacc, 0, sizeof(float) * (size_t)(rows * j->dv));
+        const int64_t k_end = p_hi < hi ? p_hi : hi;
+        for (int64_t k0 = p_lo > lo ? p_lo : lo; k0 <= k_end; k0 += NPU_TILE) {
+            const int64_t n = k_end - k0 + 1 < NPU_TILE ? k_end - k0 + 1 : NPU_TILE;
+            load_tile(j, block, k0 - p_lo, n, h);
+            for (int64_t ti = 0; ti < nt; ti++) {
+                int64_t rlo, rhi;
+                npu_key_range(pq0 + ti, S, j->causal, j->window_left, -1, &rlo, &rhi);
+                const int jb = (int)clamp64(rlo - k0, 0, n), je = (int)clamp64(rhi - k0 + 1, 0, n);
+                if (jb >= je) continue;
+                for (int64_t hh = 0; hh < nh; hh++) fold(j, ti * nh + hh, jb, je);
+            }
+        }
+        for (int64_t r = 0; r < rows; r++) merge_partition(j, r);
+    }
+
+    for (int64_t ti = 0; ti < nt; ti++)
+        for (int64_t hh = 0; hh < nh; hh++) {
+            const int64_t r = ti * nh + hh, t = q_begin + t0 + ti, hq = h0 + hh;
+            float *acc = j->acc + r * j->dv;
+            double lse = -INFINITY;
+            if (j->l[r] > 0.0f) {
+                double den = (double)j->l[r];
+                if (j->sinks) den += exp((double)j->sinks[hq * j->sinks_st] - (double)j->m[r]);
+                const float inv = (float)(1.0 / den);
+                for (int64_t d = 0; d < j->dv; d++) acc[d] *= inv;
+                lse = (double)j->m[r] + log((double)j->l[r]);
+            } else {
+                memset(acc, 0, sizeof(float) * (size_t)j->dv);
+            }
+            char *o = j->out + (size_t)(t * j->out_st[0] + hq * j->out_st[1]) * dc_kind_size(j->out_kind);
+            dc_row_from_f32(o, acc, j->out_kind, (size_t)j->dv, 1.0f);
+            if (j->lse) j->lse[t * j->lse_st[0] + hq * j->lse_st[1]] = (float)lse;
+        }
+}
+
+/* One NPU unit: query tokens [t0, t1) of request seq, every head, in CPU-sized row groups. */
+static void run_unit(const job_t *j, int64_t seq, int64_t q_begin, int64_t L, int64_t S, int64_t t0, int64_t t1)
+{
+    const int64_t heads = j->group < NPU_ROWS_MAX ? j->group : NPU_ROWS_MAX;
+    const int64_t tile_t = NPU_ROWS_MAX / heads;
+    for (int64_t h = 0; h < j->Hkv; h++)
+        for (int64_t hf = 0; hf < j->group; hf += heads) {
+            const int64_t nh = j->group - hf < heads ? j->group - hf : heads;
+            for (int64_t a = t0; a < t1; a += tile_t) {
+                const int64_t nt = t1 - a < tile_t ? t1 - a : tile_t;
+                run_rows(j, seq, q_begin, a, nt, S - L + a, S, h, h * j->group + hf, nh);
+            }
+        }
+}
+
+static void job_init(job_t *j, const npu_attn_plan_t *p, const attnrt_attention_args_t *a)
+{
+    memset(j, 0, sizeof *j);
+    j->plan = p;
+    j->T = p->num_tokens;
+    j->Hq = p->num_q_heads;
+    j->Hkv = p->num_kv_heads;
+    j->group = j->Hq / j->Hkv;
+    j->dqk = p->head_dim_qk;
+    j->dv = p->head_dim_v;
+    j->q = a->query->data;
+    j->q_st[0] = a->query->strides[0];
+    j->q_st[1] = a->query->strides[1];
+    j->q_kind = dc_kind_of(a->query->dtype);
+    j->out = a->out->data;
+    j->out_st[0] = a->out->strides[0];
+    j->out_st[1] = a->out->strides[1];
+    j->out_kind = dc_kind_of(a->out->dtype);
+    if (a->lse) {
+        j->lse = a->lse->data;
+        j->lse_st[0] = a->lse->strides[0];
+        j->lse_st[1] = a->lse->strides[1];
+    }
+    j->kc = a->key_cache->data;
+    j->vc = a->value_cache->data;
+    for (int i = 0; i < 3; i++) {
+        j->kc_st[i] = a->key_cache->strides[i];
+        j->vc_st[i] = a->value_cache->strides[i];
+    }
+    j->kv_kind = dc_kind_of(a->key_cache->dtype);
+    const int fp8 = j->kv_kind == DC_E4M3 || j->kv_kind == DC_E5M2;
+    j->k_scale = fp8 && a->key_scale && a->key_scale->data ? *(const float *)a->key_scale->data : 1.0f;
+    j->v_scale = fp8 && a->value_scale && a->value_scale->data ? *(const float *)a->value_scale->data : 1.0f;
+    j->bs = a->key_cache->shape[1] < a->value_cache->shape[1] ? a->key_cache->shape[1] : a->value_cache->shape[1];
+    j->num_blocks = a->key_cache->shape[0] < a->value_cache->shape[0] ? a->key_cache->shape[0] : a->value_cache->shape[0];
+    j->bt = a->block_table->data;
+    j->bt_st[0] = a->block_table->strides[0];
+    j->bt_st[1] = a->block_table->ndim > 1 ? a->block_table->strides[1] : 1;
+    j->bt_cols = a->block_table->ndim > 1 ? a->block_table->shape[1] : 0;
+    j->qsl = a->query_start_loc->data;
+    j->qsl_st = a->query_start_loc->strides[0];
+    j->sl = a->seq_lens->data;
+    j->sl_st = a->seq_lens->strides[0];
+    if (a->sinks) {
+        j->sinks = a->sinks->data;
+        j->sinks_st = a->sinks->strides[0];
+    }
+    j->scale = a->scale != 0.0f ? a->scale : (float)(1.0 / sqrt((double)j->dqk));
+    j->causal = a->causal != 0;
+    j->window_left = a->causal && a->window_left >= 0 ? a->window_left : -1;
+    carve_scratch(j, p->scratch);
+}
+
+attnrt_status_t npu_attention_run(npu_device_t *d, const void *plan, const attnrt_attention_args_t *in)
+{
+    const npu_attn_plan_t *p = plan;
+    attnrt_attention_args_t a;
+    memset(&a, 0, sizeof a);
+    memcpy(&a, in, in->struct_size < sizeof a ? in->struct_size : sizeof a);
+    if (!p || p->device != d)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention run: the plan is NULL or was made "
+                           "on another device", NPU_DEV_ARG(d));
+    if (!a.query || !a.key_cache || !a.value_cache || !a.block_table || !a.query_start_loc || !a.seq_lens || !a.out)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention run: a required tensor is NULL",
+                           NPU_DEV_ARG(d));
+    if (a.query->shape[0] != p->num_tokens || a.query->shape[1] != p->num_q_heads || a.query->shape[2] != p->head_dim_qk ||
+        a.key_cache->shape[2] != p->num_kv_heads || a.value_cache->shape[3] != p->head_dim_v ||
+        a.key_cache->shape[1] != p->block_size || a.seq_lens->shape[0] != p->num_seqs ||
+        (a.block_table->ndim > 1 ? a.block_table->shape[1] : 0) != p->bt_cols)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention run: shapes differ from the plan's "
+                           "(T %lld, Hq %lld, Hkv %lld, D %lld/%lld, B %lld, block %lld x %lld); plan this batch again",
+                           NPU_DEV_ARG(d), (long long)p->num_tokens, (long long)p->num_q_heads,
+                           (long long)p->num_kv_heads, (long long)p->head_dim_qk, (long long)p->head_dim_v,
+                           (long long)p->num_seqs, (long long)p->bt_cols, (long long)p->block_size);
+    job_t j;
+    job_init(&j, p, &a);
+    if (j.bs > 0 && j.dqk > 0 && j.dv > 0) {
+        for (int pass = 0; pass < 2; pass++) /* decode rows (the padded batch) first, then each prefill */
+            for (int64_t b = 0; b < p->num_seqs; b++) {
+                const int64_t q_begin = clamp64(j.qsl[b * j.qsl_st], 0, j.T);
+                const int64_t q_end = clamp64(j.qsl[(b + 1) * j.qsl_st], q_begin, j.T);
+                const int64_t L = q_end - q_begin;
+                const int64_t S = clamp64(j.sl[b * j.sl_st], 0, j.bt_cols * j.bs);
+                if (L == 0 || (pass == 0) != (L == 1)) continue;
+                for (int64_t i = 0; i < L;) { /* prefill chunks: never across a partition */
+                    const int64_t end = npu_chunk_end(S - L + i, S, p->prefill_chunk, j.bs) - (S - L);
+                    run_unit(&j, b, q_begin, L, S, i, end > i ? end : L);
+                    i = end > i ? end : L;
+                }
+            }
+    }
+    npu_device_record(d, &p->stats);
+    return ATTNRT_OK;
+}

@@ -1,0 +1,201 @@
+/* npu_plan.c — attention_plan: asks the capability rules, derives the model configuration the batch
+ * implies (max_model_len = block-table columns x block_size: vLLM's block tables are exactly
+ * max_model_len / block_size wide), runs the kernel selection on it, and costs the batch the way the
+ * NPU would run it: decode rows (query length 1) together, padded to a bucket; every other request
+ * alone (batch 1) in prefill chunks that never cross a partition. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype_convert.h"
+#include "npu_ops.h"
+#include "npu_plan.h"
+#include "plugin_error.h"
+
+size_t npu_attn_scratch_floats(int64_t dqk, int64_t dv)
+{
+    const size_t R = NPU_ROWS_MAX, K = NPU_TILE;
+    /* q rows, running acc / m / l, partition acc / m / l, K tile, V tile, scores */
+    return R * (size_t)dqk + 2 * (R * (size_t)dv + 2 * R) + K * (size_t)dqk + K * (size_t)dv + K;
+}
+
+static const char *front_end_name(uint32_t fe) { return fe == ATTNRT_FRONT_END_COMPILED ? "compiled" : "vLLM"; }
+
+/* The query the runtime asked before planning, rebuilt from the args: plan refuses what op_supported does. */
+static attnrt_status_t check_supported(const npu_device_t *d, const attnrt_attention_args_t *a)
+{
+    attnrt_op_query_t q;
+    memset(&q, 0, sizeof q);
+    q.struct_size = sizeof q;
+    q.op = ATTNRT_OP_PAGED_ATTENTION;
+    q.q_dtype = a->query->dtype;
+    q.kv_dtype = a->key_cache->dtype;
+    q.head_dim_qk = (uint32_t)a->query->shape[2];
+    q.head_dim_v = (uint32_t)a->value_cache->shape[3];
+    q.block_size = (uint32_t)a->key_cache->shape[1];
+    q.num_q_heads = (uint32_t)a->query->shape[1];
+    q.num_kv_heads = (uint32_t)a->key_cache->shape[2];
+    q.features = (a->softcap > 0 ? ATTNRT_FEATURE_SOFTCAP : 0u) | (a->alibi_slopes ? ATTNRT_FEATURE_ALIBI : 0u) |
+                 (a->lse ? ATTNRT_FEATURE_LSE : 0u) |
+                 (a->key_scale && a->key_scale->ndim == 2 ? ATTNRT_FEATURE_KV_SCALE_BLOCK : 0u);
+    char reason[NPU_MSG_MAX];
+    if (npu_op_check(&d->sel, &q, reason, sizeof reason) != ATTNRT_OK)
+        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention: %s", NPU_DEV_ARG(d), reason);
+    const dc_kind_t qk = dc_kind_of(a->query->dtype), ok = dc_kind_of(a->out->dtype);
+    if (ok != qk && ok != DC_F32)
+        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention: out dtype %s is neither the query's "
+                           "(%s) nor f32", NPU_DEV_ARG(d), dc_kind_name(ok), dc_kind_name(qk));
+    if (dc_kind_of(a->value_cache->dtype) != dc_kind_of(a->key_cache->dtype))
+        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention: key and value caches differ in dtype",
+                           NPU_DEV_ARG(d));
+    if (!a->causal && (a->window_left >= 0 || a->window_right >= 0))
+        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention: window (%d, %d) without causal: the "
+                           "RBLN sliding-window kernel is causal with a left window only", NPU_DEV_ARG(d),
+                           a->window_left, a->window_right);
+    return ATTNRT_OK;
+}
+
+/* The kernel the selection rules give this batch's cache and block table. */
+static attnrt_status_t select_kernel(const npu_device_t *d, const attnrt_attention_args_t *a, npu_attn_plan_t *p)
+{
+    attnrt_attention_config_t c;
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    c.front_end = d->sel.front_end;
+    c.layer_kind = p->window ? ATTNRT_LAYER_SLIDING : ATTNRT_LAYER_FULL;
+    c.max_model_len = p->max_model_len;
+    c.block_size = p->block_size;
+    if (d->sel.front_end == ATTNRT_FRONT_END_COMPILED) {
+        snprintf(c.attn_impl, sizeof c.attn_impl, "%s", p->bt_cols == 1 ? "eager" : "flash_attn");
+        c.partition_len = p->bt_cols == 1 ? 0 : p->block_size;
+    }
+    c.sliding_window = p->window;
+    c.head_dim = (uint32_t)a->query->shape[2];
+    c.has_sinks = a->sinks != NULL;
+    c.kv_dtype = a->key_cache->dtype;
+    attnrt_attention_selection_t sel;
+    char msg[NPU_MSG_MAX];
+    attnrt_status_t st = npu_select(&d->sel, &c, &sel, msg, sizeof msg);
+    if (st != ATTNRT_OK)
+        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention (%s model path, max_model_len %lld = "
+                           "%lld block-table columns x block_size %lld): %s", NPU_DEV_ARG(d), front_end_name(c.front_end),
+                           (long long)p->max_model_len, (long long)p->bt_cols, (long long)p->block_size, msg);
+    snprintf(p->kernel_name, sizeof p->kernel_name, "%s", sel.kernel);
+    p->kernel = !strcmp(sel.kernel, "naive") ? NPU_KERNEL_NAIVE
+              : !strcmp(sel.kernel, "sliding_window") ? NPU_KERNEL_SLIDING : NPU_KERNEL_FLASH;
+    return ATTNRT_OK;
+}
+
+/* The op's simulated cost for the host batch. */
+static attnrt_status_t cost_batch(const npu_device_t *d, const attnrt_attention_args_t *a,
+                                  const attnrt_batch_host_t *batch, npu_attn_plan_t *p)
+{
+    npu_cost_shape_t sh;
+    memset(&sh, 0, sizeof sh);
+    sh.kernel = p->kernel;
+    sh.num_q_heads = p->num_q_heads;
+    sh.num_kv_heads = p->num_kv_heads;
+    sh.head_dim_qk = p->head_dim_qk;
+    sh.head_dim_v = p->head_dim_v;
+    sh.q_bytes = (int64_t)dc_kind_size(dc_kind_of(a->query->dtype));
+    sh.out_bytes = (int64_t)dc_kind_size(dc_kind_of(a->out->dtype));
+    sh.kv_bytes = (int64_t)dc_kind_size(dc_kind_of(a->key_cache->dtype));
+    sh.partition = p->kernel == NPU_KERNEL_NAIVE ? p->max_model_len : p->block_size;
+    sh.window = p->window;
+
+    npu_cost_begin(&p->stats, ATTNRT_OP_PAGED_ATTENTION);
+    const int64_t B = batch->num_seqs > 0 ? batch->num_seqs : 0;
+    int64_t *lo = malloc(sizeof(int64_t) * (size_t)(2 * B + 1));
+    if (!lo) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, NPU_DEV_FMT " paged attention plan: out of host memory",
+                                NPU_DEV_ARG(d));
+    int64_t *hi = lo + B, decode = 0;
+    const int64_t W = p->window;
+    for (int64_t b = 0; b < B; b++) { /* decode rows first: one bucketed launch group */
+        const int64_t L = batch->query_start_loc[b + 1] - batch->query_start_loc[b], S = batch->seq_lens[b];
+        if (L != 1) continue;
+        lo[decode] = W && a->causal && S - W > 0 ? S - W : 0;
+        hi[decode++] = S;
+    }
+    if (decode) npu_cost_decode(d->sel.profile, &sh, lo, hi, decode, &p->stats);
+    free(lo);
+    for (int64_t b = 0; b < B; b++) { /* then each prefill alone, chunk by chunk */
+        const int64_t L = batch->query_start_loc[b + 1] - batch->query_start_loc[b], S = batch->seq_lens[b];
+        if (L < 2) continue;
+        for (int64_t pos = S - L; pos < S;) {
+            const int64_t end = npu_chunk_end(pos, S, p->prefill_chunk, p->block_size);
+            int64_t klo = 0, khi = a->causal ? end : S;
+            if (W && a->causal && pos - W + 1 > 0) klo = pos - W + 1;
+            if (khi < klo) khi = klo;
+            npu_cost_prefill_chunk(d->sel.profile, &sh, end - pos, p->prefill_chunk, klo, khi, &p->stats);
+            pos = end;
+        }
+    }
+    return ATTNRT_OK;
+}
+
+attnrt_status_t npu_attention_plan(npu_device_t *d, const attnrt_attention_args_t *args_in,
+                                   const attnrt_batch_host_t *batch_in, void **plan_out, size_t *workspace_bytes)
+{
+    if (!args_in || !batch_in || !plan_out || !workspace_bytes)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention plan: args, batch and both outputs "
+                           "are required", NPU_DEV_ARG(d));
+    attnrt_attention_args_t a;
+    attnrt_batch_host_t batch;
+    memset(&a, 0, sizeof a);
+    memset(&batch, 0, sizeof batch);
+    memcpy(&a, args_in, args_in->struct_size < sizeof a ? args_in->struct_size : sizeof a);
+    memcpy(&batch, batch_in, batch_in->struct_size < sizeof batch ? batch_in->struct_size : sizeof batch);
+    if (!a.query || !a.key_cache || !a.value_cache || !a.out || !a.block_table)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention plan: query, both caches, "
+                           "block_table and out are required", NPU_DEV_ARG(d));
+    if (batch.num_seqs > 0 && (!batch.query_start_loc || !batch.seq_lens))
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention plan: the host batch has no "
+                           "query_start_loc or seq_lens", NPU_DEV_ARG(d));
+    attnrt_status_t st = check_supported(d, &a);
+    if (st != ATTNRT_OK) return st;
+
+    npu_attn_plan_t *p = calloc(1, sizeof *p);
+    if (!p) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, NPU_DEV_FMT " paged attention plan: out of host memory",
+                               NPU_DEV_ARG(d));
+    p->device = d;
+    p->num_tokens = a.query->shape[0];
+    p->num_q_heads = a.query->shape[1];
+    p->head_dim_qk = a.query->shape[2];
+    p->num_kv_heads = a.key_cache->shape[2];
+    p->head_dim_v = a.value_cache->shape[3];
+    p->num_seqs = batch.num_seqs > 0 ? batch.num_seqs : 0;
+    p->block_size = a.key_cache->shape[1];
+    p->bt_cols = a.block_table->ndim > 1 ? a.block_table->shape[1] : 0;
+    p->max_model_len = p->bt_cols * p->block_size;
+    p->prefill_chunk = d->sel.prefill_chunk;
+    p->window = a.causal && a.window_left >= 0 ? (int64_t)a.window_left + 1 : 0;
+    if (p->max_model_len > 0) {
+        st = select_kernel(d, &a, p);
+    } else { /* no block-table column: every row is empty, nothing to select */
+        p->kernel = NPU_KERNEL_FLASH;
+        snprintf(p->kernel_name, sizeof p->kernel_name, "none");
+    }
+    if (st == ATTNRT_OK) st = cost_batch(d, &a, &batch, p);
+    if (st == ATTNRT_OK) {
+        p->scratch_floats = npu_attn_scratch_floats(p->head_dim_qk, p->head_dim_v);
+        p->scratch = malloc(sizeof(float) * p->scratch_floats);
+        if (!p->scratch)
+            st = plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, NPU_DEV_FMT " paged attention plan: out of host memory for the "
+                             "run's scratch", NPU_DEV_ARG(d));
+    }
+    if (st != ATTNRT_OK) {
+        npu_attention_plan_destroy(p);
+        return st;
+    }
+    *plan_out = p;
+    *workspace_bytes = 0;
+    return ATTNRT_OK;
+}
+
+void npu_attention_plan_destroy(void *plan)
+{
+    npu_attn_plan_t *p = plan;
+    if (!p) return;
+    free(p->scratch);
+    free(p);
+}

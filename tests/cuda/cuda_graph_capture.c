@@ -1,0 +1,315 @@
+/* cuda_graph_capture — proves that attnrt_kv_write + attnrt_attention_run on the cuda plugin can be
+ * captured in a CUDA graph (Driver API, global capture mode: any allocation or synchronisation inside
+ * the run would end the capture with an error) and that replaying the graph gives the direct run's
+ * result bit for bit. Not a CI test (it needs a GPU): bench/h200/run.sh runs it.
+ *
+ *   1. a mixed batch (decode rows with long contexts, so split-KV and its merge take part, and one
+ *      chunked prefill), bf16, Hq 32 / Hkv 8, D 128, block 16, caches in shuffled blocks;
+ *   2. direct: kv_write + attention_run on a stream -> reference bytes;
+ *   3. capture the same two calls on that stream, instantiate, poison out, replay -> equal bytes;
+ *   4. new query values and one more token per request (seq_lens + 1 written on the device, the plan
+ *      unchanged): direct run again, replay again -> equal bytes (the graph reads data by pointer and
+ *      the kernels read the lengths on the device).
+ * Exit 0 when every comparison is bit-exact, 1 otherwise, 77 when there is no CUDA device. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+
+#include "attnrt.h"
+#include "context.h"     /* runtime internal: attnrt_stream_t's plugin handle */
+#include "cuda_stream.h" /* the cuda plugin's stream handle: its CUstream first */
+
+#define B 8
+#define HQ 32
+#define HKV 8
+#define D 128
+#define BS 16
+#define MAX_CTX 3072
+
+static struct {
+    __typeof__(&cuStreamBeginCapture) begin;
+    __typeof__(&cuStreamEndCapture) end;
+    __typeof__(&cuGraphInstantiate) instantiate;
+    __typeof__(&cuGraphLaunch) launch;
+    __typeof__(&cuGraphGetNodes) nodes;
+    __typeof__(&cuGraphExecDestroy) exec_destroy;
+    __typeof__(&cuGraphDestroy) destroy;
+    __typeof__(&cuStreamSynchronize) sync;
+    __typeof__(&cuGetErrorName) err_name;
+} cu;
+
+static int load_driver(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return 0;
+    const struct { const char *name; void *slot; } syms[] = {
+        {"cuStreamBeginCapture_v2", &cu.begin},  {"cuStreamEndCapture", &cu.end},
+        {"cuGraphInstantiateWithFlags", &cu.instantiate}, {"cuGraphLaunch", &cu.launch},
+        {"cuGraphGetNodes", &cu.nodes},          {"cuGraphExecDestroy", &cu.exec_destroy},
+        {"cuGraphDestroy", &cu.destroy},         {"cuStreamSynchronize", &cu.sync},
+        {"cuGetErrorName", &cu.err_name},
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+        void *p = dlsym(lib, syms[i].name);
+        if (!p) {
+            fprintf(stderr, "cuda_graph_capture: libcuda.so.1 has no %s\n", syms[i].name);
+            return 0;
+        }
+        memcpy(syms[i].slot, &p, sizeof p);
+    }
+    return 1;
+}
+
+#define CHECK_AT(st, what)                                                                              \
+    do {                                                                                                \
+        if ((st) != ATTNRT_OK) {                                                                        \
+            fprintf(stderr, "FAIL %s: %s: %s\n", what, attnrt_status_name(st), attnrt_last_error());    \
+            exit(1);                                                                                    \
+        }                                                                                               \
+    } while (0)
+#define CHECK_CU(r, what)                                                                               \
+    do {                                                                                                \
+        CUresult r_ = (r);                                                                              \
+        if (r_ != CUDA_SUCCESS) {                                                                       \
+            const char *n_ = "?";                                                                       \
+            cu.err_name(r_, &n_);                                                                       \
+            fprintf(stderr, "FAIL %s: %s\n", what, n_);                                                 \
+            exit(1);                                                                                    \
+        }                                                                                               \
+    } while (0)
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static float frand(void) /* uniform in [-1, 1) */
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((double)(rng >> 11) * 0x1p-53 * 2.0 - 1.0);
+}
+static uint16_t bf16(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+static void fill_bf16(uint16_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) p[i] = bf16(frand());
+}
+
+static void tensor(attnrt_tensor_t *t, void *data, attnrt_dtype_t dt, int ndim, const int64_t *shape)
+{
+    memset(t, 0, sizeof *t);
+    t->struct_size = sizeof *t;
+    t->data = data;
+    t->dtype = dt;
+    t->ndim = ndim;
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        t->shape[i] = shape[i];
+        t->strides[i] = s;
+        s *= shape[i];
+    }
+}
+
+static void *dev_alloc(attnrt_context_t *ctx, size_t bytes)
+{
+    void *p = NULL;
+    CHECK_AT(attnrt_mem_alloc(ctx, bytes, &p), "attnrt_mem_alloc");
+    return p;
+}
+
+/* Compares out and lse after a direct run and after a replay; prints and counts differences. */
+static int compare(const char *what, const void *a, const void *b, size_t bytes)
+{
+    if (memcmp(a, b, bytes) == 0) {
+        printf("  %-44s bit-exact (%zu bytes)\n", what, bytes);
+        return 0;
+    }
+    size_t diff = 0;
+    for (size_t i = 0; i < bytes; i++) diff += ((const uint8_t *)a)[i] != ((const uint8_t *)b)[i];
+    printf("  %-44s DIFFERS in %zu of %zu bytes\n", what, diff, bytes);
+    return 1;
+}
+
+int main(void)
+{
+    if (!getenv("ATTNRT_PLUGIN")) setenv("ATTNRT_PLUGIN", "cuda", 1);
+    if (!load_driver()) {
+        printf("cuda_graph_capture: no CUDA driver (skipped)\n");
+        return 77;
+    }
+    attnrt_status_t st = attnrt_init();
+    if (st == ATTNRT_ERR_NO_DEVICE) {
+        printf("cuda_graph_capture: %s (skipped)\n", attnrt_last_error());
+        return 77;
+    }
+    CHECK_AT(st, "attnrt_init");
+    attnrt_context_t *ctx = NULL;
+    CHECK_AT(attnrt_open("cuda:0", &ctx), "attnrt_open(cuda:0)");
+    attnrt_stream_t *stream = NULL;
+    CHECK_AT(attnrt_stream_create(ctx, &stream), "attnrt_stream_create");
+    const CUstream cs = ((cuda_stream_t *)stream->handle)->stream;
+
+    /* the batch: 7 decode rows with long contexts, one chunked prefill of 40 tokens */
+    int32_t q_len[B] = {1, 1, 1, 1, 1, 1, 1, 40}, kv_len[B] = {3000, 1800, 2500, 700, 2900, 1200, 2047, 1000};
+    int32_t qsl[B + 1] = {0};
+    for (int b = 0; b < B; b++) qsl[b + 1] = qsl[b] + q_len[b];
+    const int T = qsl[B], max_blocks = (MAX_CTX + BS) / BS, num_blocks = B * max_blocks + 7;
+    int32_t *table = malloc(sizeof(int32_t) * B * max_blocks), *perm = malloc(sizeof(int32_t) * num_blocks);
+    for (int i = 0; i < num_blocks; i++) perm[i] = i;
+    uint64_t lcg = 12345;
+    for (int i = num_blocks - 1; i > 0; i--) { /* shuffled physical blocks */
+        lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+        int j = (int)((lcg >> 33) % (uint64_t)(i + 1));
+        int t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    for (int i = 0; i < B * max_blocks; i++) table[i] = perm[i];
+    int64_t *slots = malloc(sizeof(int64_t) * T);
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < q_len[b]; i++) {
+            int pos = kv_len[b] - q_len[b] + i;
+            slots[qsl[b] + i] = (int64_t)table[b * max_blocks + pos / BS] * BS + pos % BS;
+        }
+
+    const size_t cache_elems = (size_t)num_blocks * BS * HKV * D, q_elems = (size_t)T * HQ * D;
+    uint16_t *h_cache = malloc(cache_elems * 2), *h_q = malloc(q_elems * 2), *h_kv_new = malloc((size_t)T * HKV * D * 2);
+    void *d_kc = dev_alloc(ctx, cache_elems * 2), *d_vc = dev_alloc(ctx, cache_elems * 2);
+    void *d_q = dev_alloc(ctx, q_elems * 2), *d_out = dev_alloc(ctx, q_elems * 2), *d_lse = dev_alloc(ctx, (size_t)T * HQ * 4);
+    void *d_knew = dev_alloc(ctx, (size_t)T * HKV * D * 2), *d_vnew = dev_alloc(ctx, (size_t)T * HKV * D * 2);
+    void *d_table = dev_alloc(ctx, sizeof(int32_t) * B * max_blocks), *d_qsl = dev_alloc(ctx, sizeof qsl);
+    void *d_sl = dev_alloc(ctx, sizeof kv_len), *d_slots = dev_alloc(ctx, sizeof(int64_t) * T);
+    fill_bf16(h_cache, cache_elems);
+    CHECK_AT(attnrt_mem_copy_to_device(ctx, d_kc, h_cache, cache_elems * 2, NULL), "upload K");
+    fill_bf16(h_cache, cache_elems);
+    CHECK_AT(attnrt_mem_copy_to_device(ctx, d_vc, h_cache, cache_elems * 2, NULL), "upload V");
+    fill_bf16(h_q, q_elems);
+    CHECK_AT(attnrt_mem_copy_to_device(ctx, d_q, h_q, q_elems * 2, NULL), "upload q");
+    fill_bf16(h_kv_new, (size_t)T * HKV * D);
+    CHECK_AT(attnrt_mem_copy_to_device(ctx, d_knew, h_kv_new, (size_t)T * HKV * D * 2, NULL), "upload k");
+    fill_bf16(h_kv_new, (size_t)T * HKV * D);
+    CHECK_AT(attnrt_mem_copy_to_device(ctx, d_vnew, h_kv_new, (size_t)T * HKV * D * 2, NULL), "upload v");
+    CHECK_AT(attnrt_mem_copy_to_device(ctx, d_table, table, sizeof(int32_t) * B * max_blocks, NULL), "upload table");
+    CHECK_AT(attnrt_mem_copy_to_device(ctx, d_qsl, qsl, sizeof qsl, NULL), "upload qsl");
+    CHECK_AT(attnrt_mem_copy_to_device(ctx, d_sl, kv_len, sizeof kv_len, NULL), "upload seq_lens");
+    CHECK_AT(attnrt_mem_copy_to_device(ctx, d_slots, slots, sizeof(int64_t) * T, NULL), "upload slots");
+
+    attnrt_tensor_t tq, tk, tv, tkc, tvc, tbt, tqsl, tsl, tout, tlse, tslots;
+    const int64_t s_q[3] = {T, HQ, D}, s_kv[3] = {T, HKV, D}, s_cache[4] = {num_blocks, BS, HKV, D};
+    const int64_t s_bt[2] = {B, max_blocks}, s_qsl[1] = {B + 1}, s_b[1] = {B}, s_lse[2] = {T, HQ}, s_t[1] = {T};
+    tensor(&tq, d_q, ATTNRT_BF16, 3, s_q);
+    tensor(&tk, d_knew, ATTNRT_BF16, 3, s_kv);
+    tensor(&tv, d_vnew, ATTNRT_BF16, 3, s_kv);
+    tensor(&tkc, d_kc, ATTNRT_BF16, 4, s_cache);
+    tensor(&tvc, d_vc, ATTNRT_BF16, 4, s_cache);
+    tensor(&tbt, d_table, ATTNRT_I32, 2, s_bt);
+    tensor(&tqsl, d_qsl, ATTNRT_I32, 1, s_qsl);
+    tensor(&tsl, d_sl, ATTNRT_I32, 1, s_b);
+    tensor(&tout, d_out, ATTNRT_BF16, 3, s_q);
+    tensor(&tlse, d_lse, ATTNRT_F32, 2, s_lse);
+    tensor(&tslots, d_slots, ATTNRT_I64, 1, s_t);
+    attnrt_kv_write_args_t kw = {.struct_size = sizeof kw, .key = &tk, .value = &tv, .slot_mapping = &tslots,
+                                 .key_cache = &tkc, .value_cache = &tvc};
+    attnrt_attention_args_t aa = {.struct_size = sizeof aa, .query = &tq, .key_cache = &tkc, .value_cache = &tvc,
+                                  .block_table = &tbt, .query_start_loc = &tqsl, .seq_lens = &tsl, .out = &tout,
+                                  .lse = &tlse, .causal = 1, .window_left = -1, .window_right = -1};
+    attnrt_batch_host_t bh = {.struct_size = sizeof bh, .num_seqs = B, .query_start_loc = qsl, .seq_lens = kv_len,
+                              .block_table = table, .block_table_stride = max_blocks};
+    attnrt_plan_t *plan = NULL;
+    CHECK_AT(attnrt_attention_plan(ctx, &aa, &bh, &plan), "attnrt_attention_plan");
+    size_t ws_bytes = 0;
+    CHECK_AT(attnrt_plan_workspace_size(plan, &ws_bytes), "attnrt_plan_workspace_size");
+    void *ws = ws_bytes ? dev_alloc(ctx, ws_bytes) : NULL;
+    printf("cuda_graph_capture: T=%d B=%d Hq=%d Hkv=%d D=%d block %d, workspace %zu bytes\n", T, B, HQ, HKV, D, BS, ws_bytes);
+
+    const size_t out_bytes = q_elems * 2, lse_bytes = (size_t)T * HQ * 4;
+    uint8_t *direct = malloc(out_bytes + lse_bytes), *replay = malloc(out_bytes + lse_bytes);
+    int failures = 0;
+
+    /* 2. direct */
+    CHECK_AT(attnrt_mem_set(ctx, d_out, 0xff, out_bytes, stream), "poison out");
+    CHECK_AT(attnrt_kv_write(ctx, &kw, stream), "attnrt_kv_write (direct)");
+    CHECK_AT(attnrt_attention_run(plan, &aa, ws, ws_bytes, stream), "attnrt_attention_run (direct)");
+    CHECK_AT(attnrt_stream_synchronize(ctx, stream), "synchronize");
+    CHECK_AT(attnrt_mem_copy_to_host(ctx, direct, d_out, out_bytes, NULL), "download out");
+    CHECK_AT(attnrt_mem_copy_to_host(ctx, direct + out_bytes, d_lse, lse_bytes, NULL), "download lse");
+    size_t bad = 0;
+    for (size_t i = 0; i < q_elems; i++) {
+        uint16_t v;
+        memcpy(&v, direct + 2 * i, 2);
+        bad += (v & 0x7f80u) == 0x7f80u; /* inf or NaN: unwritten (poison) or broken */
+    }
+    printf("  direct run: %zu non-finite outputs of %zu\n", bad, q_elems);
+    failures += bad != 0;
+
+    /* 3. capture kv_write + attention_run, replay */
+    CHECK_CU(cu.begin(cs, CU_STREAM_CAPTURE_MODE_GLOBAL), "cuStreamBeginCapture");
+    st = attnrt_kv_write(ctx, &kw, stream);
+    if (st == ATTNRT_OK) st = attnrt_attention_run(plan, &aa, ws, ws_bytes, stream);
+    CUgraph graph = NULL;
+    CUresult end = cu.end(cs, &graph);
+    CHECK_AT(st, "kv_write + attention_run while capturing");
+    CHECK_CU(end, "cuStreamEndCapture");
+    size_t num_nodes = 0;
+    CHECK_CU(cu.nodes(graph, NULL, &num_nodes), "cuGraphGetNodes");
+    CUgraphExec exec = NULL;
+    CHECK_CU(cu.instantiate(&exec, graph, 0), "cuGraphInstantiate");
+    printf("  captured graph: %zu nodes (work-list copy, kernels)\n", num_nodes);
+    CHECK_AT(attnrt_mem_set(ctx, d_out, 0xff, out_bytes, stream), "poison out");
+    CHECK_AT(attnrt_mem_set(ctx, d_lse, 0xff, lse_bytes, stream), "poison lse");
+    CHECK_CU(cu.launch(exec, cs), "cuGraphLaunch");
+    CHECK_CU(cu.sync(cs), "cuStreamSynchronize");
+    CHECK_AT(attnrt_mem_copy_to_host(ctx, replay, d_out, out_bytes, NULL), "download out");
+    CHECK_AT(attnrt_mem_copy_to_host(ctx, replay + out_bytes, d_lse, lse_bytes, NULL), "download lse");
+    failures += compare("replay == direct (out, lse)", direct, replay, out_bytes + lse_bytes);
+
+    /* 4. new queries and one more token per request, same plan: direct again, replay again */
+    fill_bf16(h_q, q_elems);
+    CHECK_AT(attnrt_mem_copy_to_device(ctx, d_q, h_q, q_elems * 2, NULL), "upload q");
+    for (int b = 0; b < B; b++) kv_len[b] += 1;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < q_len[b]; i++) {
+            int pos = kv_len[b] - q_len[b] + i;
+            slots[qsl[b] + i] = (int64_t)table[b * max_blocks + pos / BS] * BS + pos % BS;
+        }
+    CHECK_AT(attnrt_mem_copy_to_device(ctx, d_sl, kv_len, sizeof kv_len, NULL), "upload seq_lens + 1");
+    CHECK_AT(attnrt_mem_copy_to_device(ctx, d_slots, slots, sizeof(int64_t) * T, NULL), "upload slots");
+    CHECK_AT(attnrt_mem_set(ctx, d_out, 0xff, out_bytes, stream), "poison out");
+    CHECK_AT(attnrt_kv_write(ctx, &kw, stream), "attnrt_kv_write (direct, step 2)");
+    CHECK_AT(attnrt_attention_run(plan, &aa, ws, ws_bytes, stream), "attnrt_attention_run (direct, step 2)");
+    CHECK_AT(attnrt_stream_synchronize(ctx, stream), "synchronize");
+    CHECK_AT(attnrt_mem_copy_to_host(ctx, direct, d_out, out_bytes, NULL), "download out");
+    CHECK_AT(attnrt_mem_copy_to_host(ctx, direct + out_bytes, d_lse, lse_bytes, NULL), "download lse");
+    CHECK_AT(attnrt_mem_set(ctx, d_out, 0xff, out_bytes, stream), "poison out");
+    CHECK_CU(cu.launch(exec, cs), "cuGraphLaunch (step 2)");
+    CHECK_CU(cu.sync(cs), "cuStreamSynchronize");
+    CHECK_AT(attnrt_mem_copy_to_host(ctx, replay, d_out, out_bytes, NULL), "download out");
+    CHECK_AT(attnrt_mem_copy_to_host(ctx, replay + out_bytes, d_lse, lse_bytes, NULL), "download lse");
+    failures += compare("step 2 (new q, seq_lens + 1): replay == direct", direct, replay, out_bytes + lse_bytes);
+
+    cu.exec_destroy(exec);
+    cu.destroy(graph);
+    attnrt_plan_destroy(plan);
+    void *bufs[] = {ws, d_kc, d_vc, d_q, d_out, d_lse, d_knew, d_vnew, d_table, d_qsl, d_sl, d_slots};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) attnrt_mem_free(ctx, bufs[i]);
+    attnrt_stream_destroy(stream);
+    CHECK_AT(attnrt_close(ctx), "attnrt_close");
+    attnrt_shutdown();
+    free(table);
+    free(perm);
+    free(slots);
+    free(h_cache);
+    free(h_q);
+    free(h_kv_new);
+    free(direct);
+    free(replay);
+    printf("cuda_graph_capture: %s\n", failures ? "FAILED" : "PASSED");
+    return failures ? 1 : 0;
+}

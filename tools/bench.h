@@ -1,0 +1,75 @@
+/* bench.h — attnrt-bench's pieces: options (bench_cli.c), the machine's ceilings measured in the same
+ * run (bench_ceiling.c), the ops and their timing (bench_ops.c), and the report (bench_report.c).
+ * tools/attnrt_bench.c is the thin main that strings them together. */
+#ifndef ATTNRT_BENCH_H
+#define ATTNRT_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attnrt.h"
+
+typedef enum bench_op { BENCH_DECODE, BENCH_PREFILL, BENCH_MIXED, BENCH_KV_WRITE, BENCH_MERGE } bench_op_t;
+
+typedef struct bench_options {
+    const char    *plugin, *device;
+    bench_op_t     op;
+    int64_t        batch;         /* requests (decode, prefill) or decodes (mixed)                  */
+    int64_t        ctx;           /* KV length per request (decode, prefill; mixed: the decodes')   */
+    int64_t        new_tokens;    /* query tokens of a prefill request; tokens of kv_write / merge  */
+    int64_t        prefill_ctx;   /* mixed: the prefill chunk's KV length                           */
+    int64_t        heads, kv_heads, head_dim, block_size;
+    attnrt_dtype_t dtype, kv_dtype;
+    int            iters, warmup, threads; /* threads 0: the plugin's default                       */
+    int            causal, hnd, json, no_ceiling;
+    int            shuffled;      /* block order: 1 shuffled (an allocator after churn), 0 in order   */
+} bench_options_t;
+
+/* 0: run; 1: help printed; -1: usage error (printed). */
+int bench_parse(int argc, char **argv, bench_options_t *o);
+const char *bench_op_name(bench_op_t op);
+
+/* Summary of repeated timings, in milliseconds. */
+typedef struct bench_stats {
+    double median, min, max, p10, p90;
+    int    n;
+} bench_stats_t;
+void bench_stats_of(double *samples, int n, bench_stats_t *st); /* sorts samples */
+
+/* A ceiling: a sample per call, so the bench can interleave it with the op's runs. */
+typedef struct bench_ceiling {
+    const char *mem_what;   /* "memory read (AVX-512 loads, 2 threads, 2048 MiB)" or "device copy ..." */
+    const char *fma_what;   /* NULL when the device has no FMA ceiling measured here              */
+    double (*mem_sample)(struct bench_ceiling *c); /* GB/s of one measurement                    */
+    double (*fma_sample)(struct bench_ceiling *c); /* GFLOP/s; NULL when not measured            */
+    void   (*destroy)(struct bench_ceiling *c);
+    void   *impl;
+    char    mem_buf[160], fma_buf[160];
+} bench_ceiling_t;
+
+/* The CPU's ceilings with `threads` threads (host memory, SIMD loads, register-resident FMAs), or for
+ * another device its copy bandwidth through attnrt_mem_copy_on_device. 0, or -1 with a message. */
+int bench_ceiling_open(attnrt_context_t *ctx, int is_cpu, int threads, bench_ceiling_t *c);
+
+/* One measured op: what it moves and computes, and how long it took. */
+typedef struct bench_result {
+    bench_stats_t time;             /* ms per run                                             */
+    double        bytes;            /* bytes of KV + q + out (+ metadata) a run reads or writes */
+    double        flops;            /* 2 * Hq * (Dqk + Dv) per kept (query, key) pair        */
+    const char    *timer;           /* "events" or "host clock"                              */
+    /* mixed: the parts, each run alone */
+    int           has_parts;
+    bench_stats_t part_decode, part_prefill;
+    /* ceilings sampled between the runs (medians) */
+    bench_stats_t mem_gbs, fma_gflops;
+    int           has_fma;
+} bench_result_t;
+
+/* Sets up the op's tensors on ctx's device, runs warm-up + iters, and samples the ceiling (may be
+ * NULL) once per timed run. 0, or -1 with a message on stderr. */
+int bench_run(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *ceiling, bench_result_t *r);
+
+/* Prints the result as text or as one JSON document. */
+void bench_report(const bench_options_t *o, attnrt_context_t *ctx, const bench_ceiling_t *c, const bench_result_t *r);
+
+#endif
