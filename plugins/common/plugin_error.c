@@ -25,3 +25,14 @@ size_t plugin_last_error(char *buf, size_t cap)
     }
     return n;
 }
+
+attnrt_status_t plugin_refuse(char *reason, size_t cap, const char *fmt, ...)
+{
+    if (reason && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(reason, cap, fmt, ap);
+        va_end(ap);
+    }
+    return ATTNRT_ERR_UNSUPPORTED;
+}

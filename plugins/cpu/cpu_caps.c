@@ -6,6 +6,7 @@
 
 #include "cpu_ops.h"
 #include "dtype_convert.h"
+#include "plugin_error.h"
 
 #define CPU_MAX_HEAD_DIM 1024u
 
@@ -19,34 +20,19 @@
     (ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SINKS | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_SPARSE |            \
      ATTNRT_FEATURE_KV_SCALE_BLOCK)
 
-static attnrt_status_t refuse(char *reason, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static attnrt_status_t refuse(char *reason, size_t cap, const char *fmt, ...)
-{
-    if (reason && cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(reason, cap, fmt, ap);
-        va_end(ap);
-    }
-    return ATTNRT_ERR_UNSUPPORTED;
-}
-
-static int dtype_is_any(attnrt_dtype_t dt) { return dt.code == 0 && dt.bits == 0; }
-
 /* q / key / state dtypes: the three float formats. */
 static attnrt_status_t check_act_dtype(attnrt_dtype_t dt, const char *what, char *reason, size_t cap)
 {
-    if (dtype_is_any(dt)) return ATTNRT_OK;
+    if (plugin_dtype_is_any(dt)) return ATTNRT_OK;
     dc_kind_t k = dc_kind_of(dt);
     if (k == DC_F32 || k == DC_F16 || k == DC_BF16) return ATTNRT_OK;
-    return refuse(reason, cap, "%s dtype (code %u, %u bits) is not f32, f16 or bf16", what, dt.code, dt.bits);
+    return plugin_refuse(reason, cap, "%s dtype (code %u, %u bits) is not f32, f16 or bf16", what, dt.code, dt.bits);
 }
 
 static attnrt_status_t check_cache_dtype(attnrt_dtype_t dt, char *reason, size_t cap)
 {
-    if (dtype_is_any(dt) || dc_kind_of(dt) != DC_INVALID) return ATTNRT_OK;
-    return refuse(reason, cap, "cache dtype (code %u, %u bits) is not f32, f16, bf16, fp8_e4m3 or fp8_e5m2",
+    if (plugin_dtype_is_any(dt) || dc_kind_of(dt) != DC_INVALID) return ATTNRT_OK;
+    return plugin_refuse(reason, cap, "cache dtype (code %u, %u bits) is not f32, f16, bf16, fp8_e4m3 or fp8_e5m2",
                   dt.code, dt.bits);
 }
 
@@ -54,8 +40,8 @@ static attnrt_status_t check_cache_dtype(attnrt_dtype_t dt, char *reason, size_t
 static attnrt_status_t check_head_dims(const attnrt_op_query_t *q, const char *qk, const char *v, char *reason,
                                        size_t cap)
 {
-    if (q->head_dim_qk > CPU_MAX_HEAD_DIM) return refuse(reason, cap, "%s %u > %u", qk, q->head_dim_qk, CPU_MAX_HEAD_DIM);
-    if (q->head_dim_v > CPU_MAX_HEAD_DIM) return refuse(reason, cap, "%s %u > %u", v, q->head_dim_v, CPU_MAX_HEAD_DIM);
+    if (q->head_dim_qk > CPU_MAX_HEAD_DIM) return plugin_refuse(reason, cap, "%s %u > %u", qk, q->head_dim_qk, CPU_MAX_HEAD_DIM);
+    if (q->head_dim_v > CPU_MAX_HEAD_DIM) return plugin_refuse(reason, cap, "%s %u > %u", v, q->head_dim_v, CPU_MAX_HEAD_DIM);
     return ATTNRT_OK;
 }
 
@@ -71,9 +57,9 @@ static attnrt_status_t refuse_features(uint32_t features, uint32_t allowed, cons
     };
     uint32_t all_known = 0;
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) all_known |= known[i].bit;
-    if (features & ~all_known) return refuse(reason, cap, "unknown feature bits 0x%x", features & ~all_known);
+    if (features & ~all_known) return plugin_refuse(reason, cap, "unknown feature bits 0x%x", features & ~all_known);
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (features & ~allowed & known[i].bit) return refuse(reason, cap, "%s does not take %s", op, known[i].what);
+        if (features & ~allowed & known[i].bit) return plugin_refuse(reason, cap, "%s does not take %s", op, known[i].what);
     return ATTNRT_OK;
 }
 
@@ -85,9 +71,9 @@ static attnrt_status_t check_mla(const attnrt_op_query_t *q, char *reason, size_
     if (st == ATTNRT_OK) st = check_head_dims(q, "kv_dim", "v_dim", reason, cap);
     if (st != ATTNRT_OK) return st;
     if (q->head_dim_qk && q->head_dim_v > q->head_dim_qk)
-        return refuse(reason, cap, "v_dim %u > kv_dim %u: the value is the first v_dim columns of the latent",
+        return plugin_refuse(reason, cap, "v_dim %u > kv_dim %u: the value is the first v_dim columns of the latent",
                       q->head_dim_v, q->head_dim_qk);
-    if (q->num_kv_heads > 1) return refuse(reason, cap, "mla has one latent KV head, not %u", q->num_kv_heads);
+    if (q->num_kv_heads > 1) return plugin_refuse(reason, cap, "mla has one latent KV head, not %u", q->num_kv_heads);
     return refuse_features(q->features, CPU_MLA_FEATURES, "mla", reason, cap);
 }
 
@@ -101,9 +87,9 @@ static attnrt_status_t check_linear(const attnrt_op_query_t *q, char *reason, si
     if (st != ATTNRT_OK) return st;
     const uint32_t a = q->num_q_heads, b = q->num_kv_heads;
     if (q->op == ATTNRT_OP_LIGHTNING && a && b && a != b)
-        return refuse(reason, cap, "lightning has as many key heads as query heads (%u != %u)", a, b);
+        return plugin_refuse(reason, cap, "lightning has as many key heads as query heads (%u != %u)", a, b);
     if (q->op == ATTNRT_OP_GATED_DELTA && a && b && (a > b ? a % b : b % a))
-        return refuse(reason, cap, "gated_delta needs the value heads to be a multiple of the key heads (%u, %u)", a, b);
+        return plugin_refuse(reason, cap, "gated_delta needs the value heads to be a multiple of the key heads (%u, %u)", a, b);
     return refuse_features(q->features, 0, op, reason, cap);
 }
 
@@ -120,14 +106,14 @@ attnrt_status_t cpu_op_check(const attnrt_op_query_t *query, char *reason, size_
     case ATTNRT_OP_MERGE_STATES:
         break;
     case ATTNRT_OP_CASCADE:
-        return refuse(reason, cap, "cascade is composed by the runtime from paged_attention and merge_states");
+        return plugin_refuse(reason, cap, "cascade is composed by the runtime from paged_attention and merge_states");
     case ATTNRT_OP_MLA:
         return check_mla(&q, reason, cap);
     case ATTNRT_OP_LIGHTNING:
     case ATTNRT_OP_GATED_DELTA:
         return check_linear(&q, reason, cap);
     default:
-        return refuse(reason, cap, "unknown op %u (the cpu plugin knows the ops of ABI %d.%d)", q.op,
+        return plugin_refuse(reason, cap, "unknown op %u (the cpu plugin knows the ops of ABI %d.%d)", q.op,
                       ATTNRT_ABI_MAJOR, ATTNRT_ABI_MINOR);
     }
 
@@ -139,15 +125,15 @@ attnrt_status_t cpu_op_check(const attnrt_op_query_t *query, char *reason, size_
         if (st != ATTNRT_OK) return st;
     }
     if (q.head_dim_qk > CPU_MAX_HEAD_DIM)
-        return refuse(reason, cap, "head_dim_qk %u > %u", q.head_dim_qk, CPU_MAX_HEAD_DIM);
+        return plugin_refuse(reason, cap, "head_dim_qk %u > %u", q.head_dim_qk, CPU_MAX_HEAD_DIM);
     if (q.head_dim_v > CPU_MAX_HEAD_DIM)
-        return refuse(reason, cap, "head_dim_v %u > %u", q.head_dim_v, CPU_MAX_HEAD_DIM);
+        return plugin_refuse(reason, cap, "head_dim_v %u > %u", q.head_dim_v, CPU_MAX_HEAD_DIM);
     if (q.op == ATTNRT_OP_PAGED_ATTENTION && q.num_q_heads && q.num_kv_heads && q.num_q_heads % q.num_kv_heads)
-        return refuse(reason, cap, "num_q_heads %u is not a multiple of num_kv_heads %u", q.num_q_heads,
+        return plugin_refuse(reason, cap, "num_q_heads %u is not a multiple of num_kv_heads %u", q.num_q_heads,
                       q.num_kv_heads);
     if (q.features & ATTNRT_FEATURE_SPARSE)
-        return refuse(reason, cap, "the sparse feature (indices) belongs to mla, not %s", attnrt_op_string(q.op));
+        return plugin_refuse(reason, cap, "the sparse feature (indices) belongs to mla, not %s", attnrt_op_string(q.op));
     if (q.features & ~(uint32_t)CPU_ATTENTION_FEATURES)
-        return refuse(reason, cap, "unknown feature bits 0x%x", q.features & ~(uint32_t)CPU_ATTENTION_FEATURES);
+        return plugin_refuse(reason, cap, "unknown feature bits 0x%x", q.features & ~(uint32_t)CPU_ATTENTION_FEATURES);
     return ATTNRT_OK; /* any block size >= 1, any head counts */
 }

@@ -6,37 +6,24 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "plugin_error.h"
 
 #define CUDA_ATTENTION_FEATURES                                                                         \
     (ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW | ATTNRT_FEATURE_SOFTCAP | ATTNRT_FEATURE_ALIBI | \
      ATTNRT_FEATURE_SINKS | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_KV_SCALE_BLOCK | ATTNRT_FEATURE_LAYOUT_HND)
 
-static attnrt_status_t refuse(char *reason, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static attnrt_status_t refuse(char *reason, size_t cap, const char *fmt, ...)
-{
-    if (reason && cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(reason, cap, fmt, ap);
-        va_end(ap);
-    }
-    return ATTNRT_ERR_UNSUPPORTED;
-}
-
-static int dtype_is_any(attnrt_dtype_t dt) { return dt.code == 0 && dt.bits == 0; }
-
 static attnrt_status_t check_act_dtype(attnrt_dtype_t dt, const char *what, char *reason, size_t cap)
 {
-    if (dtype_is_any(dt)) return ATTNRT_OK;
+    if (plugin_dtype_is_any(dt)) return ATTNRT_OK;
     const int k = cuda_ck_dtype(dt);
     if (k == CK_F32 || k == CK_F16 || k == CK_BF16) return ATTNRT_OK;
-    return refuse(reason, cap, "%s dtype (code %u, %u bits) is not f32, f16 or bf16", what, dt.code, dt.bits);
+    return plugin_refuse(reason, cap, "%s dtype (code %u, %u bits) is not f32, f16 or bf16", what, dt.code, dt.bits);
 }
 
 static attnrt_status_t check_cache_dtype(attnrt_dtype_t dt, char *reason, size_t cap)
 {
-    if (dtype_is_any(dt) || cuda_ck_dtype(dt) >= 0) return ATTNRT_OK;
-    return refuse(reason, cap, "cache dtype (code %u, %u bits) is not f32, f16, bf16, fp8_e4m3 or fp8_e5m2", dt.code,
+    if (plugin_dtype_is_any(dt) || cuda_ck_dtype(dt) >= 0) return ATTNRT_OK;
+    return plugin_refuse(reason, cap, "cache dtype (code %u, %u bits) is not f32, f16, bf16, fp8_e4m3 or fp8_e5m2", dt.code,
                   dt.bits);
 }
 
@@ -53,13 +40,13 @@ attnrt_status_t cuda_op_check(const attnrt_op_query_t *query, char *reason, size
     case ATTNRT_OP_MERGE_STATES:
         break;
     case ATTNRT_OP_CASCADE:
-        return refuse(reason, cap, "cascade is composed by the runtime from paged_attention and merge_states");
+        return plugin_refuse(reason, cap, "cascade is composed by the runtime from paged_attention and merge_states");
     case ATTNRT_OP_MLA:
     case ATTNRT_OP_LIGHTNING:
     case ATTNRT_OP_GATED_DELTA:
-        return refuse(reason, cap, "%s is not implemented in the cuda plugin yet", attnrt_op_string(q.op));
+        return plugin_refuse(reason, cap, "%s is not implemented in the cuda plugin yet", attnrt_op_string(q.op));
     default:
-        return refuse(reason, cap, "unknown op %u (the cuda plugin knows the ops of ABI %d.%d)", q.op,
+        return plugin_refuse(reason, cap, "unknown op %u (the cuda plugin knows the ops of ABI %d.%d)", q.op,
                       ATTNRT_ABI_MAJOR, ATTNRT_ABI_MINOR);
     }
 
@@ -72,18 +59,18 @@ attnrt_status_t cuda_op_check(const attnrt_op_query_t *query, char *reason, size
     }
     if (q.op == ATTNRT_OP_PAGED_ATTENTION) { /* kv_write and merge take any head dim */
         if (q.head_dim_qk > CK_MAX_HEAD_DIM)
-            return refuse(reason, cap, "head_dim_qk %u > %u (the cuda kernels hold at most %u dims per head)",
+            return plugin_refuse(reason, cap, "head_dim_qk %u > %u (the cuda kernels hold at most %u dims per head)",
                           q.head_dim_qk, CK_MAX_HEAD_DIM, CK_MAX_HEAD_DIM);
         if (q.head_dim_v > CK_MAX_HEAD_DIM)
-            return refuse(reason, cap, "head_dim_v %u > %u (the cuda kernels hold at most %u dims per head)",
+            return plugin_refuse(reason, cap, "head_dim_v %u > %u (the cuda kernels hold at most %u dims per head)",
                           q.head_dim_v, CK_MAX_HEAD_DIM, CK_MAX_HEAD_DIM);
         if (q.num_q_heads && q.num_kv_heads && q.num_q_heads % q.num_kv_heads)
-            return refuse(reason, cap, "num_q_heads %u is not a multiple of num_kv_heads %u", q.num_q_heads,
+            return plugin_refuse(reason, cap, "num_q_heads %u is not a multiple of num_kv_heads %u", q.num_q_heads,
                           q.num_kv_heads);
     }
     if (q.features & ATTNRT_FEATURE_SPARSE)
-        return refuse(reason, cap, "the sparse feature (indices) belongs to mla, not %s", attnrt_op_string(q.op));
+        return plugin_refuse(reason, cap, "the sparse feature (indices) belongs to mla, not %s", attnrt_op_string(q.op));
     if (q.features & ~(uint32_t)CUDA_ATTENTION_FEATURES)
-        return refuse(reason, cap, "unknown feature bits 0x%x", q.features & ~(uint32_t)CUDA_ATTENTION_FEATURES);
+        return plugin_refuse(reason, cap, "unknown feature bits 0x%x", q.features & ~(uint32_t)CUDA_ATTENTION_FEATURES);
     return ATTNRT_OK; /* any block size >= 1, any head counts */
 }

@@ -14,26 +14,13 @@
 #include <string.h>
 
 #include "dtype_convert.h"
+#include "plugin_error.h"
 #include "npu_ops.h"
-
-static attnrt_status_t refuse(char *reason, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static attnrt_status_t refuse(char *reason, size_t cap, const char *fmt, ...)
-{
-    if (reason && cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(reason, cap, fmt, ap);
-        va_end(ap);
-    }
-    return ATTNRT_ERR_UNSUPPORTED;
-}
-
-static int is_any(attnrt_dtype_t dt) { return dt.code == 0 && dt.bits == 0; }
 
 static int act_ok(attnrt_dtype_t dt)
 {
     dc_kind_t k = dc_kind_of(dt);
-    return is_any(dt) || k == DC_F32 || k == DC_F16 || k == DC_BF16;
+    return plugin_dtype_is_any(dt) || k == DC_F32 || k == DC_F16 || k == DC_BF16;
 }
 
 /* The cache geometry: block size, and on the vLLM path the backend's single head_size. */
@@ -42,35 +29,35 @@ static attnrt_status_t cache_rules(const npu_select_ctx_t *ctx, const attnrt_op_
     char msg[NPU_MSG_MAX];
     if (ctx->front_end == ATTNRT_FRONT_END_COMPILED) {
         if (q->block_size && !npu_rule_compiled_block(ctx->profile, q->block_size, msg, sizeof msg))
-            return refuse(reason, cap, "%s", msg);
+            return plugin_refuse(reason, cap, "%s", msg);
         return ATTNRT_OK;
     }
     if (q->block_size && !npu_rule_vllm_block(ctx->profile, q->block_size, msg, sizeof msg))
-        return refuse(reason, cap, "%s", msg);
+        return plugin_refuse(reason, cap, "%s", msg);
     if (q->head_dim_qk && q->head_dim_v && q->head_dim_qk != q->head_dim_v)
-        return refuse(reason, cap, "head_dim_qk %u != head_dim_v %u: the RBLN attention backend has one head_size for "
+        return plugin_refuse(reason, cap, "head_dim_qk %u != head_dim_v %u: the RBLN attention backend has one head_size for "
                       "K and V (its cache is [2, num_blocks, Hkv, 1, block_size, head_size])", q->head_dim_qk,
                       q->head_dim_v);
     const uint32_t head = q->head_dim_qk ? q->head_dim_qk : q->head_dim_v;
-    if (head && !npu_rule_head_size(head, msg, sizeof msg)) return refuse(reason, cap, "%s", msg);
+    if (head && !npu_rule_head_size(head, msg, sizeof msg)) return plugin_refuse(reason, cap, "%s", msg);
     return ATTNRT_OK;
 }
 
 static attnrt_status_t feature_rules(uint32_t f, int attention, char *reason, size_t cap)
 {
-    if (f & ATTNRT_FEATURE_SPARSE) return refuse(reason, cap, "the sparse feature (indices) belongs to MLA");
+    if (f & ATTNRT_FEATURE_SPARSE) return plugin_refuse(reason, cap, "the sparse feature (indices) belongs to MLA");
     if (f & ATTNRT_FEATURE_KV_SCALE_BLOCK)
-        return refuse(reason, cap, "per-block fp8 KV scales: vLLM-style FP8 KV caches carry one scale per tensor "
+        return plugin_refuse(reason, cap, "per-block fp8 KV scales: vLLM-style FP8 KV caches carry one scale per tensor "
                       "(k_scale / v_scale); use a [1] scale");
     if (!attention) return ATTNRT_OK;
     if (f & ATTNRT_FEATURE_SOFTCAP)
-        return refuse(reason, cap, "logits soft cap: %s (vllm-rbln drops the cap; npu_sim refuses instead of computing "
+        return plugin_refuse(reason, cap, "logits soft cap: %s (vllm-rbln drops the cap; npu_sim refuses instead of computing "
                       "something else)", npu_msg_softcap);
     if (f & ATTNRT_FEATURE_ALIBI)
-        return refuse(reason, cap, "ALiBi: the RBLN attention kernels take no ALiBi slopes (vllm-rbln keeps "
+        return plugin_refuse(reason, cap, "ALiBi: the RBLN attention kernels take no ALiBi slopes (vllm-rbln keeps "
                       "alibi_slopes but passes them to no kernel)");
     if (f & ATTNRT_FEATURE_LSE)
-        return refuse(reason, cap, "LSE output: the RBLN attention kernels return only the attention output, no "
+        return plugin_refuse(reason, cap, "LSE output: the RBLN attention kernels return only the attention output, no "
                       "log-sum-exp (and vllm-rbln never uses cascade attention)");
     return ATTNRT_OK;
 }
@@ -88,35 +75,35 @@ attnrt_status_t npu_op_check(const npu_select_ctx_t *ctx, const attnrt_op_query_
     case ATTNRT_OP_MERGE_STATES:
         break;
     case ATTNRT_OP_CASCADE:
-        return refuse(reason, cap, "cascade attention: vllm-rbln's use_cascade_attention returns False, and the "
+        return plugin_refuse(reason, cap, "cascade attention: vllm-rbln's use_cascade_attention returns False, and the "
                       "RBLN kernels return no LSE to merge");
     case ATTNRT_OP_MLA:
-        return refuse(reason, cap, "MLA is not executed by npu_sim (select_attention answers its kernel rules)");
+        return plugin_refuse(reason, cap, "MLA is not executed by npu_sim (select_attention answers its kernel rules)");
     case ATTNRT_OP_LIGHTNING:
     case ATTNRT_OP_GATED_DELTA:
-        return refuse(reason, cap, "%s is not an RBLN attention kernel npu_sim simulates", attnrt_op_string(q.op));
+        return plugin_refuse(reason, cap, "%s is not an RBLN attention kernel npu_sim simulates", attnrt_op_string(q.op));
     default:
-        return refuse(reason, cap, "unknown op %u (npu_sim knows the ops of ABI %d.%d)", q.op, ATTNRT_ABI_MAJOR,
+        return plugin_refuse(reason, cap, "unknown op %u (npu_sim knows the ops of ABI %d.%d)", q.op, ATTNRT_ABI_MAJOR,
                       ATTNRT_ABI_MINOR);
     }
 
     if (!act_ok(q.q_dtype))
-        return refuse(reason, cap, "%s dtype (code %u, %u bits) is not f32, f16 or bf16",
+        return plugin_refuse(reason, cap, "%s dtype (code %u, %u bits) is not f32, f16 or bf16",
                       q.op == ATTNRT_OP_KV_WRITE ? "key" : q.op == ATTNRT_OP_MERGE_STATES ? "out" : "query",
                       q.q_dtype.code, q.q_dtype.bits);
     if (q.op == ATTNRT_OP_MERGE_STATES) {
         if (!act_ok(q.kv_dtype))
-            return refuse(reason, cap, "state dtype (code %u, %u bits) is not f32, f16 or bf16", q.kv_dtype.code,
+            return plugin_refuse(reason, cap, "state dtype (code %u, %u bits) is not f32, f16 or bf16", q.kv_dtype.code,
                           q.kv_dtype.bits);
-        if (q.features & ATTNRT_FEATURE_SPARSE) return refuse(reason, cap, "the sparse feature (indices) belongs to MLA");
+        if (q.features & ATTNRT_FEATURE_SPARSE) return plugin_refuse(reason, cap, "the sparse feature (indices) belongs to MLA");
         return ATTNRT_OK; /* the attention-only feature bits say nothing about a merge */
     }
-    if (!is_any(q.kv_dtype) && dc_kind_of(q.kv_dtype) == DC_INVALID)
-        return refuse(reason, cap, "cache dtype (code %u, %u bits) is not f32, f16, bf16, fp8_e4m3 or fp8_e5m2",
+    if (!plugin_dtype_is_any(q.kv_dtype) && dc_kind_of(q.kv_dtype) == DC_INVALID)
+        return plugin_refuse(reason, cap, "cache dtype (code %u, %u bits) is not f32, f16, bf16, fp8_e4m3 or fp8_e5m2",
                       q.kv_dtype.code, q.kv_dtype.bits);
     attnrt_status_t st = cache_rules(ctx, &q, reason, cap);
     if (st != ATTNRT_OK) return st;
     if (q.op == ATTNRT_OP_PAGED_ATTENTION && q.num_q_heads && q.num_kv_heads && q.num_q_heads % q.num_kv_heads)
-        return refuse(reason, cap, "num_q_heads %u is not a multiple of num_kv_heads %u", q.num_q_heads, q.num_kv_heads);
+        return plugin_refuse(reason, cap, "num_q_heads %u is not a multiple of num_kv_heads %u", q.num_q_heads, q.num_kv_heads);
     return feature_rules(q.features, q.op == ATTNRT_OP_PAGED_ATTENTION, reason, cap);
 }
