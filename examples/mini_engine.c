@@ -7,9 +7,16 @@
  *   2. makes ONE attention plan for the step: the shapes are the same in every layer, so the work
  *      split and the validation of every index are paid once, not once per layer,
  *   3. per layer: writes the new tokens' K/V into that layer's paged cache (attnrt_kv_write) and runs
- *      attention over the cache (attnrt_attention_run) with the plan and a reused workspace.
+ *      attention over the cache (attnrt_attention_run) with the plan and a reused workspace,
+ *   4. then (--gdn-layers 1, the default) one gated-delta-net layer, as in Qwen3-Next-class hybrid
+ *      models: its recurrent state lives in a state slot (attnrt_state_pool_*) that a request takes
+ *      when it is admitted and gives back when it completes or is preempted; the step makes one
+ *      attnrt_gated_delta_plan from query_start_loc, the rows' slots and has_initial_state (0 on a
+ *      request's first prefill chunk: start from zeros; 1 on later chunks and decodes) and runs it.
  * A sample of steps is recomputed in float64 from the cache as stored on the device
- * (mini_engine_check.c); a result beyond the dtype's tolerance fails the run (exit 1).
+ * (mini_engine_check.c), and the GDN layer of those steps against a float64 recurrence started from
+ * each request's slot as read back before the run; a result beyond the dtype's tolerance fails the
+ * run (exit 1).
  *
  * Run: mini_engine [--help]. With no flags it uses attnrt_open(NULL)'s device and small defaults.
  */
@@ -42,7 +49,9 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: mini_engine [flags]\n"
             "  --device NAME          device to open (default: attnrt_open(NULL)'s choice)\n"
-            "  --layers N             layers, each with its own paged KV cache (2)\n"
+            "  --layers N             full-attention layers, each with its own paged KV cache (2)\n"
+            "  --gdn-layers N         0 | 1 gated-delta-net layers after them: state slots of\n"
+            "                         [--heads, 64, 64] f32, key heads = --kv-heads, one slot per seat (1)\n"
             "  --heads N              query heads (8)\n"
             "  --kv-heads N           KV heads; divides --heads (2)\n"
             "  --head-dim N           head dimension (128)\n"
@@ -77,6 +86,7 @@ static int parse_flags(int argc, char **argv, engine_config_t *c)
 {
     static const struct { const char *name; size_t offset; int lo, hi; } ints[] = {
         {"--layers", offsetof(engine_config_t, layers), 1, 1024},
+        {"--gdn-layers", offsetof(engine_config_t, gdn_layers), 0, 1},
         {"--heads", offsetof(engine_config_t, q_heads), 1, 1024},
         {"--kv-heads", offsetof(engine_config_t, kv_heads), 1, 1024},
         {"--head-dim", offsetof(engine_config_t, head_dim), 1, 1024},
@@ -174,11 +184,25 @@ typedef struct engine {
     size_t            workspace_bytes;
     /* host staging of this layer's activations */
     void             *q_host, *k_host, *v_host;
+    /* the GDN layer (cfg.gdn_layers = 1): one state pool [max_seqs, HV, Dk, Dv] f32 and its inputs */
+    attnrt_state_pool_t *gdn_pool;
+    void             *gq, *gk, *gv, *gg, *gbeta, *gout, *state_idx, *has_init, *gdn_workspace;
+    size_t            gdn_workspace_bytes;
+    void             *gq_host, *gk_host, *gv_host;
+    float            *gg_host, *gbeta_host, *state_before;
+    int32_t          *state_idx_host;
+    uint8_t          *has_init_host;
+    int               slot_free_failed;
     /* statistics */
     int               step;   /* the loop's current step, 0-based */
     long              steps_run, idle_steps, prefill_tokens, decode_tokens, checks, checks_passed;
     double            attn_s, plan_s, pool_used_sum, pool_used_peak, max_rel, tol;
+    long              gdn_checks, gdn_checks_passed;
+    double            gdn_s, gdn_plan_s, gdn_max_rel;
 } engine_t;
+
+/* The GDN layer's shape: H = --kv-heads key heads, HV = --heads value heads, small Dk = Dv. */
+enum { GDN_DK = 64, GDN_DV = 64 };
 
 static size_t act_bytes(const engine_t *e, int heads)
 {
@@ -221,9 +245,49 @@ static int engine_alloc(engine_t *e)
         TRY_API(attnrt_mem_copy_to_device(e->ctx, e->k_scale_dev, &e->k_scale, sizeof(float), NULL));
         TRY_API(attnrt_mem_copy_to_device(e->ctx, e->v_scale_dev, &e->v_scale, sizeof(float), NULL));
     }
+    if (c->gdn_layers) {
+        const int H = c->kv_heads, HV = c->q_heads;
+        const size_t T = (size_t)c->max_batch_tokens, es = attnrt_dtype_size(c->dtype);
+        const size_t slot_elems = (size_t)HV * GDN_DK * GDN_DV;
+        e->gq_host = malloc(T * H * GDN_DK * es);
+        e->gk_host = malloc(T * H * GDN_DK * es);
+        e->gv_host = malloc(T * HV * GDN_DV * es);
+        e->gg_host = malloc(T * HV * sizeof(float));
+        e->gbeta_host = malloc(T * HV * sizeof(float));
+        e->state_before = malloc((size_t)c->max_seqs * slot_elems * sizeof(float));
+        e->state_idx_host = malloc((size_t)c->max_seqs * sizeof(int32_t));
+        e->has_init_host = malloc((size_t)c->max_seqs);
+        if (!e->gq_host || !e->gk_host || !e->gv_host || !e->gg_host || !e->gbeta_host || !e->state_before ||
+            !e->state_idx_host || !e->has_init_host) {
+            fprintf(stderr, "mini_engine: out of host memory\n");
+            return 0;
+        }
+        /* One slot per seat: a running request always finds one free. */
+        const int64_t slot_shape[3] = {HV, GDN_DK, GDN_DV};
+        TRY_API(attnrt_state_pool_create(e->ctx, ATTNRT_F32, 3, slot_shape, c->max_seqs, &e->gdn_pool));
+        TRY_API(attnrt_mem_alloc(e->ctx, T * H * GDN_DK * es, &e->gq));
+        TRY_API(attnrt_mem_alloc(e->ctx, T * H * GDN_DK * es, &e->gk));
+        TRY_API(attnrt_mem_alloc(e->ctx, T * HV * GDN_DV * es, &e->gv));
+        TRY_API(attnrt_mem_alloc(e->ctx, T * HV * sizeof(float), &e->gg));
+        TRY_API(attnrt_mem_alloc(e->ctx, T * HV * sizeof(float), &e->gbeta));
+        TRY_API(attnrt_mem_alloc(e->ctx, T * HV * GDN_DV * es, &e->gout));
+        TRY_API(attnrt_mem_alloc(e->ctx, (size_t)c->max_seqs * sizeof(int32_t), &e->state_idx));
+        TRY_API(attnrt_mem_alloc(e->ctx, (size_t)c->max_seqs, &e->has_init));
+    }
     return 1;
 fail:
     return 0;
+}
+
+/* The scheduler's on_release: a request that completes or is preempted gives its state slot back
+ * (a preempted one is recomputed from scratch, state included, and takes a slot again then). */
+static void release_slot(void *user, request_t *r)
+{
+    engine_t *e = user;
+    if (r->state_slot < 0) return;
+    if (!api_ok(attnrt_state_slot_free(e->gdn_pool, r->state_slot), "attnrt_state_slot_free"))
+        e->slot_free_failed = 1;
+    r->state_slot = -1;
 }
 
 /* Frees what engine_alloc made (any part of it) and reports a context that still counts live objects. */
@@ -231,13 +295,15 @@ static int engine_free(engine_t *e)
 {
     int ok = 1;
     void *single[] = {e->q, e->k, e->v, e->out, e->qsl, e->seq_lens, e->block_table, e->slot_mapping,
-                      e->k_scale_dev, e->v_scale_dev, e->workspace};
+                      e->k_scale_dev, e->v_scale_dev, e->workspace, e->gq, e->gk, e->gv, e->gg, e->gbeta,
+                      e->gout, e->state_idx, e->has_init, e->gdn_workspace};
     for (size_t i = 0; i < sizeof single / sizeof single[0]; i++)
         if (single[i]) ok &= api_ok(attnrt_mem_free(e->ctx, single[i]), "attnrt_mem_free");
     for (int l = 0; e->k_cache && e->v_cache && l < e->cfg.layers; l++) {
         if (e->k_cache[l]) ok &= api_ok(attnrt_mem_free(e->ctx, e->k_cache[l]), "attnrt_mem_free(k_cache)");
         if (e->v_cache[l]) ok &= api_ok(attnrt_mem_free(e->ctx, e->v_cache[l]), "attnrt_mem_free(v_cache)");
     }
+    if (e->gdn_pool) ok &= api_ok(attnrt_state_pool_destroy(e->gdn_pool), "attnrt_state_pool_destroy");
     if (e->stream) ok &= api_ok(attnrt_stream_destroy(e->stream), "attnrt_stream_destroy");
     if (e->ctx) ok &= api_ok(attnrt_close(e->ctx), "attnrt_close"); /* BUSY here would mean a leak above */
     /* Unloads the plugins and frees the registry, so that a leak checker sees nothing left behind. */
@@ -247,6 +313,14 @@ static int engine_free(engine_t *e)
     free(e->q_host);
     free(e->k_host);
     free(e->v_host);
+    free(e->gq_host);
+    free(e->gk_host);
+    free(e->gv_host);
+    free(e->gg_host);
+    free(e->gbeta_host);
+    free(e->state_before);
+    free(e->state_idx_host);
+    free(e->has_init_host);
     batch_free(&e->batch);
     sched_destroy(&e->sched);
     return ok;
@@ -257,6 +331,122 @@ static int engine_free(engine_t *e)
 static void fill_random(engine_t *e, void *dst, size_t n)
 {
     for (size_t i = 0; i < n; i++) encode_act(dst, i, (float)(2.0 * rng_uniform(&e->data_rng) - 1.0), e->cfg.dtype);
+}
+
+/* Runs the step's GDN layer (after the attention layers, whose plan and metadata it does not need
+ * beyond query_start_loc, already on the device). With `check`, verifies it in float64. */
+static int run_gdn(engine_t *e, int check)
+{
+    const engine_config_t *c = &e->cfg;
+    const batch_t *b = &e->batch;
+    const int B = b->num_seqs, T = b->num_tokens, H = c->kv_heads, HV = c->q_heads;
+    attnrt_context_t *ctx = e->ctx;
+    attnrt_stream_t *st = e->stream;
+    attnrt_plan_t *plan = NULL;
+
+    /* Admission: a request scheduled for the first time (or again after a preemption) takes a slot. */
+    for (int r = 0; r < B; r++) {
+        request_t *req = b->rows[r];
+        if (req->state_slot < 0) TRY_API(attnrt_state_slot_alloc(e->gdn_pool, &req->state_slot));
+        e->state_idx_host[r] = req->state_slot;
+        /* Its first prefill chunk starts from zeros (the slot's old contents are never read). */
+        e->has_init_host[r] = req->computed > 0;
+    }
+    TRY_API(attnrt_mem_copy_to_device(ctx, e->state_idx, e->state_idx_host, (size_t)B * sizeof(int32_t), st));
+    TRY_API(attnrt_mem_copy_to_device(ctx, e->has_init, e->has_init_host, (size_t)B, st));
+
+    /* Stand-ins for the layer's projections: q, k, v in [-1, 1); g = -softplus(x) < 0 (log decay),
+     * beta = sigmoid(x) in (0, 1). */
+    const size_t qk_elems = (size_t)T * H * GDN_DK, v_elems = (size_t)T * HV * GDN_DV, gb = (size_t)T * HV;
+    const size_t es = attnrt_dtype_size(c->dtype);
+    fill_random(e, e->gq_host, qk_elems);
+    fill_random(e, e->gk_host, qk_elems);
+    fill_random(e, e->gv_host, v_elems);
+    for (size_t i = 0; i < gb; i++) {
+        e->gg_host[i] = (float)-log1p(exp(4.0 * rng_uniform(&e->data_rng) - 4.0));
+        e->gbeta_host[i] = (float)(1.0 / (1.0 + exp(-(4.0 * rng_uniform(&e->data_rng) - 2.0))));
+    }
+    TRY_API(attnrt_mem_copy_to_device(ctx, e->gq, e->gq_host, qk_elems * es, st));
+    TRY_API(attnrt_mem_copy_to_device(ctx, e->gk, e->gk_host, qk_elems * es, st));
+    TRY_API(attnrt_mem_copy_to_device(ctx, e->gv, e->gv_host, v_elems * es, st));
+    TRY_API(attnrt_mem_copy_to_device(ctx, e->gg, e->gg_host, gb * sizeof(float), st));
+    TRY_API(attnrt_mem_copy_to_device(ctx, e->gbeta, e->gbeta_host, gb * sizeof(float), st));
+
+    const int64_t qk_shape[3] = {T, H, GDN_DK}, v_shape[3] = {T, HV, GDN_DV}, gb_shape[2] = {T, HV};
+    const int64_t qsl_shape[1] = {B + 1}, b_shape[1] = {B};
+    attnrt_tensor_t q, k, v, g, beta, out, state, qsl, sidx, hinit;
+    TRY_API(attnrt_tensor_init(&q, e->gq, c->dtype, 3, qk_shape));
+    TRY_API(attnrt_tensor_init(&k, e->gk, c->dtype, 3, qk_shape));
+    TRY_API(attnrt_tensor_init(&v, e->gv, c->dtype, 3, v_shape));
+    TRY_API(attnrt_tensor_init(&g, e->gg, ATTNRT_F32, 2, gb_shape));
+    TRY_API(attnrt_tensor_init(&beta, e->gbeta, ATTNRT_F32, 2, gb_shape));
+    TRY_API(attnrt_tensor_init(&out, e->gout, c->dtype, 3, v_shape));
+    TRY_API(attnrt_state_pool_tensor(e->gdn_pool, &state));
+    TRY_API(attnrt_tensor_init(&qsl, e->qsl, ATTNRT_I32, 1, qsl_shape));
+    TRY_API(attnrt_tensor_init(&sidx, e->state_idx, ATTNRT_I32, 1, b_shape));
+    TRY_API(attnrt_tensor_init(&hinit, e->has_init, ATTNRT_U8, 1, b_shape));
+    /* The output is not fed anywhere (like the attention layers' outputs): a real model would run it
+     * through the gated RMSNorm and the output projection into the residual stream. */
+    const attnrt_gated_delta_args_t args = {
+        .struct_size = sizeof args, .query = &q, .key = &k, .value = &v, .g = &g, .beta = &beta, .out = &out,
+        .state = &state, .query_start_loc = &qsl, .state_indices = &sidx, .has_initial_state = &hinit,
+        .scale = 0.0f /* Dk^-1/2 */, .use_l2norm = 1};
+    const attnrt_batch_host_t host = {.struct_size = sizeof host, .num_seqs = B,
+                                      .query_start_loc = b->query_start_loc};
+    const attnrt_state_host_t states = {.struct_size = sizeof states, .state_indices = e->state_idx_host,
+                                        .has_initial_state = e->has_init_host};
+
+    double t0 = now_s();
+    TRY_API(attnrt_gated_delta_plan(ctx, &args, &host, &states, e->gdn_pool, &plan));
+    e->gdn_plan_s += now_s() - t0;
+    size_t need = 0;
+    TRY_API(attnrt_plan_workspace_size(plan, &need));
+    if (need > e->gdn_workspace_bytes) {
+        if (e->gdn_workspace) TRY_API(attnrt_mem_free(ctx, e->gdn_workspace));
+        e->gdn_workspace = NULL;
+        e->gdn_workspace_bytes = 0;
+        TRY_API(attnrt_mem_alloc(ctx, need + need / 4, &e->gdn_workspace));
+        e->gdn_workspace_bytes = need + need / 4;
+    }
+
+    const size_t slot_elems = (size_t)HV * GDN_DK * GDN_DV;
+    if (check) /* the run overwrites the slots: keep what the continuing requests start from */
+        for (int r = 0; r < B; r++) {
+            if (!e->has_init_host[r]) continue;
+            const unsigned char *src = (const unsigned char *)state.data +
+                                       (size_t)e->state_idx_host[r] * slot_elems * sizeof(float);
+            TRY_API(attnrt_mem_copy_to_host(ctx, e->state_before + (size_t)r * slot_elems, src,
+                                            slot_elems * sizeof(float), st));
+        }
+    TRY_API(attnrt_stream_synchronize(ctx, st)); /* the host buffers are refilled next step */
+
+    t0 = now_s();
+    TRY_API(attnrt_gated_delta_run(plan, &args, e->gdn_workspace_bytes ? e->gdn_workspace : NULL,
+                                   e->gdn_workspace_bytes, st));
+    TRY_API(attnrt_stream_synchronize(ctx, st));
+    e->gdn_s += now_s() - t0;
+
+    if (check) {
+        const check_gdn_t in = {.batch = b, .H = H, .HV = HV, .Dk = GDN_DK, .Dv = GDN_DV, .q_host = e->gq_host,
+                                .k_host = e->gk_host, .v_host = e->gv_host, .g_host = e->gg_host,
+                                .beta_host = e->gbeta_host, .has_initial_state = e->has_init_host,
+                                .state_before = e->state_before, .out_dev = e->gout};
+        double rel = 0.0;
+        if (!check_gdn(ctx, st, c, &in, &rel)) goto fail;
+        e->gdn_checks++;
+        if (isnan(rel) || rel > e->gdn_max_rel) e->gdn_max_rel = rel;
+        if (!(rel <= e->tol)) {
+            fprintf(stderr, "mini_engine: CHECK FAILED at step %d, GDN layer: relative L2 error %.3g > %.3g "
+                    "(%d seqs, %d tokens)\n", e->step + 1, rel, e->tol, B, T);
+            goto fail;
+        }
+        e->gdn_checks_passed++;
+    }
+    TRY_API(attnrt_plan_destroy(plan));
+    return 1;
+fail:
+    attnrt_plan_destroy(plan);
+    return 0;
 }
 
 /* Runs one scheduled step through every layer. */
@@ -365,6 +555,9 @@ static int run_step(engine_t *e, int check_layer)
         }
     }
     TRY_API(attnrt_plan_destroy(plan));
+    plan = NULL;
+    /* The GDN layer is checked on every checked step (check_layer >= 0), whatever attention layer is. */
+    if (c->gdn_layers && !run_gdn(e, check_layer >= 0)) goto fail;
     return 1;
 fail:
     attnrt_plan_destroy(plan);
@@ -384,6 +577,10 @@ static void print_header(const engine_t *e)
     printf("mini_engine: libattnrt %s on %s (%s)\n", attnrt_version_string(), name, props.model);
     printf("  model: %d layers, %d q heads / %d kv heads, head dim %d; %s activations, %s KV cache\n", c->layers,
            c->q_heads, c->kv_heads, c->head_dim, attnrt_dtype_name(c->dtype), attnrt_dtype_name(c->kv_dtype));
+    if (c->gdn_layers)
+        printf("  + %d GDN layer: %d key / %d value heads, Dk %d, Dv %d; %d f32 state slots (%.1f MiB)\n",
+               c->gdn_layers, c->kv_heads, c->q_heads, GDN_DK, GDN_DV, c->max_seqs,
+               (double)c->max_seqs * c->q_heads * GDN_DK * GDN_DV * sizeof(float) / (1024.0 * 1024.0));
     printf("  pool: %d blocks of %d tokens per layer (%.1f MiB K+V per layer); budget %d tokens/step, <= %d seqs\n",
            e->num_blocks, c->block_size, mib, c->max_batch_tokens, c->max_seqs);
     printf("  load: %.2f requests/step, prompts 32..%d, outputs 16..%d tokens; %d steps, seed %llu\n",
@@ -394,7 +591,7 @@ int main(int argc, char **argv)
 {
     engine_t e;
     memset(&e, 0, sizeof e);
-    e.cfg = (engine_config_t){.layers = 2, .q_heads = 8, .kv_heads = 2, .head_dim = 128, .block_size = 16,
+    e.cfg = (engine_config_t){.layers = 2, .gdn_layers = 1, .q_heads = 8, .kv_heads = 2, .head_dim = 128, .block_size = 16,
                               .steps = 200, .max_batch_tokens = 256, .max_seqs = 32, .pool_tokens = 16384,
                               .arrival_rate = 0.5, .min_prompt = 32, .max_prompt = 2048, .min_output = 16,
                               .max_output = 256, .seed = 1, .dtype = ATTNRT_BF16, .kv_dtype = ATTNRT_BF16,
@@ -411,6 +608,10 @@ int main(int argc, char **argv)
         goto fail;
     }
     e.num_blocks = e.sched.pool.num_total;
+    if (c->gdn_layers) {
+        e.sched.on_release = release_slot;
+        e.sched.release_user = &e;
+    }
     TRY_API(attnrt_open(c->device, &e.ctx));
     TRY_API(attnrt_stream_create(e.ctx, &e.stream));
     if (!engine_alloc(&e)) goto fail;
@@ -425,6 +626,7 @@ int main(int argc, char **argv)
             goto fail;
         }
         sched_schedule(&e.sched, &e.batch);
+        if (e.slot_free_failed) goto fail; /* a preemption's slot could not be freed (printed) */
         double used = sched_pool_used(&e.sched);
         e.pool_used_sum += used;
         if (used > e.pool_used_peak) e.pool_used_peak = used;
@@ -441,6 +643,7 @@ int main(int argc, char **argv)
         e.prefill_tokens += e.batch.prefill_tokens;
         e.decode_tokens += e.batch.decode_tokens;
         sched_finish_step(&e.sched);
+        if (e.slot_free_failed) goto fail;
         if (!c->quiet && (step + 1) % progress_every == 0)
             printf("step %4d | running %3d waiting %3d | batch %4d tok (prefill %4d, decode %3d) | pool %3.0f%% | "
                    "%.0f tok/s\n", step + 1, e.sched.num_running, e.sched.num_waiting, e.batch.num_tokens,
@@ -454,16 +657,22 @@ int main(int argc, char **argv)
     printf("  steps       %ld run, %ld idle (waiting for the first arrival)\n", e.steps_run, e.idle_steps);
     printf("  requests    %ld arrived, %ld completed, %d running, %d waiting; %ld preemptions\n", e.sched.arrived,
            e.sched.completed, e.sched.num_running, e.sched.num_waiting, e.sched.preemptions);
-    printf("  tokens      %ld (prefill %ld, decode %ld) x %d layers\n", tokens, e.prefill_tokens, e.decode_tokens,
-           c->layers);
+    printf("  tokens      %ld (prefill %ld, decode %ld) x %d attention + %d GDN layers\n", tokens, e.prefill_tokens,
+           e.decode_tokens, c->layers, c->gdn_layers);
     printf("  wall        %.2f s, %.0f tokens/s (with host-side random data and checks)\n", wall,
            wall > 0 ? tokens / wall : 0.0);
     printf("  attention   %.2f s in kv_write + attention_run (synchronised), %.0f tokens/s; planning %.3f s\n",
            e.attn_s, e.attn_s > 0 ? tokens / e.attn_s : 0.0, e.plan_s);
+    if (c->gdn_layers)
+        printf("  gdn         %.2f s in gated_delta_run (synchronised), %.0f tokens/s; planning %.3f s\n", e.gdn_s,
+               e.gdn_s > 0 ? tokens / e.gdn_s : 0.0, e.gdn_plan_s);
     printf("  pool        peak %.0f%%, mean %.0f%% of %d blocks\n", 100.0 * e.pool_used_peak,
            c->steps ? 100.0 * e.pool_used_sum / c->steps : 0.0, e.num_blocks);
     printf("  checks      %ld/%ld passed, max relative L2 error of a request %.2e (tolerance %.0e)\n",
            e.checks_passed, e.checks, e.max_rel, e.tol);
+    if (c->gdn_layers)
+        printf("  gdn checks  %ld/%ld passed, max relative L2 error of a request %.2e (tolerance %.0e)\n",
+               e.gdn_checks_passed, e.gdn_checks, e.gdn_max_rel, e.tol);
     ok = 1;
 fail:
     ok &= engine_free(&e); /* also closes the context */

@@ -3,7 +3,8 @@
  *
  *   mini_engine.c        flags, device buffers, the step loop (plan once, run per layer), the summary
  *   mini_engine_sched.c  requests, the paged block allocator and the token-budget scheduler (host only)
- *   mini_engine_check.c  the float64 check of a step against the paged cache as it is on the device
+ *   mini_engine_check.c  the float64 checks of a step: attention against the paged cache as it is on the
+ *                        device, the GDN layer against a float64 gated-delta recurrence
  *
  * Everything here is host code an engine would own; only mini_engine.c and the check call libattnrt.
  */
@@ -18,6 +19,7 @@
 
 typedef struct engine_config {
     int            layers, q_heads, kv_heads, head_dim, block_size;
+    int            gdn_layers;              /* 0 | 1 gated-delta-net layers after the attention ones */
     int            steps, max_batch_tokens, max_seqs, pool_tokens;
     double         arrival_rate;            /* mean requests arriving per step (Poisson)            */
     int            min_prompt, max_prompt;  /* prompt lengths: log-normal, clamped to this range    */
@@ -61,6 +63,7 @@ typedef struct request {
     int      scheduled;   /* tokens in this step's batch (0: not in it)                          */
     int      num_blocks;  /* blocks[0 .. num_blocks) hold positions [0, num_blocks * block_size) */
     int32_t *blocks;      /* logical block -> physical block, max_blocks_per_seq entries       */
+    int32_t  state_slot;  /* the GDN state slot (the same id in every GDN layer's pool); -1: none  */
 } request_t;
 
 /* A free list of physical block ids, shared by every layer: block b of the pool means block b of
@@ -89,6 +92,10 @@ typedef struct scheduler {
     int                    num_waiting, num_running, waiting_cap;
     int                    next_id;
     long                   arrived, completed, preemptions;
+    /* (optional) called when a running request gives up its seat (completed or preempted), before it
+     * is freed or requeued: the engine returns the request's state slot there. */
+    void                 (*on_release)(void *user, request_t *r);
+    void                  *release_user;
 } scheduler_t;
 
 int  sched_init(scheduler_t *s, const engine_config_t *cfg);
@@ -130,5 +137,23 @@ typedef struct check_layer {
  * tokens that do not hold what was written. 0 on an API failure (already printed). */
 int check_step(attnrt_context_t *ctx, attnrt_stream_t *stream, const engine_config_t *cfg,
                int max_blocks_per_seq, const check_layer_t *in, double *max_rel, long *kv_bad);
+
+/* The GDN layer of one step, for the check: inputs as sent (q, k, v in cfg->dtype; g, beta f32). */
+typedef struct check_gdn {
+    const batch_t  *batch;
+    int             H, HV, Dk, Dv;
+    const void     *q_host, *k_host;       /* [T, H, Dk]                                           */
+    const void     *v_host;                /* [T, HV, Dv]                                          */
+    const float    *g_host, *beta_host;    /* [T, HV]                                              */
+    const uint8_t  *has_initial_state;     /* [B]                                                  */
+    const float    *state_before;          /* [B, HV, Dk, Dv] row b's slot before the run (f32);
+                                              read only where has_initial_state[b] = 1            */
+    const void     *out_dev;               /* [T, HV, Dv] the GDN output on the device             */
+} check_gdn_t;
+
+/* Recomputes the step's GDN tokens in float64 (use_l2norm = 1, scale Dk^-1/2) and compares: *max_rel is
+ * the largest relative L2 error of any request. 0 on an API failure or out of memory (printed). */
+int check_gdn(attnrt_context_t *ctx, attnrt_stream_t *stream, const engine_config_t *cfg, const check_gdn_t *in,
+              double *max_rel);
 
 #endif

@@ -239,3 +239,82 @@ fail:
     free(q);
     return ok;
 }
+
+/* ---- the GDN layer ---------------------------------------------------------------------------- */
+
+/* x / sqrt(sum x^2 + 1e-6), in place (SEMANTICS.md "Gated delta rule"). */
+static void l2norm(double *x, int n)
+{
+    double ss = 0.0;
+    for (int i = 0; i < n; i++) ss += x[i] * x[i];
+    double inv = 1.0 / sqrt(ss + 1e-6);
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+int check_gdn(attnrt_context_t *ctx, attnrt_stream_t *stream, const engine_config_t *cfg, const check_gdn_t *in,
+              double *max_rel)
+{
+    const batch_t *b = in->batch;
+    const int H = in->H, HV = in->HV, Dk = in->Dk, Dv = in->Dv, T = b->num_tokens;
+    const size_t slot_elems = (size_t)HV * Dk * Dv, out_elems = (size_t)T * HV * Dv;
+    const size_t out_bytes = out_elems * attnrt_dtype_size(cfg->dtype);
+    void *out = malloc(out_bytes);
+    double *S = malloc(slot_elems * sizeof *S), *q = malloc((size_t)Dk * sizeof *q);
+    double *k = malloc((size_t)Dk * sizeof *k), *vn = malloc((size_t)Dv * sizeof *vn);
+    int ok = 0;
+    *max_rel = 0.0;
+    if (!out || !S || !q || !k || !vn) {
+        fprintf(stderr, "mini_engine: out of host memory in the GDN check\n");
+        goto fail;
+    }
+    TRY_API(attnrt_mem_copy_to_host(ctx, out, in->out_dev, out_bytes, stream));
+    TRY_API(attnrt_stream_synchronize(ctx, stream));
+
+    const double scale = 1.0 / sqrt((double)Dk);
+    for (int r = 0; r < b->num_seqs; r++) {
+        /* The state the request starts from: its slot as it was before the run, or zeros. */
+        for (size_t i = 0; i < slot_elems; i++)
+            S[i] = in->has_initial_state[r] ? (double)in->state_before[(size_t)r * slot_elems + i] : 0.0;
+        double err2 = 0.0, ref2 = 0.0;
+        for (int t = b->query_start_loc[r]; t < b->query_start_loc[r + 1]; t++)
+            for (int hv = 0; hv < HV; hv++) {
+                const int h = hv / (HV / H); /* the key head of this value head */
+                for (int i = 0; i < Dk; i++) {
+                    q[i] = decode_any(in->q_host, ((size_t)t * H + h) * Dk + i, cfg->dtype);
+                    k[i] = decode_any(in->k_host, ((size_t)t * H + h) * Dk + i, cfg->dtype);
+                }
+                l2norm(q, Dk);
+                l2norm(k, Dk);
+                for (int i = 0; i < Dk; i++) q[i] *= scale;
+                double *Sh = S + (size_t)hv * Dk * Dv; /* [Dk, Dv] */
+                const double decay = exp((double)in->g_host[(size_t)t * HV + hv]);
+                const double beta = (double)in->beta_host[(size_t)t * HV + hv];
+                /* S = e^g S; v' = beta (v - S^T k); S = S + k v'^T; o = S^T q */
+                for (size_t i = 0; i < (size_t)Dk * Dv; i++) Sh[i] *= decay;
+                for (int j = 0; j < Dv; j++) {
+                    double sk = 0.0;
+                    for (int i = 0; i < Dk; i++) sk += Sh[(size_t)i * Dv + j] * k[i];
+                    vn[j] = beta * (decode_any(in->v_host, ((size_t)t * HV + hv) * Dv + j, cfg->dtype) - sk);
+                }
+                for (int i = 0; i < Dk; i++)
+                    for (int j = 0; j < Dv; j++) Sh[(size_t)i * Dv + j] += k[i] * vn[j];
+                for (int j = 0; j < Dv; j++) {
+                    double o = 0.0;
+                    for (int i = 0; i < Dk; i++) o += Sh[(size_t)i * Dv + j] * q[i];
+                    double got = decode_any(out, ((size_t)t * HV + hv) * Dv + j, cfg->dtype);
+                    err2 += (got - o) * (got - o);
+                    ref2 += o * o;
+                }
+            }
+        double rel = ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2);
+        if (isnan(rel) || rel > *max_rel) *max_rel = rel; /* a NaN sticks */
+    }
+    ok = 1;
+fail:
+    free(out);
+    free(S);
+    free(q);
+    free(k);
+    free(vn);
+    return ok;
+}

@@ -8,6 +8,7 @@
  * has output_len tokens, and its blocks go back to the pool. When the pool runs dry the newest running
  * request is preempted: its blocks are freed and it is recomputed from scratch later (vLLM's
  * "recompute" preemption), which is simpler than swapping its cache out and right for short prompts.
+ * Recurrent (GDN) state is owned by the engine: on_release tells it when a request leaves its seat.
  */
 #include <math.h>
 #include <stdio.h>
@@ -99,6 +100,7 @@ int sched_arrivals(scheduler_t *s)
             return 0;
         }
         r->id = s->next_id++;
+        r->state_slot = -1;
         r->prompt_len = lognormal_len(&s->rng, s->cfg->min_prompt, s->cfg->max_prompt);
         r->output_len = lognormal_len(&s->rng, s->cfg->min_output, s->cfg->max_output);
         s->waiting[s->num_waiting++] = r;
@@ -165,6 +167,7 @@ static int preempt(scheduler_t *s, int i)
 {
     request_t *r = s->running[i];
     int given_back = r->scheduled;
+    if (s->on_release) s->on_release(s->release_user, r); /* its state is recomputed with the cache */
     pool_release_all(&s->pool, r);
     r->computed = r->scheduled = 0;
     memmove(s->running + i, s->running + i + 1, (size_t)(s->num_running - i - 1) * sizeof *s->running);
@@ -287,6 +290,7 @@ void sched_finish_step(scheduler_t *s)
         if (r->scheduled && pending(r) == 0) r->generated++;
         r->scheduled = 0;
         if (r->generated == r->output_len) {
+            if (s->on_release) s->on_release(s->release_user, r);
             pool_release_all(&s->pool, r);
             request_free(r);
             s->completed++;
