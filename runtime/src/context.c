@@ -95,10 +95,11 @@ attnrt_status_t attnrt_close(attnrt_context_t *ctx)
     if (!ctx) return ATTNRT_OK;
     long allocs = atomic_load(&ctx->live_allocs), streams = atomic_load(&ctx->live_streams);
     long events = atomic_load(&ctx->live_events), plans = atomic_load(&ctx->live_plans);
-    if (allocs || streams || events || plans)
-        return attnrt_fail(ATTNRT_ERR_BUSY, "attnrt_close(%s): %ld allocation(s), %ld stream(s), %ld event(s) and "
-                           "%ld plan(s) are still live; free and destroy them first", ctx->ref->name, allocs, streams,
-                           events, plans);
+    long pools = atomic_load(&ctx->live_pools);
+    if (allocs || streams || events || plans || pools)
+        return attnrt_fail(ATTNRT_ERR_BUSY, "attnrt_close(%s): %ld allocation(s), %ld stream(s), %ld event(s), "
+                           "%ld plan(s) and %ld state pool(s) are still live; free and destroy them first",
+                           ctx->ref->name, allocs, streams, events, plans, pools);
     ctx->api->device_close(ctx->device);
     free(ctx);
     attnrt_registry_release();

@@ -8,7 +8,7 @@ struct attnrt_context {
     const attnrt_device_ref_t *ref;    /* registry-owned; lives until attnrt_shutdown */
     const attnrt_plugin_api_t *api;    /* &ref->plugin->api */
     void                      *device; /* plugin-owned, until device_close */
-    atomic_long                live_allocs, live_streams, live_events, live_plans;
+    atomic_long                live_allocs, live_streams, live_events, live_plans, live_pools;
 };
 
 struct attnrt_stream {

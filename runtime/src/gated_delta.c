@@ -29,7 +29,7 @@ static attnrt_status_t check_gdn_args(const char *fn, const attnrt_gated_delta_a
                            "sizeof(attnrt_gated_delta_args_t)", fn, a->struct_size);
     const int spec = a->spec_state_indices != NULL;
     const linear_tensors_t lt = {a->query, a->key, a->value, a->out, a->state, a->query_start_loc, a->state_indices,
-                                 a->has_initial_state, 1, spec};
+                                 a->has_initial_state, 1, spec, 1};
     TRY(attnrt_linear_check_tensors(fn, &lt, need_data, s));
     TRY(check_gate(fn, "g", a->g, a->query, s, need_data));
     TRY(check_gate(fn, "beta", a->beta, a->query, s, need_data));

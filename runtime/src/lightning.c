@@ -15,7 +15,7 @@ static attnrt_status_t check_lightning_args(const char *fn, const attnrt_lightni
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: args->struct_size = %zu; set it to "
                            "sizeof(attnrt_lightning_args_t)", fn, a->struct_size);
     const linear_tensors_t lt = {a->query, a->key, a->value, a->out, a->state, a->query_start_loc, a->state_indices,
-                                 a->has_initial_state, 0, 0};
+                                 a->has_initial_state, 0, 0, 0};
     TRY(attnrt_linear_check_tensors(fn, &lt, need_data, s));
     TRY(attnrt_check_tensor(fn, "slopes", a->slopes, 0, 1, DT_F32, 0, need_data));
     return attnrt_check_dim(fn, "slopes", a->slopes, 0, s->H, "num_heads = query.shape[1]");

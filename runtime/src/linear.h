@@ -11,11 +11,13 @@ typedef struct linear_tensors {
     const attnrt_tensor_t *query, *key, *value, *out, *state, *query_start_loc, *state_indices, *has_initial_state;
     int grouped;                /* gated delta: value heads HV may be a multiple of H; lightning: HV == H */
     int state_indices_optional; /* gated delta with speculative decoding: state_indices is not used     */
+    int has_spec_args;          /* the op's args have spec_state_indices / num_accepted (gated delta)   */
 } linear_tensors_t;
 
 typedef struct linear_shape {
     int64_t T, B, H, HV, Dk, Dv;
-    int64_t num_spec; /* -1: no speculative decoding */
+    int64_t num_spec;  /* -1: no speculative decoding */
+    int has_spec_args; /* from linear_tensors_t: whether the op could have had speculative decoding */
 } linear_shape_t;
 
 /* Checks the shared tensors (need_data: a run); fills T, B, H, HV, Dk, Dv and sets num_spec = -1. */

@@ -13,6 +13,7 @@ attnrt_status_t attnrt_linear_check_tensors(const char *fn, const linear_tensors
     const int nd = need_data;
     memset(s, 0, sizeof *s);
     s->num_spec = -1;
+    s->has_spec_args = lt->has_spec_args;
     TRY(attnrt_check_tensor(fn, "query", lt->query, 0, 3, DT_ACT, 1, nd));
     TRY(attnrt_check_tensor(fn, "key", lt->key, 0, 3, DT_ACT, 1, nd));
     TRY(attnrt_check_tensor(fn, "value", lt->value, 0, 3, DT_ACT, 1, nd));
@@ -96,13 +97,14 @@ static attnrt_status_t check_states_struct(const char *fn, const linear_shape_t 
                            "request from a zero state)", fn);
     if (s->num_spec < 0) {
         if (!st->state_indices) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: states->state_indices is NULL", fn);
+        const char *why = s->has_spec_args ? "args->spec_state_indices is NULL (no speculative decoding)"
+                                           : "this op has no speculative decoding";
         if (st->spec_state_indices || st->num_accepted)
-            return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: states->%s is given but args->spec_state_indices is "
-                               "NULL (no speculative decoding)", fn,
-                               st->spec_state_indices ? "spec_state_indices" : "num_accepted");
+            return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: states->%s is given but %s; leave it NULL", fn,
+                               st->spec_state_indices ? "spec_state_indices" : "num_accepted", why);
         if (st->num_spec != 0)
-            return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: states->num_spec = %d but args->spec_state_indices is "
-                               "NULL (no speculative decoding: 0)", fn, st->num_spec);
+            return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: states->num_spec = %d but %s; set it to 0", fn,
+                               st->num_spec, why);
         return ATTNRT_OK;
     }
     if (!st->spec_state_indices || !st->num_accepted)

@@ -128,7 +128,7 @@ attnrt_status_t attnrt_state_pool_create(attnrt_context_t *ctx, attnrt_dtype_t d
     p->slot_bytes = slot_bytes;
     p->num_free = num_slots;
     p->used = used;
-    atomic_fetch_add(&ctx->live_allocs, 1); /* attnrt_close counts the pool until it is destroyed */
+    atomic_fetch_add(&ctx->live_pools, 1); /* attnrt_close refuses while the pool lives */
     *pool = p;
     return ATTNRT_OK;
 }
@@ -139,7 +139,7 @@ attnrt_status_t attnrt_state_pool_destroy(attnrt_state_pool_t *pool)
     if (!pool) return ATTNRT_OK;
     attnrt_context_t *ctx = pool->ctx;
     ctx->api->mem_free(ctx->device, pool->tensor.data);
-    atomic_fetch_sub(&ctx->live_allocs, 1);
+    atomic_fetch_sub(&ctx->live_pools, 1);
     pthread_mutex_destroy(&pool->lock);
     free(pool->used);
     free(pool);
@@ -210,7 +210,8 @@ attnrt_status_t attnrt_state_slot_free(attnrt_state_pool_t *pool, int32_t slot)
 static attnrt_status_t check_stream(const char *fn, const attnrt_state_pool_t *pool, const attnrt_stream_t *stream)
 {
     if (stream && stream->ctx != pool->ctx)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: stream belongs to %s, not to the pool's context (%s)",
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: stream belongs to another context (on %s) than the "
+                           "pool's context (on %s); pass a stream created on the pool's context",
                            fn, stream->ctx->ref->name, pool->ctx->ref->name);
     return ATTNRT_OK;
 }

@@ -518,14 +518,14 @@ static void lightning_plan_refuses_spec_metadata_in_states(void **state)
     f->x->lin_states.spec_state_indices = f->x->h_spec;
     f->x->lin_states.num_accepted = f->x->h_num_accepted;
     f->x->lin_states.num_spec = 2;
-    LPLAN_INVALID(f, "spec_state_indices");
+    LPLAN_INVALID(f, "states->spec_state_indices is given&&this op has no speculative decoding");
 }
 
 static void lightning_plan_refuses_num_spec_in_states(void **state)
 {
     ops_fixture_t *f = *state;
     f->x->lin_states.num_spec = 2;
-    LPLAN_INVALID(f, "num_spec = 2");
+    LPLAN_INVALID(f, "num_spec = 2&&this op has no speculative decoding");
 }
 
 static void lightning_plan_refuses_pool_of_another_context(void **state)

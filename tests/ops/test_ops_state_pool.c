@@ -400,7 +400,7 @@ static void slot_zero_refuses_stream_of_another_context(void **state)
     attnrt_state_pool_t *pool = small_pool(f, NULL);
     attnrt_stream_t *foreign = ops_foreign_stream(f);
     OPS_REJECTS(f, SZ, attnrt_state_slot_zero(pool, 0, foreign), ATTNRT_ERR_INVALID_ARGUMENT,
-                "stream belongs to&&pool's context");
+                "stream belongs to another context&&than the pool's context");
 }
 
 /* ---- copy ---- */
@@ -492,7 +492,7 @@ static void slot_copy_refuses_stream_of_another_context(void **state)
     attnrt_state_pool_t *pool = small_pool(f, NULL);
     attnrt_stream_t *foreign = ops_foreign_stream(f);
     OPS_REJECTS(f, SC, attnrt_state_slot_copy(pool, 0, 1, foreign), ATTNRT_ERR_INVALID_ARGUMENT,
-                "stream belongs to&&pool's context");
+                "stream belongs to another context&&than the pool's context");
 }
 
 /* ---- the context while a pool lives ---- */
@@ -513,9 +513,9 @@ static void close_is_busy_while_a_pool_lives(void **state)
     OPS_OK(attnrt_state_pool_destroy(pool));
     OPS_OK(attnrt_close(ctx));
     if (st != ATTNRT_ERR_BUSY) fail_msg("attnrt_close returned %s, expected ATTNRT_ERR_BUSY", attnrt_status_name(st));
-    /* the pool's storage is one of the context's live allocations (or counted as a pool) */
+    /* the pool is counted as a pool, not as one of the context's allocations */
     if (strncmp(msg, "attnrt_close", strlen("attnrt_close")) != 0 ||
-        (!strstr(msg, "1 allocation") && !strstr(msg, "1 state pool") && !strstr(msg, "1 pool")))
+        !strstr(msg, "0 allocation(s)") || !strstr(msg, "1 state pool(s)"))
         fail_msg("attnrt_close's message does not count the live pool: \"%s\"", msg);
 }
 
