@@ -10,31 +10,40 @@
 #include "attnrt.h"
 #include "json_writer.h"
 
-/* ---- the capability grid: the same representative combinations for every op ----------------- */
+/* ---- the capability grids: representative combinations, per family of ops -------------------- */
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+/* Each family asks only about shapes its ops can have: MLA's latent widths, linear attention's
+ * blockless states. One grid for every op would count 540 impossible combinations as refusals. */
 
 typedef struct named_dtype {
     const char    *name;
     attnrt_dtype_t dtype;
 } named_dtype_t;
 
-static const named_dtype_t q_dtypes[] = {
-    {"f32", {ATTNRT_DTYPE_CODE_FLOAT, 32, 1}},
-    {"f16", {ATTNRT_DTYPE_CODE_FLOAT, 16, 1}},
-    {"bf16", {ATTNRT_DTYPE_CODE_BFLOAT, 16, 1}},
-};
-static const named_dtype_t kv_dtypes[] = {
-    {"f32", {ATTNRT_DTYPE_CODE_FLOAT, 32, 1}},
-    {"f16", {ATTNRT_DTYPE_CODE_FLOAT, 16, 1}},
-    {"bf16", {ATTNRT_DTYPE_CODE_BFLOAT, 16, 1}},
+typedef struct head_dims {
+    uint32_t qk, v;
+} head_dims_t;
+
+typedef struct feature_set {
+    const char *name;
+    uint32_t    bits;
+} feature_set_t;
+
+#define F32_16_BF16 {"f32", {ATTNRT_DTYPE_CODE_FLOAT, 32, 1}}, {"f16", {ATTNRT_DTYPE_CODE_FLOAT, 16, 1}}, \
+                    {"bf16", {ATTNRT_DTYPE_CODE_BFLOAT, 16, 1}}
+static const named_dtype_t act_dtypes[] = {F32_16_BF16};
+static const named_dtype_t cache_dtypes[] = {
+    F32_16_BF16,
     {"fp8_e4m3", {ATTNRT_DTYPE_CODE_FLOAT8_E4M3FN, 8, 1}},
     {"fp8_e5m2", {ATTNRT_DTYPE_CODE_FLOAT8_E5M2, 8, 1}},
 };
-static const uint32_t head_sizes[] = {64, 128, 256};
-static const uint32_t block_sizes[] = {1, 16};
-static const struct {
-    const char *name;
-    uint32_t    bits;
-} feature_sets[] = {
+static const head_dims_t attention_heads[] = {{64, 64}, {128, 128}, {256, 256}};
+static const head_dims_t mla_heads[] = {{576, 512}, {288, 256}}; /* DeepSeek-V2/V3, MiniCPM3 latents */
+static const head_dims_t linear_heads[] = {{64, 64}, {128, 128}, {256, 256}};
+static const uint32_t attention_blocks[] = {1, 16, 1024}; /* 1024: inside an NPU's partition ranges */
+static const uint32_t mla_blocks[] = {1, 16, 64};
+static const uint32_t no_blocks[] = {0};
+static const feature_set_t attention_features[] = {
     {"none", 0},
     {"sliding_window", ATTNRT_FEATURE_SLIDING_WINDOW},
     {"softcap", ATTNRT_FEATURE_SOFTCAP},
@@ -42,7 +51,51 @@ static const struct {
     {"sinks", ATTNRT_FEATURE_SINKS},
     {"lse", ATTNRT_FEATURE_LSE},
 };
-#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+static const feature_set_t mla_features[] = {
+    {"none", 0}, {"causal", ATTNRT_FEATURE_CAUSAL}, {"sinks", ATTNRT_FEATURE_SINKS},
+    {"lse", ATTNRT_FEATURE_LSE}, {"sparse", ATTNRT_FEATURE_SPARSE},
+};
+static const feature_set_t linear_features[] = {{"none", 0}};
+
+#define AXIS(a) a, COUNT_OF(a)
+typedef struct op_grid {
+    const char          *name, *ops;          /* ops: the ops it serves, for the text */
+    const char          *kv_axis, *head_axis; /* what kv_dtype and the head sizes mean for these ops */
+    const named_dtype_t *q;
+    size_t               nq;
+    const named_dtype_t *kv;
+    size_t               nkv;
+    const head_dims_t   *heads;
+    size_t               nheads;
+    const uint32_t      *blocks; /* {0}: the ops have no blocks */
+    size_t               nblocks;
+    const feature_set_t *features;
+    size_t               nfeatures;
+} op_grid_t;
+
+static const op_grid_t grids[] = {
+    {"attention", "kv_write, paged_attention, merge_states, cascade", "kv", "head", AXIS(act_dtypes),
+     AXIS(cache_dtypes), AXIS(attention_heads), AXIS(attention_blocks), AXIS(attention_features)},
+    {"mla", "mla", "latent", "kv_dim/v_dim", AXIS(act_dtypes), AXIS(cache_dtypes), AXIS(mla_heads),
+     AXIS(mla_blocks), AXIS(mla_features)},
+    {"linear", "lightning, gated_delta", "key", "head_k/head_v", AXIS(act_dtypes), AXIS(act_dtypes),
+     AXIS(linear_heads), AXIS(no_blocks), AXIS(linear_features)},
+};
+
+static const op_grid_t *grid_of(uint32_t op)
+{
+    switch (op) {
+    case ATTNRT_OP_MLA:         return &grids[1];
+    case ATTNRT_OP_LIGHTNING:
+    case ATTNRT_OP_GATED_DELTA: return &grids[2];
+    default:                    return &grids[0];
+    }
+}
+
+static uint32_t grid_size(const op_grid_t *g)
+{
+    return (uint32_t)(g->nq * g->nkv * g->nheads * g->nblocks * g->nfeatures);
+}
 #define FIRST_OP ATTNRT_OP_KV_WRITE
 #define LAST_OP  ATTNRT_OP_GATED_DELTA
 #define TEXT_MAX_REASONS 24 /* distinct reasons listed per device in text; --json has them all */
@@ -122,15 +175,16 @@ static void tally(op_caps_t *caps, const char *reason)
  * one attnrt_device_op_supported makes, without opening the device once per combination. */
 static void query_op(attnrt_context_t *ctx, uint32_t op, op_caps_t *caps)
 {
-    for (size_t qi = 0; qi < COUNT_OF(q_dtypes); qi++)
-        for (size_t ki = 0; ki < COUNT_OF(kv_dtypes); ki++)
-            for (size_t hi = 0; hi < COUNT_OF(head_sizes); hi++)
-                for (size_t bi = 0; bi < COUNT_OF(block_sizes); bi++)
-                    for (size_t fi = 0; fi < COUNT_OF(feature_sets); fi++) {
-                        attnrt_op_query_t q = {.struct_size = sizeof q, .op = op, .q_dtype = q_dtypes[qi].dtype,
-                                               .kv_dtype = kv_dtypes[ki].dtype, .head_dim_qk = head_sizes[hi],
-                                               .head_dim_v = head_sizes[hi], .block_size = block_sizes[bi],
-                                               .features = feature_sets[fi].bits};
+    const op_grid_t *g = grid_of(op);
+    for (size_t qi = 0; qi < g->nq; qi++)
+        for (size_t ki = 0; ki < g->nkv; ki++)
+            for (size_t hi = 0; hi < g->nheads; hi++)
+                for (size_t bi = 0; bi < g->nblocks; bi++)
+                    for (size_t fi = 0; fi < g->nfeatures; fi++) {
+                        attnrt_op_query_t q = {.struct_size = sizeof q, .op = op, .q_dtype = g->q[qi].dtype,
+                                               .kv_dtype = g->kv[ki].dtype, .head_dim_qk = g->heads[hi].qk,
+                                               .head_dim_v = g->heads[hi].v, .block_size = g->blocks[bi],
+                                               .features = g->features[fi].bits};
                         char reason[512] = "";
                         attnrt_status_t st = attnrt_op_supported(ctx, &q, reason, sizeof reason);
                         caps->total++;
@@ -288,27 +342,36 @@ static const char *default_device_name(const report_t *r)
     return NULL;
 }
 
-static uint32_t grid_size(void)
-{
-    return (uint32_t)(COUNT_OF(q_dtypes) * COUNT_OF(kv_dtypes) * COUNT_OF(head_sizes) * COUNT_OF(block_sizes) *
-                      COUNT_OF(feature_sets));
-}
-
 /* ---- text ------------------------------------------------------------------------------------ */
 
-static void text_grid(void)
+static void text_head(const head_dims_t *h)
 {
-    printf("capability grid (%u combinations per op):\n  q", grid_size());
-    for (size_t i = 0; i < COUNT_OF(q_dtypes); i++) printf("%c%s", i ? ',' : ' ', q_dtypes[i].name);
-    printf(" x kv");
-    for (size_t i = 0; i < COUNT_OF(kv_dtypes); i++) printf("%c%s", i ? ',' : ' ', kv_dtypes[i].name);
-    printf(" x head");
-    for (size_t i = 0; i < COUNT_OF(head_sizes); i++) printf("%c%u", i ? ',' : ' ', head_sizes[i]);
-    printf(" x block");
-    for (size_t i = 0; i < COUNT_OF(block_sizes); i++) printf("%c%u", i ? ',' : ' ', block_sizes[i]);
-    printf("\n  x features");
-    for (size_t i = 0; i < COUNT_OF(feature_sets); i++) printf("%c%s", i ? ',' : ' ', feature_sets[i].name);
-    printf("\n");
+    if (h->qk == h->v) printf("%u", h->qk);
+    else printf("%u/%u", h->qk, h->v);
+}
+
+static void text_grids(void)
+{
+    printf("capability grids (the combinations asked of each device):\n");
+    for (size_t gi = 0; gi < COUNT_OF(grids); gi++) {
+        const op_grid_t *g = &grids[gi];
+        printf("  %s (%s): %u combinations each\n    q", g->name, g->ops, grid_size(g));
+        for (size_t i = 0; i < g->nq; i++) printf("%c%s", i ? ',' : ' ', g->q[i].name);
+        printf(" x %s", g->kv_axis);
+        for (size_t i = 0; i < g->nkv; i++) printf("%c%s", i ? ',' : ' ', g->kv[i].name);
+        printf(" x %s", g->head_axis);
+        for (size_t i = 0; i < g->nheads; i++) {
+            putchar(i ? ',' : ' ');
+            text_head(&g->heads[i]);
+        }
+        if (g->blocks[0]) {
+            printf(" x block");
+            for (size_t i = 0; i < g->nblocks; i++) printf("%c%u", i ? ',' : ' ', g->blocks[i]);
+        }
+        printf(" x features");
+        for (size_t i = 0; i < g->nfeatures; i++) printf("%c%s", i ? ',' : ' ', g->features[i].name);
+        printf("\n");
+    }
 }
 
 /* Distinct reasons across a device's ops, numbered in order of first appearance (1-based). */
@@ -405,7 +468,7 @@ static void text_report(const report_t *r)
         printf("\ndevices: %u, default %s\n", r->device_count, def ? def : "none");
         if (r->devices_error) printf("  cannot list devices: %s\n", r->devices_error);
         if (r->default_error && r->device_count) printf("  no default device: %s\n", r->default_error);
-        if (r->usable_count) text_grid();
+        if (r->usable_count) text_grids();
         for (uint32_t i = 0; i < r->device_count; i++) text_device(&r->devices[i]);
     }
     if (r->usable_count) printf("\n%u of %u device%s usable\n", r->usable_count, r->device_count, r->device_count == 1 ? "" : "s");
@@ -414,31 +477,47 @@ static void text_report(const report_t *r)
 
 /* ---- JSON ------------------------------------------------------------------------------------ */
 
-static void json_grid(json_writer_t *w)
+static void json_grids(json_writer_t *w)
 {
-    json_key(w, "capability_grid");
+    json_key(w, "capability_grids");
     json_begin_object(w);
-    json_key(w, "q_dtypes");
-    json_begin_array_inline(w);
-    for (size_t i = 0; i < COUNT_OF(q_dtypes); i++) json_string(w, q_dtypes[i].name);
-    json_end_array(w);
-    json_key(w, "kv_dtypes");
-    json_begin_array_inline(w);
-    for (size_t i = 0; i < COUNT_OF(kv_dtypes); i++) json_string(w, kv_dtypes[i].name);
-    json_end_array(w);
-    json_key(w, "head_sizes");
-    json_begin_array_inline(w);
-    for (size_t i = 0; i < COUNT_OF(head_sizes); i++) json_uint(w, head_sizes[i]);
-    json_end_array(w);
-    json_key(w, "block_sizes");
-    json_begin_array_inline(w);
-    for (size_t i = 0; i < COUNT_OF(block_sizes); i++) json_uint(w, block_sizes[i]);
-    json_end_array(w);
-    json_key(w, "features");
-    json_begin_array_inline(w);
-    for (size_t i = 0; i < COUNT_OF(feature_sets); i++) json_string(w, feature_sets[i].name);
-    json_end_array(w);
-    json_member_uint(w, "combinations_per_op", grid_size());
+    for (size_t gi = 0; gi < COUNT_OF(grids); gi++) {
+        const op_grid_t *g = &grids[gi];
+        json_key(w, g->name);
+        json_begin_object(w);
+        json_key(w, "ops");
+        json_begin_array_inline(w);
+        for (uint32_t op = FIRST_OP; op <= LAST_OP; op++)
+            if (grid_of(op) == g) json_string(w, attnrt_op_name(op));
+        json_end_array(w);
+        json_key(w, "q_dtypes");
+        json_begin_array_inline(w);
+        for (size_t i = 0; i < g->nq; i++) json_string(w, g->q[i].name);
+        json_end_array(w);
+        json_key(w, "kv_dtypes");
+        json_begin_array_inline(w);
+        for (size_t i = 0; i < g->nkv; i++) json_string(w, g->kv[i].name);
+        json_end_array(w);
+        json_key(w, "head_dims"); /* [qk, v] pairs */
+        json_begin_array_inline(w);
+        for (size_t i = 0; i < g->nheads; i++) {
+            json_begin_array_inline(w);
+            json_uint(w, g->heads[i].qk);
+            json_uint(w, g->heads[i].v);
+            json_end_array(w);
+        }
+        json_end_array(w);
+        json_key(w, "block_sizes"); /* [0]: the ops have no blocks */
+        json_begin_array_inline(w);
+        for (size_t i = 0; i < g->nblocks; i++) json_uint(w, g->blocks[i]);
+        json_end_array(w);
+        json_key(w, "features");
+        json_begin_array_inline(w);
+        for (size_t i = 0; i < g->nfeatures; i++) json_string(w, g->features[i].name);
+        json_end_array(w);
+        json_member_uint(w, "combinations", grid_size(g));
+        json_end_object(w);
+    }
     json_end_object(w);
 }
 
@@ -472,6 +551,7 @@ static void json_capabilities(json_writer_t *w, const device_info_t *d)
         const op_caps_t *c = &d->caps[op];
         json_key(w, attnrt_op_name(op));
         json_begin_object(w);
+        json_member_string(w, "grid", grid_of(op)->name);
         json_member_uint(w, "supported", c->supported);
         json_member_uint(w, "total", c->total);
         json_key(w, "refusals");
@@ -539,7 +619,7 @@ static int json_report(const report_t *r)
     for (uint32_t i = 0; i < r->plugin_count; i++) json_plugin(&w, &r->plugins[i]);
     json_end_array(&w);
     json_member_string(&w, "devices_error", r->devices_error);
-    json_grid(&w);
+    json_grids(&w);
     json_key(&w, "devices");
     json_begin_array(&w);
     for (uint32_t i = 0; i < r->device_count; i++) json_device(&w, &r->devices[i]);

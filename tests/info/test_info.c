@@ -196,8 +196,10 @@ static void test_json_capabilities_cover_every_op_and_add_up(void **state)
     (void)state;
     tool_result_t r = run_info("--json", NULL);
     jv_t *doc = parse_or_fail(r.out);
-    double per_op = json_number(doc, "capability_grid.combinations_per_op");
-    assert_true(per_op == 3 * 5 * 3 * 2 * 6);
+    /* each family's grid: q x kv x heads x blocks x features */
+    assert_true(json_number(doc, "capability_grids.attention.combinations") == 3 * 5 * 3 * 3 * 6);
+    assert_true(json_number(doc, "capability_grids.mla.combinations") == 3 * 5 * 2 * 3 * 5);
+    assert_true(json_number(doc, "capability_grids.linear.combinations") == 3 * 3 * 3 * 1 * 1);
     const jv_t *caps = jv_path(doc, "devices.0.capabilities");
     assert_non_null(caps);
     assert_int_equal(caps->count, OP_NAME_COUNT);
@@ -205,7 +207,11 @@ static void test_json_capabilities_cover_every_op_and_add_up(void **state)
         const jv_t *op = jv_get(caps, op_names[i]);
         if (!op) fail_msg("capabilities lack op '%s'", op_names[i]);
         double supported = json_number(op, "supported"), total = json_number(op, "total"), refused = 0;
-        assert_true(total == per_op);
+        const char *grid = jv_str(jv_get(op, "grid"));
+        if (!grid) fail_msg("op '%s' does not name its grid", op_names[i]);
+        char path[96];
+        snprintf(path, sizeof path, "capability_grids.%s.combinations", grid);
+        assert_true(total == json_number(doc, path));
         const jv_t *refusals = jv_get(op, "refusals");
         assert_true(refusals && refusals->type == JV_ARRAY);
         for (size_t k = 0; k < refusals->count; k++) {
