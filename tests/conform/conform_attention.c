@@ -12,6 +12,7 @@ void cf_attn_cache_spec(const cf_case_t *c, const int *lens, int num_seqs, cf_ca
     s->num_seqs = num_seqs;
     s->lens = lens;
     s->block_size = c->block_size;
+    s->table_cols = c->max_model_len > 0 && c->block_size > 0 ? c->max_model_len / c->block_size : 0;
     s->num_kv_heads = c->num_kv_heads;
     s->head_dim_k = c->head_dim_qk;
     s->head_dim_v = c->head_dim_v;
@@ -36,6 +37,23 @@ int cf_attn_supported(const cf_env_t *env, const cf_case_t *c, uint32_t op, cons
     return cf_ask_supported(env, &q, "kv_write (fills the cache)", res);
 }
 
+/* The device's counters of the run just made, where it keeps them (shown by -v and --json). */
+static void record_stats(const cf_env_t *env, cf_result_t *res)
+{
+    attnrt_op_stats_t st;
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    if (attnrt_last_op_stats(env->ctx, &st) != ATTNRT_OK || st.op == 0) return;
+    res->has_stats = 1;
+    res->stats_us = st.time_us;
+    res->stats_bytes = st.bytes_moved;
+    res->stats_flops = st.flops;
+    res->stats_partitions = st.partitions;
+    res->stats_padded_rows = st.padded_rows;
+    res->stats_padding_tokens = st.padding_tokens;
+    res->stats_launches = st.launches;
+}
+
 void cf_attn_execute(const cf_env_t *env, const cf_case_t *c, cf_dev_t *dev, cf_rng_t *rng, cf_attn_io_t *io,
                      const cf_cache_t *cache, attnrt_plan_t *plan, attnrt_stream_t *stream,
                      const cf_attn_runner_t *runner, cf_result_t *res)
@@ -47,6 +65,7 @@ void cf_attn_execute(const cf_env_t *env, const cf_case_t *c, cf_dev_t *dev, cf_
         if (layer > 0 && cf_attn_io_next_layer(c, dev, rng, io, res) != 0) return;
         if (!cf_check_status(runner->run(runner->user, plan, ws, ws_bytes, stream), runner->run_name, res)) return;
         if (!cf_check_status(attnrt_stream_synchronize(env->ctx, stream), "attnrt_stream_synchronize", res)) return;
+        if (layer == 0) record_stats(env, res);
         ref_attention_problem p;
         cf_attn_io_problem(c, io, cache, &p);
         runner->reference(runner->user, &p);

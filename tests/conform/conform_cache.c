@@ -132,7 +132,8 @@ static int plan_blocks(build_t *b, cf_rng_t *rng, cf_cache_t *cache)
     }
     const int spare = cf_rng_int(rng, 1, 3);
     cache->num_blocks = total + spare;
-    cache->max_blocks = widest + cf_rng_int(rng, 0, 1);
+    const int pad_col = cf_rng_int(rng, 0, 1); /* drawn either way: the case's later numbers stay put */
+    cache->max_blocks = s->table_cols > widest ? s->table_cols : widest + (s->table_cols > 0 ? 0 : pad_col);
     int *perm = malloc(sizeof(int) * (size_t)cache->num_blocks);
     b->owner = malloc(sizeof(int) * (size_t)cache->num_blocks);
     cache->block_table = malloc(sizeof(int32_t) * (size_t)(s->num_seqs > 0 ? s->num_seqs : 1) * (size_t)cache->max_blocks);

@@ -22,6 +22,8 @@ typedef struct cf_cache_spec {
     int        num_seqs;       /* sequences stored                                            */
     const int *lens;           /* [num_seqs] tokens of each                                   */
     int        block_size, num_kv_heads, head_dim_k, head_dim_v;
+    int        table_cols;     /* > 0: block-table columns (>= the longest sequence's blocks);
+                                  0: that many plus 0 or 1 padding column, drawn                */
     cf_dtype_t kv_dtype;       /* the caches                                                  */
     cf_dtype_t src_dtype;      /* the key/value rows handed to attnrt_kv_write                 */
     int        hnd, per_block_scale, interleaved;

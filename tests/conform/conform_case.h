@@ -54,6 +54,10 @@ typedef struct cf_case {
     int prefix_len;             /* cascade: the shared prefix                             */
 
     int num_q_heads, num_kv_heads, head_dim_qk, head_dim_v, block_size;
+    int max_model_len;          /* > 0: the block table is exactly max_model_len / block_size
+                                   columns wide, as vLLM sizes it (a device may choose its kernel
+                                   by it: npu_sim's naive = one column); 0: as wide as the longest
+                                   sequence needs plus 0 or 1 padding column (drawn)              */
     cf_dtype_t q_dtype;         /* query; kv_write: key/value source; merge: states        */
     cf_dtype_t out_dtype;
     cf_dtype_t kv_dtype;        /* cache                                                  */
@@ -121,6 +125,11 @@ typedef struct cf_result {
     double      tolerance;
     double      seconds;
     int         corrupted; /* --self-test-corrupt perturbed this case's result after the run   */
+    int         has_stats; /* the device keeps op counters (attnrt_last_op_stats): op_stats holds
+                              those of the case's attention run (a simulator's cost model)        */
+    double      stats_us;
+    unsigned long long stats_bytes, stats_flops, stats_partitions, stats_padded_rows, stats_padding_tokens,
+                       stats_launches;
     char        message[CF_MESSAGE_MAX]; /* why it failed or is unsupported; "" on pass     */
 } cf_result_t;
 

@@ -98,7 +98,9 @@ static void name_cache(const cf_case_t *c, char *buf, size_t cap, size_t *u)
         put(buf, cap, u, " Hkv=%d", c->num_kv_heads);
     else
         put(buf, cap, u, " H=%d/%d", c->num_q_heads, c->num_kv_heads);
-    put(buf, cap, u, " bs=%d %s%s", c->block_size, c->hnd ? "HND" : "NHD", c->kv_interleaved ? " kv-interleaved" : "");
+    put(buf, cap, u, " bs=%d", c->block_size);
+    if (c->max_model_len > 0) put(buf, cap, u, " mml=%d", c->max_model_len);
+    put(buf, cap, u, " %s%s", c->hnd ? "HND" : "NHD", c->kv_interleaved ? " kv-interleaved" : "");
 }
 
 /* lightning / gated delta: dtypes, heads, options, and per round "B=requests T=tokens". */
@@ -542,6 +544,136 @@ static void directed_merge(builder_t *b)
     }
 }
 
+/* ---- large blocks: shapes a Rebellions NPU (npu_sim's profiles) accepts ------------------------- */
+
+/* The RBLN rules (docs/backends/npu_sim.md): block_size a power of two in 512..16384 (rbln-rebel100)
+ * or 1024..32768 (rbln-atom); the block table is max_model_len / block_size columns: one column is the
+ * naive kernel, more are flash with one partition per block (FP8 caches need flash; sinks force it);
+ * head sizes 32..256 from the backend's list, one for K and V; no LSE, soft cap or ALiBi; windows only
+ * causal, left. A few cases break one rule on purpose (every plugin without the rule must pass them;
+ * npu_sim reports the vendor's reason). Contexts stay short where the shape allows, so that a float64
+ * reference and a sanitizer build run them in seconds. */
+typedef struct large_case {
+    const char *tag, *batch;
+    int         hq, hkv, dqk, dv, bs, mml;
+    cf_dtype_t  q, out, kv;
+    int         window_left, sinks, noncausal, hnd, interleaved, strided, reuse, stream, padding;
+} large_case_t;
+
+static const large_case_t LARGE[] = {
+    /* flash, two partitions of 1024 (both profiles): decode at the last position and inside the first
+       partition, a prefill of 192 tokens split at the partition edge */
+    {"blk1024-flash", "1/2048 1/7 192/1100", 4, 1, 64, 64, 1024, 2048,
+     CF_F16, CF_F16, CF_F16, -1, 0, 0, 0, 0, 0, 0, 0, 0},
+    /* naive: one block of max_model_len per request */
+    {"blk1024-naive", "1/1024 1/1 200/200", 4, 1, 64, 64, 1024, 1024,
+     CF_BF16, CF_BF16, CF_BF16, -1, 0, 0, 0, 0, 0, 0, 0, 0},
+    /* four partitions of 512 (rebel100; rbln-atom's range starts at 1024): empty ones skipped */
+    {"blk512-flash4", "1/100 1/1537 65/600", 4, 1, 96, 96, 512, 2048,
+     CF_F16, CF_F16, CF_F16, -1, 0, 0, 0, 0, 0, 0, 0, 0},
+    /* naive and non-causal, as encoder / pooling models run (rebel100) */
+    {"blk512-naive-noncausal", "300/300 64/512 1/40", 4, 2, 64, 64, 512, 512,
+     CF_F32, CF_F32, CF_F32, -1, 0, 1, 0, 0, 0, 0, 0, 0},
+    /* sinks force flash: one partition, then two with GPT-OSS's window of 128 */
+    {"blk1024-sinks-1part", "1/1000 1/1 100/100", 8, 1, 64, 64, 1024, 1024,
+     CF_BF16, CF_BF16, CF_BF16, -1, 1, 0, 0, 0, 0, 0, 0, 0},
+    {"blk1024-sinks-swa128", "1/2000 1/129 160/1200", 8, 1, 64, 64, 1024, 2048,
+     CF_BF16, CF_BF16, CF_BF16, 127, 1, 0, 0, 0, 0, 0, 0, 0},
+    /* FP8 KV caches (one scale per tensor) with flash, GQA 4, partitions of 1024 and 2048; and with
+       naive, which the NPU refuses */
+    {"blk1024-e4m3-gqa4", "1/2048 1/10 128/1152", 8, 2, 64, 64, 1024, 2048,
+     CF_F16, CF_F16, CF_E4M3, -1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"blk2048-e5m2", "1/4000 1/1 70/2100", 4, 1, 64, 64, 2048, 4096,
+     CF_BF16, CF_F32, CF_E5M2, -1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"blk1024-e4m3-naive", "1/900 30/30", 4, 1, 64, 64, 1024, 1024,
+     CF_F16, CF_F16, CF_E4M3, -1, 0, 0, 0, 0, 0, 0, 0, 0},
+    /* sliding windows (the NPU's sliding kernel): a window of a whole partition, a short one */
+    {"blk1024-swa1024", "1/2048 1/600 256/1536", 4, 1, 64, 64, 1024, 2048,
+     CF_F16, CF_F16, CF_F16, 1023, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"blk1024-swa64", "1/1100 64/1088", 4, 1, 64, 64, 1024, 2048,
+     CF_F32, CF_F32, CF_F32, 63, 0, 0, 0, 0, 0, 0, 0, 0},
+    /* the rest of the backend's head sizes (64, 96 above, 128 below), layouts and strides spread over
+       them; flash over two partitions, the largest naive */
+    {"blk1024-d32", "40/1100", 4, 2, 32, 32, 1024, 2048,
+     CF_F32, CF_F32, CF_F32, -1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"blk1024-d80-hnd", "40/1100", 4, 1, 80, 80, 1024, 2048,
+     CF_BF16, CF_BF16, CF_BF16, -1, 0, 0, 1, 0, 0, 0, 0, 0},
+    {"blk1024-d160", "40/1100", 4, 1, 160, 160, 1024, 2048,
+     CF_F16, CF_F32, CF_F16, -1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"blk1024-d192-strided", "40/1100", 2, 1, 192, 192, 1024, 2048,
+     CF_F16, CF_F16, CF_F16, -1, 0, 0, 0, 0, 1, 0, 0, 0},
+    {"blk1024-d224-interleave", "48/1000", 2, 1, 224, 224, 1024, 1024,
+     CF_BF16, CF_BF16, CF_BF16, -1, 0, 0, 0, 1, 0, 0, 0, 0},
+    {"blk1024-d256-e4m3-hnd", "48/1000", 4, 1, 256, 256, 1024, 2048,
+     CF_BF16, CF_F32, CF_E4M3, -1, 0, 0, 1, 0, 0, 0, 0, 0},
+    /* not in the head-size list, and K/V head sizes that differ: refused by the NPU backend */
+    {"blk1024-d112", "20/1000", 2, 1, 112, 112, 1024, 2048,
+     CF_F16, CF_F16, CF_F16, -1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"blk1024-d128v64", "20/1000", 2, 1, 128, 64, 1024, 2048,
+     CF_F16, CF_F16, CF_F16, -1, 0, 0, 0, 0, 0, 0, 0, 0},
+    /* a decode batch of 9 (the NPU pads it to its bucket of 16), MQA */
+    {"blk1024-decode9", "1/1 1/1023 1/1025 1/2048 1/64 1/5 1/300 1/9 1/2", 8, 1, 32, 32, 1024, 2048,
+     CF_F16, CF_F16, CF_F16, -1, 0, 0, 0, 0, 0, 0, 0, 0},
+    /* prefill chunks: 320 tokens over a partition edge (chunks of 128 or 512, cut at the edge), and
+       lengths that are not multiples of 64 (the last chunk padded) */
+    {"blk1024-prefill-chunks", "320/1200", 4, 1, 64, 64, 1024, 2048,
+     CF_F16, CF_F16, CF_F16, -1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"blk1024-prefill-odd", "150/150 1/1 77/1101", 4, 1, 64, 64, 1024, 2048,
+     CF_F32, CF_F32, CF_F32, -1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"blk512-prefill-odd", "100/100 1/1 333/1000", 4, 1, 64, 64, 512, 1024,
+     CF_F16, CF_F16, CF_F16, -1, 0, 0, 0, 0, 0, 0, 0, 0},
+    /* empty rows, two layers on one plan, a stream, a wide mixed batch with padding slots */
+    {"blk1024-empty", "0/1500 1/9 0/0 2/1030", 4, 1, 64, 64, 1024, 2048,
+     CF_F32, CF_F32, CF_F32, -1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"blk1024-2-layers-stream", "1/1500 64/64", 4, 1, 128, 128, 1024, 2048,
+     CF_F16, CF_F16, CF_E4M3, -1, 0, 0, 0, 0, 0, 1, 1, 0},
+    {"blk1024-wide-batch", "1/5 64/64 1/2048 0/3 1/1 128/1500 3/3", 4, 1, 64, 64, 1024, 2048,
+     CF_F16, CF_F16, CF_F16, -1, 0, 0, 0, 0, 0, 0, 0, 6},
+    /* a long context over two partitions of 4096: decode */
+    {"blk4096-decode-d32", "1/8192", 2, 1, 32, 32, 4096, 8192,
+     CF_F16, CF_F16, CF_F16, -1, 0, 0, 0, 0, 0, 0, 0, 0},
+};
+
+/* kv_write at the NPU's block sizes. */
+static const large_case_t LARGE_KVW[] = {
+    {"kvw-blk1024-f16", "1500/1500", 1, 1, 128, 128, 1024, 2048,
+     CF_F16, CF_F16, CF_F16, -1, 0, 0, 0, 0, 0, 0, 0, 5},
+    {"kvw-blk512-e4m3-hnd", "1100/1100", 1, 1, 64, 64, 512, 2048,
+     CF_BF16, CF_BF16, CF_E4M3, -1, 0, 0, 1, 0, 0, 0, 1, 3},
+    {"kvw-blk2048-e5m2-inter", "2100/2100", 1, 1, 64, 64, 2048, 4096,
+     CF_F32, CF_F32, CF_E5M2, -1, 0, 0, 0, 1, 0, 0, 0, 2},
+    {"kvw-blk1024-d80-bf16", "900/900 1/1", 1, 1, 80, 80, 1024, 1024,
+     CF_F32, CF_F32, CF_BF16, -1, 0, 0, 0, 0, 0, 0, 1, 1},
+};
+
+static cf_case_t *add_large(builder_t *b, cf_op_t op, const large_case_t *l)
+{
+    cf_case_t *c = add(b, op, l->tag, l->batch, l->hq, l->hkv, l->dqk, l->dv, l->bs);
+    dtypes(c, l->q, l->out, l->kv);
+    c->max_model_len = l->mml;
+    for (int s = 0; s < c->num_seqs; s++)
+        if (c->kv_lens[s] > l->mml) b->failed = 1; /* a case-table bug: the table would be wider */
+    c->window_left = l->window_left;
+    c->sinks = l->sinks;
+    c->causal = !l->noncausal;
+    c->hnd = l->hnd;
+    c->kv_interleaved = l->interleaved;
+    c->strided = l->strided;
+    c->plan_reuse = l->reuse;
+    c->use_stream = l->stream;
+    c->padding_slots = l->padding;
+    return c;
+}
+
+static void directed_large_blocks(builder_t *b)
+{
+    for (size_t i = 0; i < sizeof LARGE / sizeof LARGE[0]; i++) add_large(b, CF_OP_ATTENTION, &LARGE[i]);
+    for (size_t i = 0; i < sizeof LARGE_KVW / sizeof LARGE_KVW[0]; i++) {
+        cf_case_t *c = add_large(b, CF_OP_KV_WRITE, &LARGE_KVW[i]);
+        c->edge_values = 1;
+    }
+}
+
 /* ---- ABI 1.2: MLA, lightning, gated delta, state pools ------------------------------------------ */
 
 #define SCALE_192 0.07216878f         /* 1 / sqrt(192): DeepSeek's qk_head_dim, not sqrt(576)           */
@@ -767,6 +899,7 @@ int cf_cases_directed(cf_case_list_t *list, uint64_t seed)
     directed_cascade(&b);
     directed_kv_write(&b);
     directed_merge(&b);
+    directed_large_blocks(&b);
     directed_mla(&b);
     directed_lightning(&b);
     directed_gated_delta(&b);

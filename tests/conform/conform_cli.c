@@ -15,31 +15,40 @@
 #define DEFAULT_SWEEP 40
 #define EXIT_USAGE    2
 #define EXIT_SKIP     77 /* what meson and automake read as "skipped" */
+#define MAX_DEVICE_OPTIONS 8
 
 typedef struct options {
     const char *plugin, *device, *filter;
     uint64_t    seed;
     long        cases;
     int         json, list, verbose, corrupt;
+    long        min_passed[CF_OP_COUNT_ + 1]; /* per op, then [CF_OP_COUNT_] for all ops; -1: none */
+    attnrt_device_attribute_t dev_opts[MAX_DEVICE_OPTIONS]; /* --device-option: attnrt_open_with_options */
+    uint32_t    num_dev_opts;
 } options_t;
 
 static void usage(FILE *f, const char *argv0)
 {
     fprintf(f,
-            "usage: %s [--plugin NAME|PATH] [--device NAME] [--seed N] [--filter SUBSTR] [--cases N]\n"
-            "          [--json] [--list] [-v]\n"
+            "usage: %s [--plugin NAME|PATH] [--device NAME] [--device-option KEY=VALUE]... [--seed N]\n"
+            "          [--filter SUBSTR] [--cases N] [--min-passed OP=N]... [--json] [--list] [-v]\n"
             "Checks a libattnrt plugin against the float64 reference (design/SEMANTICS.md).\n"
             "  --plugin NAME|PATH  load only this plugin (sets ATTNRT_PLUGIN)\n"
             "  --device NAME       device to test, e.g. cpu:0 (default: libattnrt's default device)\n"
+            "  --device-option K=V open the device with this option (attnrt_open_with_options), e.g.\n"
+            "                      front_end=compiled on npu_sim; repeatable (up to %d)\n"
             "  --seed N            global seed (decimal or 0x hex; default 0x%016llx)\n"
             "  --filter SUBSTR     run only the cases whose name contains SUBSTR\n"
             "  --cases N           random sweep cases after the directed ones (default %d), and\n"
             "                      (N + 1) / 2 more over the ABI 1.2 ops (MLA, lightning, gated delta)\n"
+            "  --min-passed OP=N   fail (exit 1) unless at least N cases of op OP passed (OP: attention,\n"
+            "                      kv_write, merge, ... as --list names them, or all); repeatable\n"
             "  --json              one JSON document on stdout instead of the table\n"
             "  --list              list the selected cases without running them\n"
             "  -v, --verbose       per-case time, LSE error and batch\n"
-            "Exit status: 0 no failure, 1 a failure (or the run could not start), 2 usage error.\n",
-            argv0, (unsigned long long)DEFAULT_SEED, DEFAULT_SWEEP);
+            "Exit status: 0 no failure, 1 a failure, too few passes for --min-passed, or the run could\n"
+            "not start, 2 usage error.\n",
+            argv0, MAX_DEVICE_OPTIONS, (unsigned long long)DEFAULT_SEED, DEFAULT_SWEEP);
 }
 
 /* The value of --opt VALUE or --opt=VALUE; NULL (and *i unchanged) when `arg` is another option. */
@@ -67,12 +76,50 @@ static int parse_u64(const char *s, uint64_t *v)
     return 0;
 }
 
+/* --min-passed OP=N: 0 when stored, -1 when malformed. */
+static int parse_min_passed(const char *v, options_t *o)
+{
+    const char *eq = strchr(v, '=');
+    uint64_t n;
+    if (!eq || parse_u64(eq + 1, &n) || n > 1000000) return -1;
+    const size_t len = (size_t)(eq - v);
+    if (len == 3 && !strncmp(v, "all", 3)) {
+        o->min_passed[CF_OP_COUNT_] = (long)n;
+        return 0;
+    }
+    for (int op = 0; op < CF_OP_COUNT_; op++) {
+        const char *label = cf_op_label((cf_op_t)op);
+        if (strlen(label) == len && !strncmp(v, label, len)) {
+            o->min_passed[op] = (long)n;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* --device-option KEY=VALUE: 0 when stored, -1 when malformed or one too many. */
+static int parse_device_option(const char *v, options_t *o)
+{
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v || o->num_dev_opts == MAX_DEVICE_OPTIONS) return -1;
+    attnrt_device_attribute_t *a = &o->dev_opts[o->num_dev_opts];
+    const size_t klen = (size_t)(eq - v), vlen = strlen(eq + 1);
+    if (klen >= sizeof a->key || vlen >= sizeof a->value) return -1;
+    memset(a, 0, sizeof *a);
+    a->struct_size = sizeof *a;
+    memcpy(a->key, v, klen);
+    memcpy(a->value, eq + 1, vlen);
+    o->num_dev_opts++;
+    return 0;
+}
+
 /* 0: run; 1: help was printed; -1: usage error (reported). */
 static int parse(int argc, char **argv, options_t *o)
 {
     memset(o, 0, sizeof *o);
     o->seed = DEFAULT_SEED;
     o->cases = DEFAULT_SWEEP;
+    for (int op = 0; op <= CF_OP_COUNT_; op++) o->min_passed[op] = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int missing = 0;
@@ -90,6 +137,12 @@ static int parse(int argc, char **argv, options_t *o)
             o->corrupt = 1;
         } else if ((v = option_value(argc, argv, &i, "--plugin", &missing))) {
             o->plugin = v;
+        } else if ((v = option_value(argc, argv, &i, "--device-option", &missing))) {
+            if (parse_device_option(v, o)) {
+                fprintf(stderr, "%s: --device-option %s: expected KEY=VALUE (at most %d of them)\n", argv[0], v,
+                        MAX_DEVICE_OPTIONS);
+                return -1;
+            }
         } else if ((v = option_value(argc, argv, &i, "--device", &missing))) {
             o->device = v;
         } else if ((v = option_value(argc, argv, &i, "--filter", &missing))) {
@@ -97,6 +150,12 @@ static int parse(int argc, char **argv, options_t *o)
         } else if ((v = option_value(argc, argv, &i, "--seed", &missing))) {
             if (parse_u64(v, &o->seed)) {
                 fprintf(stderr, "%s: --seed %s: expected a non-negative integer (decimal or 0x hex)\n", argv[0], v);
+                return -1;
+            }
+        } else if ((v = option_value(argc, argv, &i, "--min-passed", &missing))) {
+            if (parse_min_passed(v, o)) {
+                fprintf(stderr, "%s: --min-passed %s: expected OP=N, OP an op name (attention, kv_write, merge, ...) "
+                        "or all\n", argv[0], v);
                 return -1;
             }
         } else if ((v = option_value(argc, argv, &i, "--cases", &missing))) {
@@ -120,6 +179,11 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static attnrt_status_t open_named(const options_t *o, const char *name, attnrt_context_t **ctx)
+{
+    return o->num_dev_opts ? attnrt_open_with_options(name, o->dev_opts, o->num_dev_opts, ctx) : attnrt_open(name, ctx);
+}
+
 /* Opens the device under test: the one asked for, else libattnrt's default, else the first there is
  * (a plugin chosen with --plugin may bring only a simulator, which is never a default). */
 static attnrt_status_t open_device(const options_t *o, attnrt_context_t **ctx, char *why, size_t cap)
@@ -129,13 +193,13 @@ static attnrt_status_t open_device(const options_t *o, attnrt_context_t **ctx, c
         snprintf(why, cap, "cannot start libattnrt: %s", attnrt_last_error());
         return st;
     }
-    st = attnrt_open(o->device, ctx);
+    st = open_named(o, o->device, ctx);
     if (st != ATTNRT_OK && !o->device) {
         uint32_t count = 0;
         attnrt_device_properties_t props = {.struct_size = sizeof props};
         if (attnrt_device_count(&count) == ATTNRT_OK && count > 0 &&
             attnrt_device_get_properties(0, &props) == ATTNRT_OK)
-            st = attnrt_open(props.name, ctx);
+            st = open_named(o, props.name, ctx);
     }
     if (st != ATTNRT_OK) snprintf(why, cap, "cannot open a device: %s", attnrt_last_error());
     return st;
@@ -180,6 +244,15 @@ static int run_cases(const options_t *o, cf_report_t *r, const cf_case_list_t *l
         cf_report_case(r, &list->items[i], names[i], &res);
     }
     int status = r->failed ? 1 : 0;
+    /* a run that passes nothing cannot fail: --min-passed makes "too little ran" a failure too */
+    for (int op = 0; op <= CF_OP_COUNT_ && !o->corrupt; op++) {
+        const int passed = op == CF_OP_COUNT_ ? r->passed : r->passed_op[op];
+        if (o->min_passed[op] < 0 || passed >= o->min_passed[op]) continue;
+        const char *label = op == CF_OP_COUNT_ ? "all" : cf_op_label((cf_op_t)op);
+        fprintf(stderr, "attnrt-conform: %d cases passed (op %s), fewer than --min-passed %s=%ld\n", passed, label,
+                label, o->min_passed[op]);
+        status = 1;
+    }
     char note[256], *note_p = NULL;
     if (o->corrupt) {
         /* exit 1 (the should_fail test passes) only when every perturbed result was caught */

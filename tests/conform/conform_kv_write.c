@@ -15,6 +15,7 @@ void cf_run_kv_write(const cf_env_t *env, const cf_case_t *c, cf_result_t *res)
     spec.num_seqs = c->num_seqs;
     spec.lens = c->kv_lens;
     spec.block_size = c->block_size;
+    spec.table_cols = c->max_model_len > 0 && c->block_size > 0 ? c->max_model_len / c->block_size : 0;
     spec.num_kv_heads = c->num_kv_heads;
     spec.head_dim_k = c->head_dim_qk;
     spec.head_dim_v = c->head_dim_v;

@@ -71,6 +71,7 @@ void cf_report_begin(cf_report_t *r, const char *device, const char *plugin_name
 void cf_report_case(cf_report_t *r, const cf_case_t *c, const char *name, const cf_result_t *res)
 {
     r->passed += res->status == CF_PASS;
+    if ((unsigned)c->op < CF_OP_COUNT_) r->passed_op[c->op] += res->status == CF_PASS;
     r->failed += res->status == CF_FAIL;
     r->unsupported += res->status == CF_UNSUPPORTED;
     if (r->json) {
@@ -87,6 +88,11 @@ void cf_report_case(cf_report_t *r, const cf_case_t *c, const char *name, const 
         json_num(f, res->lse_error);
         fprintf(f, ", \"tolerance\": ");
         json_num(f, res->tolerance);
+        if (res->has_stats)
+            fprintf(f, ", \"op_stats\": {\"time_us\": %.3f, \"bytes_moved\": %llu, \"flops\": %llu, \"partitions\": %llu, "
+                    "\"padded_rows\": %llu, \"padding_tokens\": %llu, \"launches\": %llu}", res->stats_us,
+                    res->stats_bytes, res->stats_flops, res->stats_partitions, res->stats_padded_rows,
+                    res->stats_padding_tokens, res->stats_launches);
         fprintf(f, ", \"seconds\": %.4f, \"message\": ", res->seconds);
         json_str(f, res->message);
         fputc('}', f);
@@ -114,6 +120,10 @@ void cf_report_case(cf_report_t *r, const cf_case_t *c, const char *name, const 
         fputc(')', f);
     }
     fputc('\n', f);
+    if (r->verbose && res->has_stats)
+        fprintf(f, "%12sop stats: %.1f us, %llu bytes, %llu flops, %llu partitions, %llu padded rows, %llu padding "
+                "tokens, %llu launches\n", "", res->stats_us, res->stats_bytes, res->stats_flops, res->stats_partitions,
+                res->stats_padded_rows, res->stats_padding_tokens, res->stats_launches);
     if (res->status != CF_PASS && res->message[0]) fprintf(f, "%12s%s\n", "", res->message);
     if (res->status == CF_FAIL)
         fprintf(f, "%12sreplay: %s --seed 0x%016llx --filter '%s '\n", "", r->argv0, (unsigned long long)r->seed,

@@ -18,6 +18,7 @@ typedef struct cf_report {
     uint64_t    seed;
     const char *argv0;
     int         passed, failed, unsupported, cases_written;
+    int         passed_op[CF_OP_COUNT_]; /* passes per op (--min-passed) */
 } cf_report_t;
 
 /* Header: device, the plugin serving it, seed, number of cases. Strings are borrowed for the call. */

@@ -85,6 +85,8 @@ static const sel_case_t cases[] = {
      UNSUP, 0, 0, 0, 0, 0,
      "`kvcache_partition_len` (32768) is out of the supported range for 'flash_attn' (1024 <= `kvcache_partition_len` "
      "<= 16384). Please provide a valid value within this range."},
+    {"C rebel100: partition at the minimum 1024", REBEL, C, FULL, "flash_attn", 2048, 0, 1024, 0, 0, 0, 0, 0,
+     OK, "flash", 1024, 1024, 2, 512, NULL},
     {"C rebel100: partition under the minimum", REBEL, C, FULL, "flash_attn", 1024, 0, 512, 0, 0, 0, 0, 0, UNSUP, 0, 0, 0, 0, 0,
      "`kvcache_partition_len` (512) is out of the supported range for 'flash_attn' (1024 <= `kvcache_partition_len` "
      "<= 16384). Please provide a valid value within this range."},
@@ -155,6 +157,10 @@ static const sel_case_t cases[] = {
      "block_size (512) must be a power of two within the supported range for ATOM (1024-32768 tokens)"},
     {"V atom: naive at 32768, with the [P] note", ATOM, V, FULL, "", 32768, 32768, 0, 0, 0, 128, 0, 0,
      OK, "naive", 32768, 0, 1, 128, "[P] the vLLM model path runs on Rebel100 only"},
+    {"V atom: flash at ATOM's [P] minimum block 1024", ATOM, V, FULL, "", 2048, 1024, 0, 0, 0, 128, 0, 0,
+     OK, "flash", 1024, 1024, 2, 128, "[P] the vLLM model path runs on Rebel100 only"},
+    {"V atom: block 65536 over ATOM's [P] range", ATOM, V, FULL, "", 65536, 65536, 0, 0, 0, 128, 0, 0, UNSUP, 0, 0, 0, 0,
+     0, "block_size (65536) must be a power of two within the supported range for ATOM (1024-32768 tokens)"},
     {"V rebel100: block_size defaults to max_model_len", REBEL, V, FULL, "", 8192, 0, 0, 0, 0, 128, 0, 0,
      OK, "naive", 8192, 0, 1, 512, "[P] block_size not given: 8192"},
     {"V rebel100: block_size defaults to the flash partition", REBEL, V, FULL, "", 65536, 0, 0, 0, 0, 128, 0, 0,
