@@ -11,18 +11,13 @@
  *      unchanged): direct run again, replay again -> equal bytes (the graph reads data by pointer and
  *      the kernels read the lengths on the device).
  * Exit 0 when every comparison is bit-exact, 1 otherwise, 77 when there is no CUDA device. */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cuda.h>
-
-#include "attnrt.h"
-#include "context.h"     /* runtime internal: attnrt_stream_t's plugin handle */
-#include "cuda_stream.h" /* the cuda plugin's stream handle: its CUstream first */
+#include "graph_capture_util.h"
 
 #define B 8
 #define HQ 32
@@ -30,112 +25,6 @@
 #define D 128
 #define BS 16
 #define MAX_CTX 3072
-
-static struct {
-    __typeof__(&cuStreamBeginCapture) begin;
-    __typeof__(&cuStreamEndCapture) end;
-    __typeof__(&cuGraphInstantiate) instantiate;
-    __typeof__(&cuGraphLaunch) launch;
-    __typeof__(&cuGraphGetNodes) nodes;
-    __typeof__(&cuGraphExecDestroy) exec_destroy;
-    __typeof__(&cuGraphDestroy) destroy;
-    __typeof__(&cuStreamSynchronize) sync;
-    __typeof__(&cuGetErrorName) err_name;
-} cu;
-
-static int load_driver(void)
-{
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) return 0;
-    const struct { const char *name; void *slot; } syms[] = {
-        {"cuStreamBeginCapture_v2", &cu.begin},  {"cuStreamEndCapture", &cu.end},
-        {"cuGraphInstantiateWithFlags", &cu.instantiate}, {"cuGraphLaunch", &cu.launch},
-        {"cuGraphGetNodes", &cu.nodes},          {"cuGraphExecDestroy", &cu.exec_destroy},
-        {"cuGraphDestroy", &cu.destroy},         {"cuStreamSynchronize", &cu.sync},
-        {"cuGetErrorName", &cu.err_name},
-    };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        void *p = dlsym(lib, syms[i].name);
-        if (!p) {
-            fprintf(stderr, "cuda_graph_capture: libcuda.so.1 has no %s\n", syms[i].name);
-            return 0;
-        }
-        memcpy(syms[i].slot, &p, sizeof p);
-    }
-    return 1;
-}
-
-#define CHECK_AT(st, what)                                                                              \
-    do {                                                                                                \
-        if ((st) != ATTNRT_OK) {                                                                        \
-            fprintf(stderr, "FAIL %s: %s: %s\n", what, attnrt_status_name(st), attnrt_last_error());    \
-            exit(1);                                                                                    \
-        }                                                                                               \
-    } while (0)
-#define CHECK_CU(r, what)                                                                               \
-    do {                                                                                                \
-        CUresult r_ = (r);                                                                              \
-        if (r_ != CUDA_SUCCESS) {                                                                       \
-            const char *n_ = "?";                                                                       \
-            cu.err_name(r_, &n_);                                                                       \
-            fprintf(stderr, "FAIL %s: %s\n", what, n_);                                                 \
-            exit(1);                                                                                    \
-        }                                                                                               \
-    } while (0)
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static float frand(void) /* uniform in [-1, 1) */
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((double)(rng >> 11) * 0x1p-53 * 2.0 - 1.0);
-}
-static uint16_t bf16(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-}
-static void fill_bf16(uint16_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++) p[i] = bf16(frand());
-}
-
-static void tensor(attnrt_tensor_t *t, void *data, attnrt_dtype_t dt, int ndim, const int64_t *shape)
-{
-    memset(t, 0, sizeof *t);
-    t->struct_size = sizeof *t;
-    t->data = data;
-    t->dtype = dt;
-    t->ndim = ndim;
-    int64_t s = 1;
-    for (int i = ndim - 1; i >= 0; i--) {
-        t->shape[i] = shape[i];
-        t->strides[i] = s;
-        s *= shape[i];
-    }
-}
-
-static void *dev_alloc(attnrt_context_t *ctx, size_t bytes)
-{
-    void *p = NULL;
-    CHECK_AT(attnrt_mem_alloc(ctx, bytes, &p), "attnrt_mem_alloc");
-    return p;
-}
-
-/* Compares out and lse after a direct run and after a replay; prints and counts differences. */
-static int compare(const char *what, const void *a, const void *b, size_t bytes)
-{
-    if (memcmp(a, b, bytes) == 0) {
-        printf("  %-44s bit-exact (%zu bytes)\n", what, bytes);
-        return 0;
-    }
-    size_t diff = 0;
-    for (size_t i = 0; i < bytes; i++) diff += ((const uint8_t *)a)[i] != ((const uint8_t *)b)[i];
-    printf("  %-44s DIFFERS in %zu of %zu bytes\n", what, diff, bytes);
-    return 1;
-}
 
 int main(void)
 {
