@@ -1,6 +1,7 @@
 /* bench_ceiling.c — the roofline attnrt-bench measures in the same run as the op:
  *   cpu:    memory-read bandwidth: every thread streams its slice of a buffer of at least 4x the
- *           last-level cache (and 256 MiB) with the widest SIMD loads the CPU has; fp32 FMA peak:
+ *           last-level cache (and 256 MiB) with the widest SIMD loads the CPU has, on transparent huge
+ *           pages where the kernel grants them (as the cpu plugin's KV caches); fp32 FMA peak:
  *           every thread runs independent register-resident FMA chains. Threads are created per sample
  *           and start together on a barrier; a sample is timed from the barrier to the last thread.
  *   others: device copy bandwidth through attnrt_mem_copy_on_device (read + write bytes); no FMA peak.
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -205,6 +207,9 @@ static int cpu_open(int threads, bench_ceiling_t *bc)
         fprintf(stderr, "attnrt-bench: cannot allocate the %zu MiB read buffer\n", bytes >> 20);
         return -1;
     }
+#ifdef MADV_HUGEPAGE
+    (void)madvise(c->buf, c->bytes, MADV_HUGEPAGE); /* as the cpu plugin's large buffers: the same pages */
+#endif
     c->read = read_plain;
     c->fma = fma_loop_plain;
     c->isa = "portable 16-byte";

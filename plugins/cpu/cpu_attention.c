@@ -73,8 +73,7 @@ static int build_chunk(const attn_job_t *job, int64_t seq, int64_t kv_head, int6
     const int64_t bs = job->block_size;
     const size_t es = job->kv_es;
     int n = 0;
-    const int cap = c->cap;
-    while (*p <= hi && n < cap) {
+    while (*p <= hi && n < CPU_ATTN_CHUNK) {
         const int64_t logical = *p / bs, row0 = *p % bs;
         const int64_t last = (logical + 1) * bs - 1 < hi ? (logical + 1) * bs - 1 : hi; /* in this block */
         const int64_t block = job->bt[seq * job->bt_st[0] + logical * job->bt_st[1]];
@@ -83,7 +82,7 @@ static int build_chunk(const attn_job_t *job, int64_t seq, int64_t kv_head, int6
             continue;
         }
         int64_t take = last - *p + 1;
-        if (take > cap - n) take = cap - n;
+        if (take > CPU_ATTN_CHUNK - n) take = CPU_ATTN_CHUNK - n;
         const float ks = scale_at(job->k_scale, job->ks_st, block, kv_head);
         const float vs = scale_at(job->v_scale, job->vs_st, block, kv_head);
         const char *k = job->kc + (size_t)(block * job->kc_st[0] + row0 * job->kc_st[1] + kv_head * job->kc_st[2]) * es;
@@ -102,22 +101,37 @@ static int build_chunk(const attn_job_t *job, int64_t seq, int64_t kv_head, int6
     return n;
 }
 
-/* Points the prefetch pieces of `cur` (the chunk of unit u of `units` being worked on) at the rows
- * worked on next. Key-major decode (`whole_rows`: every KV head of an NHD cache, a key's heads adjacent)
- * takes the next chunk's whole key rows, in address order; otherwise the next unit's rows of these keys
- * (`next_unit`), or, after the last unit, the first unit's rows of the next chunk. */
+/* Points the prefetch pieces of `cur` (the chunk of unit u of `units` being worked on) at what is read
+ * next. Key-major decode reads K key by key, front to back, which the hardware prefetchers follow; so
+ * its scores prefetch the values of the same keys (used by the PV step right after) and its PV step
+ * the next chunk's keys. Otherwise: the next unit's rows of these keys (`next_unit`), or, after the last
+ * unit, the first unit's rows of the next chunk. Software prefetches are what the memory system can
+ * have in flight beyond what the reorder window reaches: the block table scatters the rows. */
 static void set_prefetch(const attn_job_t *job, cpu_kv_chunk_t *cur, const cpu_kv_chunk_t *next_chunk,
-                         const cpu_kv_chunk_t *next_unit, int64_t u, int64_t units, int whole_rows)
+                         const cpu_kv_chunk_t *next_unit, int64_t u, int64_t units, int key_major)
 {
-    const cpu_kv_chunk_t *src = whole_rows || u + 1 >= units ? next_chunk : next_unit;
-    const size_t es = job->kv_es, heads = whole_rows ? (size_t)units : 1;
-    cur->pf_n = src ? src->n : 0;
-    cur->pf_units = (int)heads; /* piece u of a whole row goes with KV head u */
+    const size_t es = job->kv_es;
+    cur->pf_n = 0;
+    cur->pf_units = 1;
+    cur->pf_score_bytes = cur->pf_value_bytes = 0; /* the kernels' piece loops read these even when pf_n is 0 */
+    if (key_major) {
+        cur->pf_n = cur->n;
+        cur->pf_units = (int)units; /* piece u of a whole row goes with KV head u */
+        cur->pf_score_bytes = (size_t)units * (size_t)job->dv * es;
+        cur->pf_value_bytes = (size_t)units * (size_t)job->dqk * es;
+        for (int j = 0; j < cur->n; j++) {
+            cur->pf_score[j] = cur->v[j];
+            cur->pf_value[j] = next_chunk && j < next_chunk->n ? next_chunk->k[j] : cur->v[j];
+        }
+        return;
+    }
+    const cpu_kv_chunk_t *src = u + 1 < units ? next_unit : next_chunk;
     if (!src) return;
-    cur->pf_kbytes = heads * (size_t)job->dqk * es;
-    cur->pf_vbytes = heads * (size_t)job->dv * es;
-    memcpy(cur->pf_k, src->k, (size_t)src->n * sizeof src->k[0]);
-    memcpy(cur->pf_v, src->v, (size_t)src->n * sizeof src->v[0]);
+    cur->pf_n = src->n;
+    cur->pf_score_bytes = (size_t)job->dqk * es;
+    cur->pf_value_bytes = (size_t)job->dv * es;
+    memcpy(cur->pf_score, src->k, (size_t)src->n * sizeof src->k[0]);
+    memcpy(cur->pf_value, src->v, (size_t)src->n * sizeof src->v[0]);
 }
 
 /* The scores of row r of token ti and head h over the chunk, at s[r * rs + j * js]: softcap and ALiBi
@@ -184,6 +198,9 @@ static void load_queries(const attn_job_t *job, const cpu_tile_t *t, int wide, i
             for (int64_t r = rows; r < padded; r++) q[d * t->ld + r] = 0.0f;
     } else {
         memset(q + rows * t->dqk_pad, 0, (size_t)((padded - rows) * t->dqk_pad) * sizeof(float));
+        if (t->qb) /* the bf16 dot products' query: rounded once per item */
+            for (int64_t r = 0; r < padded; r++)
+                for (int64_t d = 0; d < dq; d++) ((uint16_t *)t->qb)[r * t->dqk_pad + d] = dc_f32_to_bf16(q[r * t->dqk_pad + d]);
     }
     for (int64_t r = 0; r < padded; r++) {
         t->m[r] = -INFINITY;
@@ -198,6 +215,7 @@ static cpu_tile_t sub_tile(const cpu_tile_t *t, int64_t u, int64_t stride, int r
     cpu_tile_t s = *t;
     s.rows = rows;
     s.q += u * stride * t->dqk_pad;
+    if (s.qb) s.qb += u * stride * t->dqk_pad;
     s.o += u * stride * t->dv_pad;
     s.m += u * stride;
     s.l += u * stride;
@@ -234,6 +252,7 @@ static void attn_item(void *ctx, size_t index, unsigned worker)
         .m = (float *)(void *)(base + lay->m), .l = (float *)(void *)(base + lay->l),
         .s = (float *)(void *)(base + lay->s), .alpha = (float *)(void *)(base + lay->alpha),
         .kc = (float *)(void *)(base + lay->kc), .vc = (float *)(void *)(base + lay->vc),
+        .qb = !wide && job->simd->bf16_dot && job->kv_kind == DC_BF16 ? (const uint16_t *)(void *)(base + lay->qb) : NULL,
     };
     int64_t *lo = (int64_t *)(void *)(base + lay->lo), *hi = (int64_t *)(void *)(base + lay->hi);
     for (int64_t u = 0; u < units; u++) {
@@ -265,7 +284,6 @@ static void attn_item(void *ctx, size_t index, unsigned worker)
         chunks[i].n = 0;
         chunks[i].pf_n = 0;
         chunks[i].pf_units = 1;
-        chunks[i].cap = CPU_ATTN_CHUNK;
     }
     /* Key-major decode: every KV head, heads adjacent in the cache (NHD), one scale for all heads. */
     const int key_major = all && !wide && job->kc_st[2] == job->dqk && job->vc_st[2] == job->dv &&

@@ -34,6 +34,7 @@ cpu_attn_scratch_layout_t cpu_attn_scratch_layout(int64_t head_dim_qk, int64_t h
     l.alpha = at; at += align_up(R * f);        /* rescale factor of the current chunk               */
     l.kc = at;    at += align_up(K * dqk * f);  /* the key chunk, dequantised (wide)                 */
     l.vc = at;    at += align_up(K * dv * f);
+    l.qb = at;    at += align_up(R * dqk * sizeof(uint16_t)); /* narrow query rows in bf16 (bf16 dots)  */
     l.lo = at;    at += align_up(R * sizeof(int64_t)); /* each token's key range                     */
     l.hi = at;    at += align_up(R * sizeof(int64_t));
     l.total = align_up(at);
@@ -157,9 +158,10 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
             if (c > max_cost[b]) max_cost[b] = c;
         }
     }
-    /* Split-KV: a request whose items are each more than a quarter of a thread's share is cut into key
-     * ranges (decode with few requests and KV heads), so every thread gets about four items. */
-    const int64_t share = total_cost / (4 * (int64_t)threads) + 1;
+    /* Split-KV: a request whose items are each more than an eighth of a thread's share is cut into key
+     * ranges (decode with few requests and KV heads), so every thread gets about eight items: the last
+     * item of the slower thread (which the other waits for) is then at most ~1/8 of the run. */
+    const int64_t share = total_cost / (8 * (int64_t)threads) + 1;
     size_t n_items = 0, n_split = 0;
     int64_t part_rows = 0;
     for (int64_t b = 0; b < B; b++) {

@@ -72,7 +72,7 @@ typedef struct cpu_attn_plan {
 
 /* Byte offsets of the sub-buffers inside one participant's slice. */
 typedef struct cpu_attn_scratch_layout {
-    size_t q, o, s, m, l, alpha, kc, vc, lo, hi, total;
+    size_t q, o, s, m, l, alpha, kc, vc, qb, lo, hi, total;
     int    rows;     /* rows the buffers hold (the wide tile, padded)                     */
     int    dqk_pad, dv_pad;
 } cpu_attn_scratch_layout_t;

@@ -67,6 +67,8 @@ void cpu_feature_list(uint32_t mask, char *out, size_t cap)
 uint32_t cpu_isa_required_features(cpu_isa_t isa)
 {
     switch (isa) {
+    case CPU_ISA_AVX512BF16:
+        return cpu_isa_required_features(CPU_ISA_AVX512) | CPU_FEAT_AVX512BF16;
     case CPU_ISA_AVX512:
         return CPU_FEAT_AVX512F | CPU_FEAT_AVX512BW | CPU_FEAT_AVX512VL | CPU_FEAT_AVX512DQ | CPU_FEAT_FMA | CPU_FEAT_F16C;
     case CPU_ISA_AVX2:
@@ -79,6 +81,9 @@ uint32_t cpu_isa_required_features(cpu_isa_t isa)
 const cpu_simd_t *cpu_simd_table(cpu_isa_t isa)
 {
     switch (isa) {
+#if defined(ATTNRT_CPU_HAVE_AVX512BF16)
+    case CPU_ISA_AVX512BF16: return &cpu_simd_avx512bf16;
+#endif
 #if defined(ATTNRT_CPU_HAVE_AVX512)
     case CPU_ISA_AVX512: return &cpu_simd_avx512;
 #endif
@@ -90,7 +95,7 @@ const cpu_simd_t *cpu_simd_table(cpu_isa_t isa)
     }
 }
 
-static const char *const isa_names[CPU_ISA_COUNT_] = {"portable", "avx2", "avx512"};
+static const char *const isa_names[CPU_ISA_COUNT_] = {"portable", "avx2", "avx512", "avx512bf16"};
 
 attnrt_status_t cpu_simd_select(const cpu_simd_t **simd, int *forced)
 {
@@ -103,7 +108,7 @@ attnrt_status_t cpu_simd_select(const cpu_simd_t **simd, int *forced)
             if (!strcmp(env, isa_names[i])) isa = i;
         if (isa < 0)
             return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT,
-                               "cpu:0: ATTNRT_CPU_ISA=%s is not one of avx512, avx2, portable (or unset for the best)", env);
+                               "cpu:0: ATTNRT_CPU_ISA=%s is not one of avx512bf16, avx512, avx2, portable (or unset for the best)", env);
         const cpu_simd_t *t = cpu_simd_table((cpu_isa_t)isa);
         if (!t)
             return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cpu:0: ATTNRT_CPU_ISA=%s, but this build of the cpu plugin has no %s "

@@ -3,11 +3,19 @@
  *
  * One work item is one (request, value head hv), reading key head hv / (HV / H): the head's [Dk, Dv]
  * state is loaded into the participant's scratch (zeroed when the request has no initial state), the
- * request's tokens are applied one by one, and the state is written back. Per token, two passes over S:
+ * request's tokens are applied, and the state is written back. The recurrence, per token two passes
+ * over S:
  *   pass 1: S = e^g S, and u = S^T k on the way;   v' = beta (v - u)
  *   pass 2: S = S + k v'^T, and o = S^T q on the way.
- * This token-by-token recurrence is exact and O(Dk Dv) per token; the chunked WY form (blocks of tokens
- * as matrix products) is a later optimisation for long prefills and must reproduce these numbers.
+ * Decode and speculative rounds run this recurrence token by token. A prefill (a request of more than
+ * one token, no spec decoding) runs in chunks of CPU_GDN_CHUNK tokens as matrix products (the WY /
+ * UT form of gated DeltaNet), from the state S0 before the chunk, with G_i = g_0 + .. + g_i and
+ * k_i, q_i rows (i, j < n):
+ *   delta_i = beta_i (v_i - e^{G_i} k_i S0) - sum_{j<i} beta_i e^{G_i - G_j} (k_i . k_j) delta_j
+ *   o_i     = e^{G_i} q_i S0 + sum_{j<=i} e^{G_i - G_j} (q_i . k_j) delta_j
+ *   S_end   = e^{G_{n-1}} S0 + sum_j e^{G_{n-1} - G_j} k_j^T delta_j
+ * which is the recurrence unrolled (delta_i is token i's v' above): the same sums, only the rounding
+ * differs. The decays are exponentials of differences of G, so no power under- or overflows alone.
  *
  * Speculative decoding (spec_state_indices [B, num_spec + 1], num_accepted [B]): the initial state comes
  * from spec_state_indices[b][num_accepted[b] - 1] and after token t the state is written to
@@ -21,6 +29,7 @@
 #include <string.h>
 
 #include "cpu_args.h"
+#include "cpu_gemm.h"
 #include "cpu_linear.h"
 #include "cpu_ops.h"
 #include "cpu_vec.h"
@@ -114,21 +123,31 @@ static attnrt_status_t gdn_check(const attnrt_gated_delta_args_t *a, int64_t B, 
     return ATTNRT_OK;
 }
 
+/* Tokens per prefill chunk: the intra-chunk products are C x C, the rest is linear in C. */
+#define CPU_GDN_CHUNK 64
+
+/* Byte offsets inside one participant's scratch slice; q, k, v, u, o hold one row each in the token
+ * path and C rows in a prefill chunk. */
 typedef struct gdn_layout {
-    size_t s, q, k, v, u, o, total;
+    size_t s, q, k, v, u, o, kt, kk, qk, gc, bc, total;
 } gdn_layout_t;
 
 static gdn_layout_t gdn_layout(int64_t Dk, int64_t Dv)
 {
-    const size_t dk = (size_t)Dk, dv = (size_t)Dv, f = sizeof(float);
+    const size_t dk = (size_t)Dk, dv = (size_t)Dv, f = sizeof(float), C = CPU_GDN_CHUNK;
     gdn_layout_t l;
     size_t at = 0;
-    l.s = at; at += cpu_linear_align(dk * dv * f); /* the value head's state */
-    l.q = at; at += cpu_linear_align(dk * f);
-    l.k = at; at += cpu_linear_align(dk * f);
-    l.v = at; at += cpu_linear_align(dv * f);
-    l.u = at; at += cpu_linear_align(dv * f);      /* S^T k, then v'          */
-    l.o = at; at += cpu_linear_align(dv * f);
+    l.s = at;  at += cpu_linear_align(dk * dv * f); /* the value head's state                 */
+    l.q = at;  at += cpu_linear_align(C * dk * f);  /* q rows (normalised, scaled)            */
+    l.k = at;  at += cpu_linear_align(C * dk * f);  /* k rows (normalised)                    */
+    l.v = at;  at += cpu_linear_align(C * dv * f);
+    l.u = at;  at += cpu_linear_align(C * dv * f);  /* S^T k, then v' (delta)                 */
+    l.o = at;  at += cpu_linear_align(C * dv * f);
+    l.kt = at; at += cpu_linear_align(dk * C * f);  /* k^T [Dk, C]; then decayed for the state */
+    l.kk = at; at += cpu_linear_align(C * C * f);   /* k_i . k_j                              */
+    l.qk = at; at += cpu_linear_align(C * C * f);   /* q_i . k_j, then decayed and masked     */
+    l.gc = at; at += cpu_linear_align(C * sizeof(double)); /* G_i, cumulative gates          */
+    l.bc = at; at += cpu_linear_align(C * f);       /* beta_i                                 */
     l.total = at;
     return l;
 }
@@ -153,15 +172,18 @@ typedef struct gdn_job {
 } gdn_job_t;
 
 typedef struct gdn_scratch {
-    float *s, *q, *k, *v, *u, *o;
+    float  *s, *q, *k, *v, *u, *o, *kt, *kk, *qk, *bc;
+    double *gc;
 } gdn_scratch_t;
 
 static gdn_scratch_t scratch_of(const gdn_job_t *job, unsigned worker)
 {
     char *base = job->plan->scratch + (size_t)worker * job->plan->scratch_stride;
     const gdn_layout_t *l = &job->lay;
-    gdn_scratch_t s = {(float *)(void *)(base + l->s), (float *)(void *)(base + l->q), (float *)(void *)(base + l->k),
-                       (float *)(void *)(base + l->v), (float *)(void *)(base + l->u), (float *)(void *)(base + l->o)};
+    gdn_scratch_t s = {(float *)(void *)(base + l->s),  (float *)(void *)(base + l->q),  (float *)(void *)(base + l->k),
+                       (float *)(void *)(base + l->v),  (float *)(void *)(base + l->u),  (float *)(void *)(base + l->o),
+                       (float *)(void *)(base + l->kt), (float *)(void *)(base + l->kk), (float *)(void *)(base + l->qk),
+                       (float *)(void *)(base + l->bc), (double *)(void *)(base + l->gc)};
     return s;
 }
 
@@ -200,20 +222,89 @@ static void store_state(const gdn_job_t *job, const gdn_scratch_t *sc, int64_t s
         memcpy(pooled + a * job->state_st[2], sc->s + (size_t)(a * Dv), (size_t)Dv * sizeof(float));
 }
 
+/* Token t of value head hv into q, k, v (rows of Dk, Dk, Dv floats): normalised, q scaled. */
+static void load_token(const gdn_job_t *job, int64_t t, int64_t hv, float *q, float *k, float *v)
+{
+    const int64_t Dk = job->Dk, Dv = job->Dv, kh = hv / job->group;
+    dc_row_to_f32(q, job->q + (size_t)(t * job->q_st[0] + kh * job->q_st[1]) * job->q_es, job->q_kind, (size_t)Dk, 1.0f);
+    dc_row_to_f32(k, job->k + (size_t)(t * job->k_st[0] + kh * job->k_st[1]) * job->k_es, job->k_kind, (size_t)Dk, 1.0f);
+    dc_row_to_f32(v, job->v + (size_t)(t * job->v_st[0] + hv * job->v_st[1]) * job->v_es, job->v_kind, (size_t)Dv, 1.0f);
+    if (job->l2norm) {
+        l2_normalise(q, Dk);
+        l2_normalise(k, Dk);
+    }
+    cpu_vec_scale(q, job->scale, Dk);
+}
+
+static void store_out(const gdn_job_t *job, const float *row, int64_t t, int64_t hv)
+{
+    dc_row_from_f32(job->out + (size_t)(t * job->out_st[0] + hv * job->out_st[1]) * job->out_es, row, job->out_kind,
+                    (size_t)job->Dv, 1.0f);
+}
+
+/* Tokens t0 .. t0 + n - 1 (n <= CPU_GDN_CHUNK) of value head hv, blockwise (see the file comment). */
+static void gdn_chunk(const gdn_job_t *job, const gdn_scratch_t *sc, int64_t t0, int64_t n, int64_t hv)
+{
+    const int64_t Dk = job->Dk, Dv = job->Dv, C = CPU_GDN_CHUNK;
+    double G = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t t = t0 + i;
+        load_token(job, t, hv, sc->q + i * Dk, sc->k + i * Dk, sc->v + i * Dv);
+        G += (double)cpu_scalar_at(job->g, job->g_kind, t * job->g_st[0] + hv * job->g_st[1]);
+        sc->gc[i] = G;
+        sc->bc[i] = cpu_scalar_at(job->beta, job->beta_kind, t * job->beta_st[0] + hv * job->beta_st[1]);
+    }
+    for (int64_t a0 = 0; a0 < Dk; a0 += 16) { /* kt = k^T, in strips that stay in L1 */
+        const int64_t a1 = a0 + 16 < Dk ? a0 + 16 : Dk;
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t a = a0; a < a1; a++) sc->kt[a * C + j] = sc->k[j * Dk + a];
+    }
+    /* u = K S0, o = Q S0, kk = K K^T, qk = Q K^T */
+    memset(sc->u, 0, (size_t)(n * Dv) * sizeof(float));
+    memset(sc->o, 0, (size_t)(n * Dv) * sizeof(float));
+    memset(sc->kk, 0, (size_t)(n * C) * sizeof(float));
+    memset(sc->qk, 0, (size_t)(n * C) * sizeof(float));
+    cpu_gemm_acc(sc->u, Dv, sc->k, Dk, sc->s, Dv, n, Dv, Dk);
+    cpu_gemm_acc(sc->o, Dv, sc->q, Dk, sc->s, Dv, n, Dv, Dk);
+    cpu_gemm_acc(sc->kk, C, sc->k, Dk, sc->kt, C, n, n, Dk);
+    cpu_gemm_acc(sc->qk, C, sc->q, Dk, sc->kt, C, n, n, Dk);
+
+    /* delta_i = beta_i (v_i - e^{G_i} k_i S0) - sum_{j<i} beta_i e^{G_i - G_j} kk_ij delta_j, in place of u */
+    for (int64_t i = 0; i < n; i++) {
+        float *d = sc->u + i * Dv;
+        const float beta = sc->bc[i];
+        cpu_vec_scale(d, -beta * (float)exp(sc->gc[i]), Dv);
+        cpu_vec_axpy(d, sc->v + i * Dv, beta, Dv);
+        for (int64_t j = 0; j < i; j++)
+            cpu_vec_axpy(d, sc->u + j * Dv, -beta * (float)exp(sc->gc[i] - sc->gc[j]) * sc->kk[i * C + j], Dv);
+    }
+    /* o_i = e^{G_i} q_i S0 + sum_{j<=i} e^{G_i - G_j} qk_ij delta_j */
+    for (int64_t i = 0; i < n; i++) {
+        cpu_vec_scale(sc->o + i * Dv, (float)exp(sc->gc[i]), Dv);
+        float *w = sc->qk + i * C;
+        for (int64_t j = 0; j <= i; j++) w[j] *= (float)exp(sc->gc[i] - sc->gc[j]);
+        for (int64_t j = i + 1; j < n; j++) w[j] = 0.0f;
+    }
+    cpu_gemm_acc(sc->o, Dv, sc->qk, C, sc->u, Dv, n, Dv, n);
+    for (int64_t i = 0; i < n; i++) store_out(job, sc->o + i * Dv, t0 + i, hv);
+
+    /* S = e^{G_{n-1}} S0 + (K^T diag(e^{G_{n-1} - G_j})) delta */
+    const double last = sc->gc[n - 1];
+    float *decay = sc->o; /* the outputs are stored: o is free */
+    for (int64_t j = 0; j < n; j++) decay[j] = (float)exp(last - sc->gc[j]);
+    for (int64_t a = 0; a < Dk; a++)
+        for (int64_t j = 0; j < n; j++) sc->kt[a * C + j] *= decay[j];
+    cpu_vec_scale(sc->s, (float)exp(last), Dk * Dv);
+    cpu_gemm_acc(sc->s, Dv, sc->kt, C, sc->u, Dv, Dk, Dv, n);
+}
+
 /* One token t of value head hv on the state in scratch; writes out[t, hv]. */
 static void gdn_token(const gdn_job_t *job, const gdn_scratch_t *sc, int64_t t, int64_t hv)
 {
-    const int64_t Dk = job->Dk, Dv = job->Dv, kh = hv / job->group;
-    dc_row_to_f32(sc->q, job->q + (size_t)(t * job->q_st[0] + kh * job->q_st[1]) * job->q_es, job->q_kind, (size_t)Dk, 1.0f);
-    dc_row_to_f32(sc->k, job->k + (size_t)(t * job->k_st[0] + kh * job->k_st[1]) * job->k_es, job->k_kind, (size_t)Dk, 1.0f);
-    dc_row_to_f32(sc->v, job->v + (size_t)(t * job->v_st[0] + hv * job->v_st[1]) * job->v_es, job->v_kind, (size_t)Dv, 1.0f);
+    const int64_t Dk = job->Dk, Dv = job->Dv;
+    load_token(job, t, hv, sc->q, sc->k, sc->v);
     const float g = cpu_scalar_at(job->g, job->g_kind, t * job->g_st[0] + hv * job->g_st[1]);
     const float beta = cpu_scalar_at(job->beta, job->beta_kind, t * job->beta_st[0] + hv * job->beta_st[1]);
-    if (job->l2norm) {
-        l2_normalise(sc->q, Dk);
-        l2_normalise(sc->k, Dk);
-    }
-    cpu_vec_scale(sc->q, job->scale, Dk);
 
     const float decay = (float)exp((double)g);
     memset(sc->u, 0, (size_t)Dv * sizeof(float));
@@ -230,8 +321,7 @@ static void gdn_token(const gdn_job_t *job, const gdn_scratch_t *sc, int64_t t, 
         cpu_vec_axpy(s, sc->u, sc->k[a], Dv);
         cpu_vec_axpy(sc->o, s, sc->q[a], Dv);
     }
-    dc_row_from_f32(job->out + (size_t)(t * job->out_st[0] + hv * job->out_st[1]) * job->out_es, sc->o, job->out_kind,
-                    (size_t)Dv, 1.0f);
+    store_out(job, sc->o, t, hv);
 }
 
 static void gdn_item(void *ctx, size_t index, unsigned worker)
@@ -265,9 +355,14 @@ static void gdn_item(void *ctx, size_t index, unsigned worker)
     if (t_end == t_begin && (has_init || job->spec)) return; /* no token: no state changes */
     load_state(job, &sc, has_init ? read_slot : -1, hv);
 
-    for (int64_t t = t_begin; t < t_end; t++) {
-        gdn_token(job, &sc, t, hv);
-        if (job->spec && t - t_begin <= job->num_spec) store_state(job, &sc, spec_slot(job, b, t - t_begin), hv);
+    if (job->spec || t_end - t_begin == 1) {
+        for (int64_t t = t_begin; t < t_end; t++) {
+            gdn_token(job, &sc, t, hv);
+            if (job->spec && t - t_begin <= job->num_spec) store_state(job, &sc, spec_slot(job, b, t - t_begin), hv);
+        }
+    } else {
+        for (int64_t t0 = t_begin; t0 < t_end; t0 += CPU_GDN_CHUNK)
+            gdn_chunk(job, &sc, t0, t_end - t0 < CPU_GDN_CHUNK ? t_end - t0 : CPU_GDN_CHUNK, hv);
     }
     if (!job->spec) store_state(job, &sc, slot, hv);
 }

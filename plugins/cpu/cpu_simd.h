@@ -3,8 +3,9 @@
  * opened, so one binary runs on any x86-64 and the portable table builds everywhere.
  *
  * Each ISA's kernels live in their own file compiled with their own flags (cpu_simd_avx512.c with
- * -mavx512f..., cpu_simd_avx2.c with -mavx2 -mfma -mf16c, cpu_simd_portable.c with none); all three
- * instantiate the same kernel template, cpu_simd_kernels.h, over a small vector vocabulary.
+ * -mavx512f..., cpu_simd_avx512bf16.c with those and -mavx512bf16, cpu_simd_avx2.c with -mavx2 -mfma
+ * -mf16c, cpu_simd_portable.c with none); all instantiate the same kernel template,
+ * cpu_simd_kernels.h, over a small vector vocabulary.
  *
  * The kernels see one KV head and a chunk of at most CPU_ATTN_CHUNK keys at a time; the host glue
  * (cpu_attention.c) walks the block table, masks, splits and finishes rows. Two tile shapes:
@@ -29,7 +30,9 @@
 #define CPU_NARROW_MAX_ROWS 16   /* rows a narrow kernel takes per call                               */
 #define CPU_DECODE_PV_KEYS 16    /* keys (all heads) a decode PV step takes with registers held       */
 
-typedef enum cpu_isa { CPU_ISA_PORTABLE = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512 = 2, CPU_ISA_COUNT_ } cpu_isa_t;
+typedef enum cpu_isa {
+    CPU_ISA_PORTABLE = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512 = 2, CPU_ISA_AVX512BF16 = 3, CPU_ISA_COUNT_
+} cpu_isa_t;
 
 /* The leading dimension (floats) of a buffer of rows of n floats: n rounded up to CPU_DIM_ALIGN, plus
  * one cache line when that is a multiple of 256 bytes, so that the rows of a column walk do not all
@@ -43,16 +46,15 @@ static inline int cpu_attn_ld(int64_t n)
 
 /* A chunk of keys of one KV head: row pointers into the caches (any layout, any block order). */
 typedef struct cpu_kv_chunk {
-    int         n;                      /* keys, 1 .. cap                                            */
-    int         cap;                    /* the most keys the glue gathers into it, <= CPU_ATTN_CHUNK */
-    /* Memory the kernels prefetch into L2 while they consume this chunk, paced with the work: rows
-     * [pf_k[j], + pf_kbytes) and [pf_v[j], + pf_vbytes), j < pf_n (0: none), each cut into pf_units
-     * pieces; piece u of row j goes while key j of unit u (decode's KV head u) is scored, resp. added.
-     * The glue points them at the rows processed next. */
+    int         n;                      /* keys, 1 .. CPU_ATTN_CHUNK                                 */
+    /* Memory the kernels prefetch into L2 while they work on this chunk, paced with the work: rows
+     * [pf_score[j], + pf_score_bytes) while key j is scored, [pf_value[j], + pf_value_bytes) while its
+     * value is added, j < pf_n (0: none), each row cut into pf_units pieces, piece u going with unit u
+     * (decode: KV head u). The glue points them at what is read next (set_prefetch). */
     int         pf_n, pf_units;
-    size_t      pf_kbytes, pf_vbytes;
-    const void *pf_k[CPU_ATTN_CHUNK];
-    const void *pf_v[CPU_ATTN_CHUNK];
+    size_t      pf_score_bytes, pf_value_bytes;
+    const void *pf_score[CPU_ATTN_CHUNK];
+    const void *pf_value[CPU_ATTN_CHUNK];
     dc_kind_t   kind;                   /* cache dtype                                               */
     int         scaled;                 /* fp8 with a scale: ks/vs hold it, else they are all 1      */
     int64_t     pos[CPU_ATTN_CHUNK];    /* key positions, ascending                                  */
@@ -71,6 +73,7 @@ typedef struct cpu_tile {
     int    dv_pad;      /* the ld of o, vc: cpu_attn_ld(dv)                                      */
     int    dqk_pad;     /* the ld of narrow q rows and of kc: cpu_attn_ld(dqk)                   */
     const float *q;     /* narrow: [rows][dqk_pad], already times the softmax scale; wide: qt [dqk][ld] */
+    const uint16_t *qb; /* narrow with bf16_dot and a bf16 cache: q rounded to bf16, same layout; else NULL */
     float *o;           /* [rows(_pad)][dv_pad] unnormalised output                              */
     float *m, *l;       /* [rows(_pad)] running max (may be -inf) and sum                        */
     float *s;           /* scores, then probabilities: narrow [rows][CPU_ATTN_CHUNK]; wide [CPU_ATTN_CHUNK][ld] */
@@ -81,7 +84,8 @@ typedef struct cpu_tile {
 /* One ISA's kernels. */
 typedef struct cpu_simd {
     cpu_isa_t   isa;
-    const char *name;   /* "avx512", "avx2", "portable" */
+    const char *name;   /* "avx512bf16", "avx512", "avx2", "portable" */
+    int         bf16_dot; /* narrow scores of bf16 caches use tile->qb (the glue fills it)       */
     /* s[r][j] = q_r . k_j (times ks[j]) for r < rows, j < c->n. */
     void (*narrow_scores)(const cpu_tile_t *t, const cpu_kv_chunk_t *c);
     /* Online-softmax update of every row with s[r][0..n) (masked keys are -inf), then
@@ -121,7 +125,7 @@ void cpu_feature_list(uint32_t mask, char *out, size_t cap);
 const cpu_simd_t *cpu_simd_table(cpu_isa_t isa);
 /* Features an ISA's kernels need. */
 uint32_t cpu_isa_required_features(cpu_isa_t isa);
-/* The best ISA the CPU runs, unless ATTNRT_CPU_ISA=avx512|avx2|portable forces one; forcing one the
+/* The best ISA the CPU runs, unless ATTNRT_CPU_ISA=avx512bf16|avx512|avx2|portable forces one; forcing one the
  * CPU (or this build) lacks is ATTNRT_ERR_UNSUPPORTED with a message naming the missing features.
  * `forced` (may be NULL) says whether the environment chose. */
 attnrt_status_t cpu_simd_select(const cpu_simd_t **simd, int *forced);
@@ -130,5 +134,6 @@ attnrt_status_t cpu_simd_select(const cpu_simd_t **simd, int *forced);
 extern const cpu_simd_t cpu_simd_portable;
 extern const cpu_simd_t cpu_simd_avx2;
 extern const cpu_simd_t cpu_simd_avx512;
+extern const cpu_simd_t cpu_simd_avx512bf16;
 
 #endif

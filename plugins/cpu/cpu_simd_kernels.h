@@ -17,6 +17,7 @@
  *   NARROW_KB               keys per narrow score step (4 rows x NARROW_KB accumulators)
  *   VF_HAS_HSUM4            (optional) vf_hsum4(a, b, c, d, out[4]) is defined: four sums at once
  *   VF_HAS_SCORES16         (optional) vf_scores16(acc[4][4], ks, s, ld): 4 keys x 4 rows of sums, scaled, stored
+ *   SIMD_BF16_DOT           (optional, AVX-512 + AVX512_BF16) narrow scores of bf16 keys by vdpbf16ps
  *
  * Why these shapes: a micro-kernel keeps its accumulators in registers for a whole loop and loads
  * each operand once per several FMAs (scores: 2 query vectors + WIDE_KEYB broadcast key elements per
@@ -129,12 +130,66 @@ KI float softmax_row(float *s, int n, float *m, float *l)
 
 /* ---- narrow: few rows, K/V straight from the cache ------------------------------------------ */
 
+#ifdef SIMD_BF16_DOT
+/* bf16 keys: acc += q . k by vdpbf16ps against the query rounded to bf16 (t->qb), 32 products an
+ * instruction and no widening of the keys; the last dq % 32 elements in f32. */
+KI void scores_block_bf16(const cpu_tile_t *t, const cpu_kv_chunk_t *c, size_t hoff, int r0, int j0, const int nk)
+{
+    const int dq = t->dqk, ld = t->dqk_pad, dvec = dq / 32 * 32;
+    const uint16_t *qb = t->qb + (size_t)r0 * (size_t)ld;
+    const uint16_t *k[NARROW_KB];
+    VF acc[NARROW_KB][NRB];
+#pragma GCC unroll 4
+    for (int b = 0; b < nk; b++) {
+        k[b] = (const uint16_t *)(const void *)((const char *)c->k[j0 + b] + hoff);
+#pragma GCC unroll 4
+        for (int r = 0; r < NRB; r++) acc[b][r] = vf_zero();
+    }
+    for (int d = 0; d < dvec; d += 32) {
+        __m512bh qv[NRB];
+#pragma GCC unroll 4
+        for (int r = 0; r < NRB; r++) qv[r] = (__m512bh)_mm512_loadu_si512((const void *)(qb + r * ld + d));
+#pragma GCC unroll 4
+        for (int b = 0; b < nk; b++) {
+            const __m512bh kv = (__m512bh)_mm512_loadu_si512((const void *)(k[b] + d));
+#pragma GCC unroll 4
+            for (int r = 0; r < NRB; r++) acc[b][r] = _mm512_dpbf16_ps(acc[b][r], qv[r], kv);
+        }
+    }
+    const float *q = t->q + (size_t)r0 * (size_t)ld;
+    float *s = t->s + (size_t)r0 * CPU_ATTN_CHUNK + j0;
+#ifdef VF_HAS_SCORES16
+    if (nk == 4 && dvec == dq) {
+        vf_scores16(acc, c->ks + j0, s, CPU_ATTN_CHUNK);
+        return;
+    }
+#endif
+#pragma GCC unroll 4
+    for (int b = 0; b < nk; b++) {
+        float sum[NRB];
+        vf_hsum4(acc[b][0], acc[b][1], acc[b][2], acc[b][3], sum);
+        for (int d = dvec; d < dq; d++) {
+            const float kx = dc_bf16_to_f32(k[b][d]);
+            for (int r = 0; r < NRB; r++) sum[r] += q[r * ld + d] * kx;
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < NRB; r++) s[r * CPU_ATTN_CHUNK + b] = sum[r] * c->ks[j0 + b];
+    }
+}
+#endif
+
 /* Scores of keys j0 .. j0+nk (nk <= NARROW_KB) for rows r0 .. r0+NRB; key j's row is c->k[j] + hoff
  * bytes. Each query vector is loaded once for nk keys: nk x NRB independent accumulators, one
  * horizontal sum per 4 rows. */
 KI void narrow_scores_block(const cpu_tile_t *t, const cpu_kv_chunk_t *c, size_t hoff, int r0, int j0, const int nk,
                             const dc_kind_t kind)
 {
+#ifdef SIMD_BF16_DOT
+    if (kind == DC_BF16 && t->qb) {
+        scores_block_bf16(t, c, hoff, r0, j0, nk);
+        return;
+    }
+#endif
     const int dq = t->dqk, ld = t->dqk_pad, dvec = dq / VL * VL;
     const float *q = t->q + (size_t)r0 * (size_t)ld;
     const void *k[NARROW_KB];
@@ -182,26 +237,26 @@ KI void scores_keys(const cpu_tile_t *tiles, int units, const cpu_kv_chunk_t *c,
                     size_t piece, const dc_kind_t kind)
 {
     for (int u = 0; u < units; u++) {
-        if ((size_t)u * piece < c->pf_kbytes)
+        if ((size_t)u * piece < c->pf_score_bytes)
             for (int b = j; b < j + nk && b < c->pf_n; b++)
-                prefetch_row((const char *)c->pf_k[b] + (size_t)u * piece, piece);
+                prefetch_row((const char *)c->pf_score[b] + (size_t)u * piece, piece);
         for (int r0 = 0; r0 < tiles[u].rows; r0 += NRB)
             narrow_scores_block(&tiles[u], c, (size_t)u * hoff, r0, j, nk, kind);
     }
-    for (int u = units; (size_t)u * piece < c->pf_kbytes; u++) /* more pieces than units */
-        for (int b = j; b < j + nk && b < c->pf_n; b++) prefetch_row((const char *)c->pf_k[b] + (size_t)u * piece, piece);
+    for (int u = units; (size_t)u * piece < c->pf_score_bytes; u++) /* more pieces than units */
+        for (int b = j; b < j + nk && b < c->pf_n; b++) prefetch_row((const char *)c->pf_score[b] + (size_t)u * piece, piece);
 }
 
 KI void scores_k(const cpu_tile_t *tiles, int units, const cpu_kv_chunk_t *c, size_t hoff, const dc_kind_t kind)
 {
-    const size_t piece = pf_piece(c, c->pf_kbytes);
+    const size_t piece = pf_piece(c, c->pf_score_bytes);
     int j = 0;
     for (; j + NARROW_KB <= c->n; j += NARROW_KB) scores_keys(tiles, units, c, hoff, j, NARROW_KB, piece, kind);
     for (; j < c->n; j++) scores_keys(tiles, units, c, hoff, j, 1, piece, kind);
 }
 
 /* o[r0 .. r0+NRB)[d .. d + nb*VL) = a_r o + sum_{j in [j0, j1)} p[r][j] v_j (+ hoff bytes), nb <= NARROW_DB
- * vectors; a_r is alpha_r on a chunk's first keys, else 1. With pf, prefetches [pf_v[j] + pf_off, + piece)
+ * vectors; a_r is alpha_r on a chunk's first keys, else 1. With pf, prefetches [pf_value[j] + pf_off, + piece)
  * for those keys. */
 KI void narrow_pv_block(const cpu_tile_t *t, const cpu_kv_chunk_t *c, size_t hoff, int r0, int d, const int nb,
                         int j0, int j1, int first, int pf, size_t pf_off, size_t piece, const dc_kind_t kind)
@@ -216,7 +271,7 @@ KI void narrow_pv_block(const cpu_tile_t *t, const cpu_kv_chunk_t *c, size_t hof
         for (int b = 0; b < nb; b++) acc[r][b] = vf_mul(a, vf_loadu(o + r * t->dv_pad + b * VL));
     }
     for (int j = j0; j < j1; j++) {
-        if (pf && j < c->pf_n) prefetch_row((const char *)c->pf_v[j] + pf_off, piece);
+        if (pf && j < c->pf_n) prefetch_row((const char *)c->pf_value[j] + pf_off, piece);
         const void *vr = (const char *)c->v[j] + hoff;
         VF v[NARROW_DB];
 #pragma GCC unroll 4
@@ -240,13 +295,13 @@ KI void pv_range(const cpu_tile_t *t, const cpu_kv_chunk_t *c, size_t hoff, int 
                  int units, const dc_kind_t kind)
 {
     const int dv = t->dv;
-    const size_t piece = pf_piece(c, c->pf_vbytes);
-    const int pf = (size_t)u * piece < c->pf_vbytes;
+    const size_t piece = pf_piece(c, c->pf_value_bytes);
+    const int pf = (size_t)u * piece < c->pf_value_bytes;
     if (u == units - 1) /* pieces no unit takes */
-        for (size_t off = (size_t)units * piece; off < c->pf_vbytes; off += piece)
-            for (int j = j0; j < j1 && j < c->pf_n; j++) prefetch_row((const char *)c->pf_v[j] + off, piece);
+        for (size_t off = (size_t)units * piece; off < c->pf_value_bytes; off += piece)
+            for (int j = j0; j < j1 && j < c->pf_n; j++) prefetch_row((const char *)c->pf_value[j] + off, piece);
     if (pf && dv < VL) /* no vector block runs: prefetch here */
-        for (int j = j0; j < j1 && j < c->pf_n; j++) prefetch_row((const char *)c->pf_v[j] + (size_t)u * piece, piece);
+        for (int j = j0; j < j1 && j < c->pf_n; j++) prefetch_row((const char *)c->pf_value[j] + (size_t)u * piece, piece);
     for (int r0 = 0; r0 < t->rows; r0 += NRB) {
         int d = 0, pf0 = pf && r0 == 0; /* prefetch once per key */
         for (; d + NARROW_DB * VL <= dv; d += NARROW_DB * VL, pf0 = 0)
@@ -293,8 +348,10 @@ static void narrow_update(const cpu_tile_t *t, const cpu_kv_chunk_t *c)
 
 /* ---- decode: every KV head of a chunk in memory order --------------------------------------- */
 
-/* Key j's row of KV head u is c->k[j] + u * hoff: with NHD caches a key's heads are adjacent, so going
- * key by key (all heads) reads each block front to back, as the hardware prefetchers like. */
+/* Key j's row of KV head u is c->k[j] + u * hoff: with NHD caches a key's heads are adjacent, so taking
+ * NARROW_KB keys at a time over all heads reads each block front to back in windows of NARROW_KB rows
+ * (a key at a time would be strictly sequential, but then every score needs its own horizontal sum:
+ * measured slower here, the kernel being the bound, not the access order). */
 KI void decode_scores_k(const cpu_tile_t *tiles, int units, const cpu_kv_chunk_t *c, size_t hoff, const dc_kind_t kind)
 {
     scores_k(tiles, units, c, hoff, kind);
@@ -356,8 +413,8 @@ static void wide_scores(const cpu_tile_t *t, const cpu_kv_chunk_t *c, int n)
     for (int r0 = 0; r0 < t->rows_pad; r0 += WIDE_ROWV * VL) {
         for (int j0 = 0; j0 < n_pad; j0 += WIDE_KEYB) {
             if (pf < c->pf_n) {
-                prefetch_row(c->pf_k[pf], c->pf_kbytes);
-                prefetch_row(c->pf_v[pf], c->pf_vbytes);
+                prefetch_row(c->pf_score[pf], c->pf_score_bytes);
+                prefetch_row(c->pf_value[pf], c->pf_value_bytes);
                 pf++;
             }
             VF acc[WIDE_KEYB][WIDE_ROWV];
@@ -386,8 +443,8 @@ static void wide_scores(const cpu_tile_t *t, const cpu_kv_chunk_t *c, int n)
         }
     }
     for (; pf < c->pf_n; pf++) { /* few rows: the pieces left */
-        prefetch_row(c->pf_k[pf], c->pf_kbytes);
-        prefetch_row(c->pf_v[pf], c->pf_vbytes);
+        prefetch_row(c->pf_score[pf], c->pf_score_bytes);
+        prefetch_row(c->pf_value[pf], c->pf_value_bytes);
     }
 }
 
@@ -459,6 +516,9 @@ static void wide_update(const cpu_tile_t *t, int n)
 const cpu_simd_t SIMD_TABLE = {
     .isa = SIMD_ISA,
     .name = SIMD_NAME,
+#ifdef SIMD_BF16_DOT
+    .bf16_dot = 1,
+#endif
     .narrow_scores = narrow_scores,
     .narrow_update = narrow_update,
     .decode_scores = decode_scores,
