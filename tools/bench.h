@@ -9,7 +9,10 @@
 
 #include "attnrt.h"
 
-typedef enum bench_op { BENCH_DECODE, BENCH_PREFILL, BENCH_MIXED, BENCH_KV_WRITE, BENCH_MERGE } bench_op_t;
+typedef enum bench_op {
+    BENCH_DECODE, BENCH_PREFILL, BENCH_MIXED, BENCH_KV_WRITE, BENCH_MERGE,
+    BENCH_MLA_DECODE, BENCH_LIGHTNING_DECODE, BENCH_GDN_DECODE /* bench_mla.c, bench_linear.c */
+} bench_op_t;
 
 typedef struct bench_options {
     const char    *plugin, *device;
@@ -23,6 +26,8 @@ typedef struct bench_options {
     int            iters, warmup, threads; /* threads 0: the plugin's default                       */
     int            causal, hnd, json, no_ceiling;
     int            shuffled;      /* block order: 1 shuffled (an allocator after churn), 0 in order   */
+    int64_t        v_dim;         /* mla: value columns of the latent; lightning / gdn: Dv (0: default) */
+    int64_t        topk;          /* mla: sparse top-k per token (0: dense)                          */
 } bench_options_t;
 
 /* 0: run; 1: help printed; -1: usage error (printed). */
@@ -63,11 +68,26 @@ typedef struct bench_result {
     /* ceilings sampled between the runs (medians) */
     bench_stats_t mem_gbs, fma_gflops;
     int           has_fma;
+    /* the device's own account of the last timed run (attnrt_last_op_stats), where it keeps one:
+       npu_sim's cost model (simulated time, bytes, partitions, padding) */
+    int               has_op_stats;
+    attnrt_op_stats_t op_stats;
 } bench_result_t;
 
 /* Sets up the op's tensors on ctx's device, runs warm-up + iters, and samples the ceiling (may be
  * NULL) once per timed run. 0, or -1 with a message on stderr. */
 int bench_run(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *ceiling, bench_result_t *r);
+
+/* Shared by the ops' files (bench_ops.c): a random (or zero) device buffer of n elements, a device copy
+ * of host bytes (NULL with a message on failure), and warm-up + timed runs of fn into r->time with the
+ * ceilings sampled in between. */
+void *bench_dev_random(attnrt_context_t *ctx, size_t n, attnrt_dtype_t dt, int zero);
+void *bench_dev_copy(attnrt_context_t *ctx, const void *host, size_t bytes);
+int bench_time(attnrt_context_t *ctx, const bench_options_t *o, int (*fn)(attnrt_context_t *ctx, void *what),
+               void *what, bench_ceiling_t *c, bench_result_t *r);
+/* MLA decode (bench_mla.c); lightning and GDN decode over a state pool (bench_linear.c). */
+int bench_mla(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *c, bench_result_t *r);
+int bench_linear(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *c, bench_result_t *r);
 
 /* Prints the result as text or as one JSON document. */
 void bench_report(const bench_options_t *o, attnrt_context_t *ctx, const bench_ceiling_t *c, const bench_result_t *r);

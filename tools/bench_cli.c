@@ -6,14 +6,16 @@
 
 #include "bench.h"
 
-static const char *const op_names[] = {"decode", "prefill", "mixed", "kv_write", "merge"};
+static const char *const op_names[] = {"decode", "prefill", "mixed", "kv_write", "merge",
+                                        "mla_decode", "lightning_decode", "gdn_decode"};
 
 const char *bench_op_name(bench_op_t op) { return op_names[op]; }
 
 static void usage(FILE *f, const char *argv0)
 {
     fprintf(f,
-            "usage: %s [--plugin NAME|PATH] [--device NAME] [--op decode|prefill|mixed|kv_write|merge]\n"
+            "usage: %s [--plugin NAME|PATH] [--device NAME] [--op decode|prefill|mixed|kv_write|merge|\n"
+            "          mla_decode|lightning_decode|gdn_decode] [--v-dim N] [--topk N]\n"
             "          [--batch B] [--ctx N] [--new-tokens N] [--prefill-ctx N] [--heads H] [--kv-heads H]\n"
             "          [--head-dim D] [--block-size N] [--dtype T] [--kv-dtype T] [--layout nhd|hnd]\n"
             "          [--blocks shuffled|in-order] [--no-causal] [--iters N] [--warmup N] [--threads N]\n"
@@ -26,6 +28,11 @@ static void usage(FILE *f, const char *argv0)
             "                  mixed: B decodes over ctx + one prefill chunk of new-tokens over prefill-ctx,\n"
             "                         also timed apart (the parts)\n"
             "                  kv_write: B x new-tokens tokens into the cache; merge: two states of B x new-tokens rows\n"
+            "                  mla_decode: B requests of 1 token, heads query heads over ctx latent rows of\n"
+            "                         head-dim (e.g. 576) columns, values the first v-dim (512); --topk N: sparse\n"
+            "                  lightning_decode / gdn_decode: B requests of 1 token, heads (value) heads with\n"
+            "                         kv-heads key heads (gdn), Dk = head-dim, Dv = v-dim, f32 state slots;\n"
+            "                         bytes = the state read + written, plus q, k, v, out\n"
             "  --batch B       requests (default 1)          --ctx N          KV length (default 32768; prefill 4096)\n"
             "  --new-tokens N  prefill tokens (default 512)  --prefill-ctx N  mixed: the chunk's KV length (4096)\n"
             "  --heads H       query heads (32)              --kv-heads H     KV heads (8)\n"
@@ -130,6 +137,8 @@ int bench_parse(int argc, char **argv, bench_options_t *o)
                 {"--kv-heads", 1, 4096, offsetof(bench_options_t, kv_heads), 0},
                 {"--head-dim", 1, 1024, offsetof(bench_options_t, head_dim), 0},
                 {"--block-size", 1, 4096, offsetof(bench_options_t, block_size), 0},
+                {"--v-dim", 1, 4096, offsetof(bench_options_t, v_dim), 0},
+                {"--topk", 0, 1 << 20, offsetof(bench_options_t, topk), 0},
                 {"--iters", 1, 100000, offsetof(bench_options_t, iters), 1},
                 {"--warmup", 0, 100000, offsetof(bench_options_t, warmup), 1},
                 {"--threads", 1, 1024, offsetof(bench_options_t, threads), 1},

@@ -269,6 +269,10 @@ static int time_op(attnrt_context_t *ctx, const bench_options_t *o, run_fn fn, v
             if (c->fma_sample) fma[i] = c->fma_sample(c);
         }
     }
+    if (rc == 0 && r) {
+        r->op_stats = (attnrt_op_stats_t){.struct_size = sizeof r->op_stats};
+        r->has_op_stats = attnrt_last_op_stats(ctx, &r->op_stats) == ATTNRT_OK && r->op_stats.op != 0;
+    }
     if (rc == 0) {
         bench_stats_of(ms, o->iters, t);
         if (c && r) {
@@ -395,9 +399,19 @@ static int bench_simple(attnrt_context_t *ctx, const bench_options_t *o, bench_c
     return rc;
 }
 
+void *bench_dev_random(attnrt_context_t *ctx, size_t n, attnrt_dtype_t dt, int zero) { return dev_random(ctx, n, dt, zero); }
+void *bench_dev_copy(attnrt_context_t *ctx, const void *host, size_t bytes) { return dev_copy(ctx, host, bytes); }
+int bench_time(attnrt_context_t *ctx, const bench_options_t *o, int (*fn)(attnrt_context_t *ctx, void *what),
+               void *what, bench_ceiling_t *c, bench_result_t *r)
+{
+    return time_op(ctx, o, fn, what, c, &r->time, r);
+}
+
 int bench_run(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *c, bench_result_t *r)
 {
     memset(r, 0, sizeof *r);
+    if (o->op == BENCH_MLA_DECODE) return bench_mla(ctx, o, c, r);
+    if (o->op == BENCH_LIGHTNING_DECODE || o->op == BENCH_GDN_DECODE) return bench_linear(ctx, o, c, r);
     if (o->op == BENCH_KV_WRITE || o->op == BENCH_MERGE) return bench_simple(ctx, o, c, r);
     return bench_attention(ctx, o, c, r);
 }

@@ -64,6 +64,8 @@ void bench_report(const bench_options_t *o, attnrt_context_t *ctx, const bench_c
     const double mem = r->mem_gbs.median, fma = r->fma_gflops.median;
     const double sum_parts = r->part_decode.median + r->part_prefill.median;
     const double load = load_average();
+    /* a simulated device's times come from its cost model: the host's ceilings say nothing about them */
+    const int simulated = r->has_op_stats && r->op_stats.simulated;
     if (o->json) {
         FILE *f = stdout;
         fputs("{\n", f);
@@ -91,15 +93,26 @@ void bench_report(const bench_options_t *o, attnrt_context_t *ctx, const bench_c
             json_stats(f, "part_prefill_ms", &r->part_prefill, 0);
             json_num(f, "mixed_over_parts", sum_parts > 0 ? r->time.median / sum_parts : 0, 0);
         }
-        if (c && c->mem_sample) {
+        if (c && c->mem_sample && !simulated) {
             json_str(f, "mem_ceiling", c->mem_what);
             json_stats(f, "mem_gb_per_s", &r->mem_gbs, 0);
             json_num(f, "fraction_of_mem", mem > 0 ? gbs / mem : 0, 0);
+            json_num(f, "fraction_of_mem_p90", r->mem_gbs.p90 > 0 ? gbs / r->mem_gbs.p90 : 0, 0);
         }
-        if (r->has_fma) {
+        if (r->has_fma && !simulated) {
             json_str(f, "fma_ceiling", c->fma_what);
             json_stats(f, "fma_gflop_per_s", &r->fma_gflops, 0);
             json_num(f, "fraction_of_fma", fma > 0 ? gflops / fma : 0, 0);
+            json_num(f, "fraction_of_fma_p90", r->fma_gflops.p90 > 0 ? gflops / r->fma_gflops.p90 : 0, 0);
+        }
+        if (r->has_op_stats) {
+            const attnrt_op_stats_t *d = &r->op_stats;
+            fprintf(f, "    \"device_stats\": {\"simulated\": %s, \"time_us\": %.3f, \"bytes_moved\": %llu, "
+                       "\"flops\": %llu, \"partitions\": %llu, \"padded_rows\": %llu, \"padding_tokens\": %llu, "
+                       "\"launches\": %llu},\n", d->simulated ? "true" : "false", d->time_us,
+                    (unsigned long long)d->bytes_moved, (unsigned long long)d->flops,
+                    (unsigned long long)d->partitions, (unsigned long long)d->padded_rows,
+                    (unsigned long long)d->padding_tokens, (unsigned long long)d->launches);
         }
         json_num(f, "iters", o->iters, 0);
         json_num(f, "warmup", o->warmup, 1);
@@ -117,23 +130,48 @@ void bench_report(const bench_options_t *o, attnrt_context_t *ctx, const bench_c
     else if (o->op == BENCH_PREFILL)
         printf("  shape: B %lld x %lld new tokens over %lld keys", (long long)o->batch, (long long)o->new_tokens,
                (long long)o->ctx);
-    else
-        printf("  shape: B %lld x 1 token over %lld keys", (long long)o->batch, (long long)o->ctx);
-    printf(", Hq %lld, Hkv %lld, D %lld, block %lld %s %s, q/out %s, kv %s%s\n", (long long)o->heads,
-           (long long)o->kv_heads, (long long)o->head_dim, (long long)o->block_size, o->hnd ? "HND" : "NHD",
-           o->shuffled ? "shuffled" : "in-order", attnrt_dtype_name(o->dtype),
-           attnrt_dtype_name(o->kv_dtype), o->causal && o->op != BENCH_KV_WRITE && o->op != BENCH_MERGE ? ", causal" : "");
+    else if (o->op == BENCH_MLA_DECODE)
+        printf("  shape: B %lld x 1 token over %lld keys%s", (long long)o->batch, (long long)o->ctx,
+               o->topk ? " (sparse)" : "");
+    if (o->op == BENCH_LIGHTNING_DECODE || o->op == BENCH_GDN_DECODE) /* no cache: heads and the state */
+        printf("  shape: B %lld x 1 token, value heads %lld, key heads %lld, Dk %lld, Dv %lld, f32 state, q/k/v/out %s\n",
+               (long long)o->batch, (long long)o->heads,
+               (long long)(o->op == BENCH_GDN_DECODE ? o->kv_heads : o->heads), (long long)o->head_dim,
+               (long long)(o->v_dim ? o->v_dim : o->head_dim), attnrt_dtype_name(o->dtype));
+    else if (o->op == BENCH_MLA_DECODE)
+        printf(", Hq %lld, one latent head of %lld (values %lld), block %lld, top-k %lld, q/out %s, latent %s\n",
+               (long long)o->heads, (long long)o->head_dim,
+               (long long)(o->v_dim ? o->v_dim : (o->head_dim == 576 ? 512 : o->head_dim)), (long long)o->block_size,
+               (long long)o->topk, attnrt_dtype_name(o->dtype), attnrt_dtype_name(o->kv_dtype));
+    else {
+        if (o->op == BENCH_DECODE) printf("  shape: B %lld x 1 token over %lld keys", (long long)o->batch, (long long)o->ctx);
+        printf(", Hq %lld, Hkv %lld, D %lld, block %lld %s %s, q/out %s, kv %s%s\n", (long long)o->heads,
+               (long long)o->kv_heads, (long long)o->head_dim, (long long)o->block_size, o->hnd ? "HND" : "NHD",
+               o->shuffled ? "shuffled" : "in-order", attnrt_dtype_name(o->dtype), attnrt_dtype_name(o->kv_dtype),
+               o->causal && o->op != BENCH_KV_WRITE && o->op != BENCH_MERGE ? ", causal" : "");
+    }
     printf("  time: median %.3f ms (min %.3f, p10 %.3f, p90 %.3f) over %d runs after %d warm-up, %s\n", r->time.median,
            r->time.min, r->time.p10, r->time.p90, r->time.n, o->warmup, r->timer);
     printf("  achieved: %.2f GB/s (%.1f MB a run), %.1f GFLOP/s (%.3f GFLOP a run)\n", gbs, r->bytes * 1e-6, gflops,
            r->flops * 1e-9);
+    if (r->has_op_stats) {
+        const attnrt_op_stats_t *d = &r->op_stats;
+        printf("  the device's own account of a run (%s): %.3f ms, %.1f MB moved, %.3f GFLOP, %llu partitions, "
+               "%llu padded rows, %llu padding tokens, %llu launches\n", d->simulated ? "cost model" : "measured",
+               d->time_us * 1e-3, (double)d->bytes_moved * 1e-6, (double)d->flops * 1e-9,
+               (unsigned long long)d->partitions, (unsigned long long)d->padded_rows,
+               (unsigned long long)d->padding_tokens, (unsigned long long)d->launches);
+    }
     if (r->has_parts)
         printf("  parts alone: decode %.3f ms + prefill %.3f ms = %.3f ms; mixed / sum = %.3f\n", r->part_decode.median,
                r->part_prefill.median, sum_parts, sum_parts > 0 ? r->time.median / sum_parts : 0);
-    if (c && c->mem_sample)
-        printf("  ceiling %s: median %.2f GB/s (p10 %.2f, p90 %.2f)\n    -> %.1f%% of it\n", c->mem_what, mem,
-               r->mem_gbs.p10, r->mem_gbs.p90, mem > 0 ? 100.0 * gbs / mem : 0);
-    if (r->has_fma)
-        printf("  ceiling %s: median %.1f GFLOP/s (p10 %.1f, p90 %.1f)\n    -> %.1f%% of it\n", c->fma_what, fma,
-               r->fma_gflops.p10, r->fma_gflops.p90, fma > 0 ? 100.0 * gflops / fma : 0);
+    if (simulated) printf("  (simulated times: the host's ceilings do not apply, so no fractions of them)\n");
+    if (c && c->mem_sample && !simulated)
+        printf("  ceiling %s: median %.2f GB/s (p10 %.2f, p90 %.2f)\n    -> %.1f%% of its median, %.1f%% of its p90\n",
+               c->mem_what, mem, r->mem_gbs.p10, r->mem_gbs.p90, mem > 0 ? 100.0 * gbs / mem : 0,
+               r->mem_gbs.p90 > 0 ? 100.0 * gbs / r->mem_gbs.p90 : 0);
+    if (r->has_fma && !simulated)
+        printf("  ceiling %s: median %.1f GFLOP/s (p10 %.1f, p90 %.1f)\n    -> %.1f%% of its median, %.1f%% of its p90\n",
+               c->fma_what, fma, r->fma_gflops.p10, r->fma_gflops.p90, fma > 0 ? 100.0 * gflops / fma : 0,
+               r->fma_gflops.p90 > 0 ? 100.0 * gflops / r->fma_gflops.p90 : 0);
 }

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# bench/h200/run_ops.sh — the ABI 1.2 ops of the cuda plugin (MLA dense/sparse, lightning, gated delta)
+# on a lent H200, in ONE call (~3-5 minutes): attnrt-conform --plugin cuda (the full default set: every
+# op, must be 0 failed), the graph-capture proof of the 1.2 runs, compute-sanitizer memcheck on a few
+# 1.2 cases, then the decode rows of
+# attnrt-bench with the device copy ceiling measured in the same run (interleaved with the op's runs):
+#   MLA decode 576/512, block 64, Hq 128, B 64 x ctx 4096 (bf16 and fp8 latent; sparse top-2048);
+#   lightning and GDN decode, Dk = Dv = 128, B 64-256, H 16-32 (bytes = the f32 state read + written).
+#
+# Run from the repository root:   BUILD_DIR=build-cuda-ops bash bench/h200/run_ops.sh
+# The build is carried (meson setup build-cuda-ops -Dtests=disabled --buildtype=release -Dcuda=enabled);
+# results go to $OUT (./out-h200-ops when OUT is not set): run_ops.log, conform-cuda.txt,
+# conform-cuda-mla-simt.txt, graph-capture-ops12.txt, bench_ops.jsonl, sanitizer.txt.
+set -u
+ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+cd "$ROOT"
+OUT=${OUT:-$ROOT/out-h200-ops}
+BUILD=${BUILD_DIR:-$ROOT/build-cuda-ops}
+case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/run_ops.log") 2>&1
+T0=$(date +%s)
+step() { echo; echo "=== [$(( $(date +%s) - T0 ))s] $*"; }
+
+step "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem --format=csv || true
+export ATTNRT_PLUGIN_PATH="$BUILD/plugins/cuda:$BUILD/plugins/cpu"
+unset ATTNRT_PLUGIN ATTNRT_DEVICE ATTNRT_CUDA_KERNELS ATTNRT_CUDA_SPLITS
+"$BUILD/tools/attnrt-info" --plugin cuda 2>&1 | head -12 || true
+
+step "attnrt-conform --plugin cuda (full default set)"
+timeout 300 "$BUILD/tools/attnrt-conform" --plugin cuda -v > "$OUT/conform-cuda.txt" 2>&1
+echo "exit $?"
+grep -E "FAIL" "$OUT/conform-cuda.txt" | head -40
+grep -E "^ *(mla|lin|gdn|sweep12)" "$OUT/conform-cuda.txt" | head -80
+tail -3 "$OUT/conform-cuda.txt"
+
+step "attnrt-conform --plugin cuda --filter mla with ATTNRT_CUDA_KERNELS=simt (MLA on the CUDA-core kernel only)"
+ATTNRT_CUDA_KERNELS=simt timeout 120 "$BUILD/tools/attnrt-conform" --plugin cuda --filter mla > "$OUT/conform-cuda-mla-simt.txt" 2>&1
+echo "exit $?"
+grep -E "FAIL" "$OUT/conform-cuda-mla-simt.txt" | head -20
+tail -1 "$OUT/conform-cuda-mla-simt.txt"
+
+step "graph capture of the 1.2 runs (tests/cuda/cuda_graph_capture_ops12.c, built here with gcc)"
+GRAPH12=/tmp/attnrt-h200/cuda_graph_capture_ops12
+mkdir -p /tmp/attnrt-h200
+if gcc -O2 -std=c11 -D_GNU_SOURCE -I"$ROOT/runtime/include" -I"$ROOT/abi" -I"$ROOT/runtime/src" -I"$ROOT/plugins/cuda" \
+        -I/usr/local/cuda/include tests/cuda/cuda_graph_capture_ops12.c -L"$BUILD/runtime" -Wl,-rpath,"$BUILD/runtime" \
+        -lattnrt -ldl -lm -o "$GRAPH12" 2> "$OUT/graph12.build.txt"; then
+    timeout 120 "$GRAPH12" 2>&1 | tee "$OUT/graph-capture-ops12.txt"
+    echo "exit ${PIPESTATUS[0]}"
+else
+    echo "cuda_graph_capture_ops12: build failed"; cat "$OUT/graph12.build.txt"
+fi
+
+B=("$BUILD/tools/attnrt-bench" --plugin cuda --iters 30 --warmup 5)
+row() { # one bench row: text to the log, JSON to bench_ops.jsonl
+    echo "--- attnrt-bench $*"
+    timeout 60 "${B[@]}" "$@" 2>&1 | tail -8
+    timeout 60 "${B[@]}" "$@" --json 2>/dev/null | tr -d '\n' >> "$OUT/bench_ops.jsonl"
+    echo >> "$OUT/bench_ops.jsonl"
+}
+step "bench: MLA decode (576/512, block 64, Hq 128)"
+MLA=(--op mla_decode --heads 128 --kv-heads 1 --head-dim 576 --v-dim 512 --block-size 64 --dtype bf16)
+row "${MLA[@]}" --batch 64 --ctx 4096
+row "${MLA[@]}" --batch 64 --ctx 4096 --kv-dtype fp8_e4m3
+row "${MLA[@]}" --batch 64 --ctx 4096 --topk 2048
+row "${MLA[@]}" --batch 4 --ctx 32768
+row "${MLA[@]}" --batch 64 --ctx 4096 --heads 16
+
+step "bench: lightning decode (Dk = Dv = 128, f32 state)"
+for bh in "64 16" "64 32" "256 16" "256 32"; do
+    set -- $bh
+    row --op lightning_decode --batch "$1" --heads "$2" --kv-heads "$2" --head-dim 128 --dtype bf16
+done
+step "bench: GDN decode (Dk = Dv = 128, f32 state, HV = 2 H)"
+for bh in "64 16" "64 32" "256 16" "256 32"; do
+    set -- $bh
+    row --op gdn_decode --batch "$1" --heads "$2" --kv-heads $(( $2 / 2 )) --head-dim 128 --dtype bf16
+done
+
+if command -v compute-sanitizer > /dev/null 2>&1; then
+    step "compute-sanitizer memcheck on 1.2 cases"
+    for f in mla-small-bs7 mla-sparse-e5m2-small lin-d32v128 gdn-spec3-nonorm gdn-empty; do
+        timeout 60 compute-sanitizer --tool memcheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda \
+            --cases 0 --filter "$f" 2>&1 | tail -4
+    done > "$OUT/sanitizer.txt"
+    cat "$OUT/sanitizer.txt"
+fi
+step "done"

@@ -1,0 +1,147 @@
+/* bench_linear.c — attnrt-bench's lightning and gated-delta (GDN) decode: B requests of one token, each
+ * with its own slot of an f32 state pool [B, HV, Dk, Dv] (HV = heads; GDN key heads = kv-heads,
+ * lightning: as many as HV), has_initial_state = 1, so every run reads each state and writes it back.
+ * Bytes: the state read + written (2 x 4 B x B x HV x Dk x Dv) plus q, k, v, out (and g, beta): the
+ * floor of what a decode step must move. FLOPs: per (request, head) 4 Dk Dv (lightning: update and
+ * q S) or 6 Dk Dv (GDN: decay, S^T k, rank-1 update, S^T q). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+typedef struct lin_bench {
+    int gdn;
+    attnrt_tensor_t q, k, v, out, g, beta, slopes, state, qsl, idx, init;
+    attnrt_lightning_args_t la;
+    attnrt_gated_delta_args_t ga;
+    attnrt_batch_host_t batch;
+    attnrt_state_host_t states;
+    attnrt_state_pool_t *pool;
+    int32_t *qsl_h, *idx_h;
+    uint8_t *init_h;
+    void *bufs[10];
+    int nbufs;
+    attnrt_plan_t *plan;
+    void *ws;
+    size_t ws_bytes;
+} lin_bench_t;
+
+static int run_linear(attnrt_context_t *ctx, void *what)
+{
+    lin_bench_t *s = what;
+    (void)ctx;
+    const attnrt_status_t st = s->gdn ? attnrt_gated_delta_run(s->plan, &s->ga, s->ws, s->ws_bytes, NULL)
+                                      : attnrt_lightning_run(s->plan, &s->la, s->ws, s->ws_bytes, NULL);
+    return st == ATTNRT_OK ? 0 : -1;
+}
+
+static void *keep(lin_bench_t *s, void *p)
+{
+    if (p) s->bufs[s->nbufs++] = p;
+    return p;
+}
+
+#define CHECK(call, what)                                                                                  \
+    do {                                                                                                   \
+        attnrt_status_t st_ = (call);                                                                      \
+        if (st_ != ATTNRT_OK) {                                                                            \
+            fprintf(stderr, "attnrt-bench: %s: %s: %s\n", what, attnrt_status_name(st_), attnrt_last_error()); \
+            rc = -1;                                                                                       \
+            goto done;                                                                                     \
+        }                                                                                                  \
+    } while (0)
+
+int bench_linear(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *c, bench_result_t *r)
+{
+    lin_bench_t s;
+    memset(&s, 0, sizeof s);
+    s.gdn = o->op == BENCH_GDN_DECODE;
+    const int64_t B = o->batch, HV = o->heads, H = s.gdn ? o->kv_heads : o->heads, Dk = o->head_dim;
+    const int64_t Dv = o->v_dim ? o->v_dim : Dk;
+    const char *name = s.gdn ? "gdn_decode" : "lightning_decode";
+    int rc = 0;
+    if (B > INT32_MAX) {
+        fprintf(stderr, "attnrt-bench: %s: --batch %lld is more slots than a pool holds\n", name, (long long)B);
+        return -1;
+    }
+    s.qsl_h = calloc((size_t)B + 1, sizeof *s.qsl_h);
+    s.idx_h = calloc((size_t)B, sizeof *s.idx_h);
+    s.init_h = calloc((size_t)B, sizeof *s.init_h);
+    if (!s.qsl_h || !s.idx_h || !s.init_h) {
+        fprintf(stderr, "attnrt-bench: %s: out of host memory\n", name);
+        rc = -1;
+        goto done;
+    }
+    const int64_t slot_shape[3] = {HV, Dk, Dv};
+    CHECK(attnrt_state_pool_create(ctx, ATTNRT_F32, 3, slot_shape, (int32_t)B, &s.pool), "attnrt_state_pool_create");
+    for (int64_t b = 0; b < B; b++) {
+        int32_t slot = -1;
+        CHECK(attnrt_state_slot_alloc(s.pool, &slot), "attnrt_state_slot_alloc");
+        CHECK(attnrt_state_slot_zero(s.pool, slot, NULL), "attnrt_state_slot_zero");
+        s.idx_h[b] = slot;
+        s.qsl_h[b + 1] = (int32_t)(b + 1);
+        s.init_h[b] = 1;
+    }
+    CHECK(attnrt_state_pool_tensor(s.pool, &s.state), "attnrt_state_pool_tensor");
+
+    const double es = (double)attnrt_dtype_size(o->dtype);
+    r->bytes = 2.0 * 4.0 * (double)B * (double)HV * (double)Dk * (double)Dv +
+               (double)B * (2.0 * (double)H * (double)Dk + 2.0 * (double)HV * (double)Dv) * es +
+               (s.gdn ? 2.0 * (double)B * (double)HV * es : 0.0);
+    r->flops = (s.gdn ? 6.0 : 4.0) * (double)B * (double)HV * (double)Dk * (double)Dv;
+
+    const int64_t qk[3] = {B, H, Dk}, vo[3] = {B, HV, Dv}, gb[2] = {B, HV}, hs[1] = {H}, qs[1] = {B + 1}, bs[1] = {B};
+    void *q = keep(&s, bench_dev_random(ctx, (size_t)(B * H * Dk), o->dtype, 0));
+    void *k = keep(&s, bench_dev_random(ctx, (size_t)(B * H * Dk), o->dtype, 0));
+    void *v = keep(&s, bench_dev_random(ctx, (size_t)(B * HV * Dv), o->dtype, 0));
+    void *out = keep(&s, bench_dev_random(ctx, (size_t)(B * HV * Dv), o->dtype, 1));
+    /* g = log decay <= 0 and beta in [0, 1] keep the GDN state bounded over many runs: zeros do */
+    void *g = keep(&s, bench_dev_random(ctx, (size_t)(B * HV), o->dtype, 1));
+    void *beta = keep(&s, bench_dev_random(ctx, (size_t)(B * HV), o->dtype, 1));
+    void *slopes = keep(&s, bench_dev_random(ctx, (size_t)H, ATTNRT_F32, 1));
+    void *qsl = keep(&s, bench_dev_copy(ctx, s.qsl_h, (size_t)(B + 1) * sizeof(int32_t)));
+    void *idx = keep(&s, bench_dev_copy(ctx, s.idx_h, (size_t)B * sizeof(int32_t)));
+    void *init = keep(&s, bench_dev_copy(ctx, s.init_h, (size_t)B));
+    if (s.nbufs != 10) {
+        fprintf(stderr, "attnrt-bench: %s: cannot allocate the device buffers: %s\n", name, attnrt_last_error());
+        rc = -1;
+        goto done;
+    }
+    CHECK(attnrt_tensor_init(&s.q, q, o->dtype, 3, qk), "query");
+    CHECK(attnrt_tensor_init(&s.k, k, o->dtype, 3, qk), "key");
+    CHECK(attnrt_tensor_init(&s.v, v, o->dtype, 3, vo), "value");
+    CHECK(attnrt_tensor_init(&s.out, out, o->dtype, 3, vo), "out");
+    CHECK(attnrt_tensor_init(&s.g, g, o->dtype, 2, gb), "g");
+    CHECK(attnrt_tensor_init(&s.beta, beta, o->dtype, 2, gb), "beta");
+    CHECK(attnrt_tensor_init(&s.slopes, slopes, ATTNRT_F32, 1, hs), "slopes");
+    CHECK(attnrt_tensor_init(&s.qsl, qsl, ATTNRT_I32, 1, qs), "query_start_loc");
+    CHECK(attnrt_tensor_init(&s.idx, idx, ATTNRT_I32, 1, bs), "state_indices");
+    CHECK(attnrt_tensor_init(&s.init, init, ATTNRT_U8, 1, bs), "has_initial_state");
+    s.batch = (attnrt_batch_host_t){.struct_size = sizeof s.batch, .num_seqs = (int32_t)B, .query_start_loc = s.qsl_h};
+    s.states = (attnrt_state_host_t){.struct_size = sizeof s.states, .state_indices = s.idx_h,
+                                     .has_initial_state = s.init_h};
+    if (s.gdn) {
+        s.ga = (attnrt_gated_delta_args_t){.struct_size = sizeof s.ga, .query = &s.q, .key = &s.k, .value = &s.v,
+                                           .g = &s.g, .beta = &s.beta, .out = &s.out, .state = &s.state,
+                                           .query_start_loc = &s.qsl, .state_indices = &s.idx,
+                                           .has_initial_state = &s.init, .use_l2norm = 1};
+        CHECK(attnrt_gated_delta_plan(ctx, &s.ga, &s.batch, &s.states, s.pool, &s.plan), "attnrt_gated_delta_plan");
+    } else {
+        s.la = (attnrt_lightning_args_t){.struct_size = sizeof s.la, .query = &s.q, .key = &s.k, .value = &s.v,
+                                         .out = &s.out, .slopes = &s.slopes, .state = &s.state,
+                                         .query_start_loc = &s.qsl, .state_indices = &s.idx,
+                                         .has_initial_state = &s.init};
+        CHECK(attnrt_lightning_plan(ctx, &s.la, &s.batch, &s.states, s.pool, &s.plan), "attnrt_lightning_plan");
+    }
+    CHECK(attnrt_plan_workspace_size(s.plan, &s.ws_bytes), "attnrt_plan_workspace_size");
+    if (s.ws_bytes) CHECK(attnrt_mem_alloc(ctx, s.ws_bytes, &s.ws), "workspace");
+    rc = bench_time(ctx, o, run_linear, &s, c, r);
+done:
+    if (s.plan) attnrt_plan_destroy(s.plan);
+    for (int i = 0; i < s.nbufs; i++) attnrt_mem_free(ctx, s.bufs[i]);
+    if (s.ws) attnrt_mem_free(ctx, s.ws);
+    if (s.pool) attnrt_state_pool_destroy(s.pool);
+    free(s.qsl_h), free(s.idx_h), free(s.init_h);
+    return rc;
+}
