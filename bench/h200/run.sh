@@ -5,8 +5,9 @@
 #   the issue's shapes through attnrt-bench (or bench/h200/attn_timing.c when attnrt-bench is not
 #   built); PyTorch's SDPA (flash, cuDNN) on the same shapes with dense KV; a table in $OUT/h200.md.
 #
-# Run from the repository root:   bash bench/h200/run.sh
-# It uses ./build-cuda when its binaries run on this machine; otherwise it builds there
+# Run from the repository root:   bash bench/h200/run.sh      (BUILD_DIR=build-cuda-perf bash ... for another
+# carried build folder; default build-cuda)
+# It uses ./$BUILD_DIR when its binaries run on this machine; otherwise it builds there
 # (meson setup -Dtests=disabled; nvcc, gcc, meson and ninja are on the device image, cmocka is not).
 # Results go to $OUT (the device tool's output folder; ./out-h200 when OUT is not set).
 set -u
@@ -29,7 +30,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,
 uname -a; nproc; command -v nvcc && nvcc --version | tail -2
 
 step "build"
-BUILD=$ROOT/build-cuda
+BUILD=$ROOT/${BUILD_DIR:-build-cuda}
 usable() { # the carried build's tools run here and its cuda plugin loads (dlopen, symbols, probe)
     [ -x "$1/tools/attnrt-info" ] && [ -x "$1/tools/attnrt-conform" ] && [ -f "$1/plugins/cuda/attnrt_cuda.so" ] &&
         "$1/tools/attnrt-info" --help > /dev/null 2>&1 &&
@@ -38,7 +39,7 @@ usable() { # the carried build's tools run here and its cuda plugin loads (dlope
 if usable "$BUILD"; then
     note "build: using the carried $BUILD"
 else
-    echo "carried build-cuda missing or not runnable here; building on the device"
+    echo "carried $BUILD missing or not runnable here; building on the device"
     BUILD=/tmp/attnrt-build-cuda
     rm -rf "$BUILD"
     if meson setup "$BUILD" -Dtests=disabled -Dbuildtype=release -Dcuda=enabled > "$OUT/build.log" 2>&1 &&
@@ -79,7 +80,7 @@ if [ $rc -ne 0 ]; then # diagnosis: the same attention cases without split-KV
     note "conform cuda (ATTNRT_CUDA_SPLITS=1, attention cases): exit $?; $(tail -1 "$OUT/conform-cuda-nosplit.txt")"
 fi
 
-if [ "$(elapsed)" -lt "$BUDGET" ]; then
+if [ "$rc" -ne 0 ] && [ "$(elapsed)" -lt "$BUDGET" ]; then # diagnosis only: when the default kernels fail
     step "attnrt-conform --plugin cuda with ATTNRT_CUDA_KERNELS=simt (every attention on the SIMT kernel)"
     ATTNRT_CUDA_KERNELS=simt timeout 240 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$OUT/conform-cuda-simt.txt" 2>&1
     rc=$?
@@ -96,7 +97,7 @@ else
 fi
 
 step "attention timings"
-# id op batch ctx new_tokens heads kv_heads head_dim block_size kv_dtype peer
+# id op batch ctx new_tokens heads kv_heads head_dim block_size kv_dtype peer [extra attnrt-bench words, ',' for ' ']
 cat > "$OUT/shapes.txt" << 'EOF'
 dec_b64_c4096        decode  64  4096 1    32 8 128 16  bf16     1
 dec_b64_c4096_rerun  decode  64  4096 1    32 8 128 16  bf16     0
@@ -106,26 +107,40 @@ dec_bs1              decode  64  4096 1    32 8 128 1   bf16     0
 dec_bs16             decode  64  4096 1    32 8 128 16  bf16     0
 dec_bs64             decode  64  4096 1    32 8 128 64  bf16     0
 dec_bs256            decode  64  4096 1    32 8 128 256 bf16     0
+dec_b64_inorder      decode  64  4096 1    32 8 128 16  bf16     0 --blocks,in-order
+dec_b64_hnd          decode  64  4096 1    32 8 128 16  bf16     0 --layout,hnd
 dec_b64_c4096_fp8    decode  64  4096 1    32 8 128 16  fp8_e4m3 0
 dec_b256_c2048_fp8   decode  256 2048 1    32 8 128 16  fp8_e4m3 0
 dec_b16_c32768_fp8   decode  16  32768 1   32 8 128 16  fp8_e4m3 0
+dec_b64_c4096_s      decode  64  4096 1    32 8 128 16  bf16     0 stream
+dec_b256_c2048_s     decode  256 2048 1    32 8 128 16  bf16     0 stream
+dec_b16_c32768_s     decode  16  32768 1   32 8 128 16  bf16     0 stream
+dec_b64_c4096_fp8_s  decode  64  4096 1    32 8 128 16  fp8_e4m3 0 stream
+dec_b256_c2048_fp8_s decode  256 2048 1    32 8 128 16  fp8_e4m3 0 stream
+dec_b16_c32768_fp8_s decode  16  32768 1   32 8 128 16  fp8_e4m3 0 stream
 pre_d128             prefill 4   4096 4096 32 8 128 16  bf16     1
 pre_d64              prefill 4   4096 4096 32 8 64  16  bf16     1
 pre_d256             prefill 4   4096 4096 32 8 256 16  bf16     1
 EOF
 if [ -x "$BUILD/tools/attnrt-bench" ]; then TIMER=("$BUILD/tools/attnrt-bench" --plugin cuda); else TIMER=(/tmp/attnrt-h200/attn_timing --plugin cuda); fi
 note "timer: ${TIMER[0]}"
-while read -r id op b ctx new hq hkv d bs kv peer; do
+while read -r id op b ctx new hq hkv d bs kv peer extra; do
     [ -z "$id" ] && continue
     if [ "$(elapsed)" -ge "$BUDGET" ]; then note "timing $id: skipped (time budget)"; continue; fi
     args=(--op "$op" --batch "$b" --ctx "$ctx" --heads "$hq" --kv-heads "$hkv" --head-dim "$d" --block-size "$bs"
           --dtype bf16 --kv-dtype "$kv" --iters 20 --warmup 3 --json)
     [ "$op" = prefill ] && args+=(--new-tokens "$new")
-    echo "$ ${TIMER[*]} ${args[*]}" | tee "$OUT/bench/$id.cmd"
-    timeout 90 "${TIMER[@]}" "${args[@]}" > "$OUT/bench/$id.json" 2> "$OUT/bench/$id.err"
+    timer=("${TIMER[@]}")
+    if [ "${extra:-}" = stream ]; then # attn_timing: events on a created stream, no host sync inside the region
+        timer=(/tmp/attnrt-h200/attn_timing --plugin cuda)
+    elif [ -n "${extra:-}" ]; then
+        args+=(${extra//,/ })
+    fi
+    echo "$ ${timer[*]} ${args[*]}" | tee "$OUT/bench/$id.cmd"
+    timeout 90 "${timer[@]}" "${args[@]}" > "$OUT/bench/$id.json" 2> "$OUT/bench/$id.err"
     rc=$?
-    if [ $rc -ne 0 ] && [ "${TIMER[0]}" != /tmp/attnrt-h200/attn_timing ] && [ -x /tmp/attnrt-h200/attn_timing ]; then
-        note "timing $id: ${TIMER[0]##*/} exit $rc ($(tail -1 "$OUT/bench/$id.err")); retrying with attn_timing"
+    if [ $rc -ne 0 ] && [ "${timer[0]}" != /tmp/attnrt-h200/attn_timing ] && [ -x /tmp/attnrt-h200/attn_timing ]; then
+        note "timing $id: ${timer[0]##*/} exit $rc ($(tail -1 "$OUT/bench/$id.err")); retrying with attn_timing"
         timeout 90 /tmp/attnrt-h200/attn_timing --plugin cuda "${args[@]}" > "$OUT/bench/$id.json" 2>> "$OUT/bench/$id.err"
         rc=$?
     fi
@@ -136,7 +151,7 @@ done < "$OUT/shapes.txt"
 step "peer: PyTorch scaled_dot_product_attention (flash, cuDNN), dense KV"
 if [ "$(elapsed)" -lt "$((BUDGET + 60))" ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; then
     specs=()
-    while read -r id op b ctx new hq hkv d bs kv peer; do
+    while read -r id op b ctx new hq hkv d bs kv peer extra; do
         [ "$peer" = 1 ] && specs+=("$id:$op:$b:$ctx:$new:$hq:$hkv:$d")
     done < "$OUT/shapes.txt"
     rm -f "$OUT/peer.jsonl"
@@ -144,6 +159,33 @@ if [ "$(elapsed)" -lt "$((BUDGET + 60))" ] && python3 -c 'import torch; assert t
     note "peer: exit $?; $(head -1 "$OUT/peer.txt")"
 else
     note "peer: skipped (no torch with CUDA, or out of time)"
+fi
+
+if [ "$(elapsed)" -lt "$BUDGET" ] && command -v ncu > /dev/null && [ -x "$BUILD/tools/attnrt-bench" ]; then
+    step "ncu (hardware counters, --clock-control none): one launch of each tensor-core kernel of three shapes"
+    prof() { # id kernel-regex bench-args...
+        local id=$1 kre=$2; shift 2
+        timeout 90 ncu --clock-control none -k "regex:$kre" -c 1 --section SpeedOfLight --section Occupancy \
+            --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
+            --section InstructionStats --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
+            "$BUILD/tools/attnrt-bench" --plugin cuda "$@" --iters 1 --warmup 0 > "$OUT/ncu-$id.txt" 2>&1
+        echo "--- ncu $id (exit $?)"
+        grep -E "Duration|DRAM Throughput|Compute \(SM\) Throughput|Registers Per|Theoretical Occ|Achieved Occ|Warp Cycles Per Issued|Issued Warp|Executed Instructions  |Grid Size" "$OUT/ncu-$id.txt" | head -14
+        grep -E "issue_stalled_.*ratio" "$OUT/ncu-$id.txt" | awk '$NF+0 >= 0.2' | sed -E 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | head -12
+    }
+    common=(--heads 32 --kv-heads 8 --head-dim 128 --block-size 16 --dtype bf16)
+    prof dec_bf16 ck_attn_mma_decode --op decode --batch 64 --ctx 4096 "${common[@]}" --kv-dtype bf16
+    prof dec_fp8 ck_attn_mma_decode --op decode --batch 64 --ctx 4096 "${common[@]}" --kv-dtype fp8_e4m3
+    prof pre_d128 ck_attn_mma_prefill --op prefill --batch 4 --ctx 4096 --new-tokens 4096 "${common[@]}" --kv-dtype bf16
+    if command -v cuobjdump > /dev/null; then
+        cuobjdump -res-usage "$BUILD/plugins/cuda/attnrt_cuda_kernels.fatbin" 2> /dev/null | grep -A1 -E "attn_mma_(decode|prefill)_bf16_(kv16|fp8)_d128" > "$OUT/ncu-resources.txt"
+        for f in ck_attn_mma_decode_bf16_kv16_d128 ck_attn_mma_prefill_bf16_kv16_d128 ck_attn_mma_decode_bf16_fp8_d128; do
+            cuobjdump -sass -arch sm_90 -fun "$f" "$BUILD/plugins/cuda/attnrt_cuda_kernels.fatbin" > "$OUT/sass-$f.txt" 2> /dev/null
+            n=$(grep -cE "^ +/\*[0-9a-f]{4,}\*/" "$OUT/sass-$f.txt")
+            echo "sass $f (sm_90): $n instructions" | tee -a "$OUT/ncu-resources.txt"
+        done
+        cat "$OUT/ncu-resources.txt"
+    fi
 fi
 
 if [ "$(elapsed)" -lt "$BUDGET" ] && command -v compute-sanitizer > /dev/null; then
@@ -172,3 +214,7 @@ cat "$OUT/h200.md"
 
 step "summary ($(elapsed)s)"
 for s in "${summary[@]}"; do echo "  $s"; done
+# The device tool brings back at most 8 files: everything in one archive, plus the table and the report.
+( cd "$OUT" && tar czf /tmp/attnrt-h200-results.tgz --exclude=results.tgz . && mv /tmp/attnrt-h200-results.tgz results.tgz &&
+  find . -type f ! -name results.tgz ! -name h200.md ! -name conform-cuda.txt ! -name run.log -delete &&
+  find . -mindepth 1 -type d -empty -delete ) 2> /dev/null || true

@@ -28,11 +28,13 @@ def main():
     shapes = []
     for line in open(os.path.join(out, "shapes.txt"), encoding="utf-8"):
         f = line.split()
-        if len(f) != 11 or f[0].startswith("#"):
+        if len(f) not in (11, 12) or f[0].startswith("#"):
             continue
         sid, op = f[0], f[1]
         b, ctx, new, hq, hkv, d, bs = (int(x) for x in f[2:9])
-        shapes.append(dict(id=sid, op=op, b=b, ctx=ctx, new=new, hq=hq, hkv=hkv, d=d, bs=bs, kv=f[9], peer=f[10] == "1"))
+        opts = f[11].replace(",", " ") if len(f) == 12 and f[11] != "-" else ""
+        shapes.append(dict(id=sid, op=op, b=b, ctx=ctx, new=new, hq=hq, hkv=hkv, d=d, bs=bs, kv=f[9], peer=f[10] == "1",
+                           opts=opts))
     peer = {}
     try:
         for line in open(os.path.join(out, "peer.jsonl"), encoding="utf-8"):
@@ -68,7 +70,7 @@ def main():
     for s, ms, kv_bytes, flops in rows:
         name = "%s B%d ctx%d%s Hq%d/Hkv%d D%d bs%d kv %s" % (
             s["op"], s["b"], s["ctx"], (" S%d" % s["new"]) if s["op"] == "prefill" else "", s["hq"], s["hkv"],
-            s["d"], s["bs"], s["kv"])
+            s["d"], s["bs"], s["kv"]) + ((" (%s)" % s["opts"]) if s["opts"] else "")
         frac = "-"
         if ms and ceiling and s["op"] == "decode":
             frac = "%.0f%%" % (100.0 * kv_bytes / (ms * 1e-3) / (ceiling * 1e9))
@@ -92,10 +94,12 @@ def main():
         print("Block sizes 1/16/64/256 (B64 ctx4096): slowest / fastest = %.2f (target <= 1.15)." % (max(bsz) / min(bsz)))
     for tag in ("b64_c4096", "b256_c2048", "b16_c32768"):
         bf, f8 = results.get("dec_" + tag), results.get("dec_" + tag + "_fp8")
+        bfs, f8s = results.get("dec_" + tag + "_s"), results.get("dec_" + tag + "_fp8_s")
         if bf and f8:
-            print("FP8 e4m3 vs bf16 KV, %s: %.2fx the tokens/s (target >= 1.8x)." % (tag, bf / f8))
-    print()
-    print("MLA, lightning and GDN decode: not implemented in the cuda plugin yet (op_supported says so); no figures.")
+            line = "FP8 e4m3 vs bf16 KV, %s: %.2fx the tokens/s" % (tag, bf / f8)
+            if bfs and f8s:
+                line += " (%.2fx timed on a stream)" % (bfs / f8s)
+            print(line + " (target >= 1.8x).")
     return 0
 
 

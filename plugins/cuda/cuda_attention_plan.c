@@ -12,7 +12,8 @@
 #define DECODE_ROWS CK_SPLIT_ROWS
 #define PREFILL_ROWS 64
 #define DECODE_BN 64
-#define WAVES 4 /* decode blocks to aim for, in multiples of what the chip holds at once */
+#define MIN_CHUNK 2      /* key tiles of a split at least */
+#define SPLIT_OVERHEAD 2 /* a decode block's fixed cost, in key tiles (see the split model below) */
 
 static size_t align_up(size_t n) { return (n + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
 
@@ -187,19 +188,45 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         return st;
     }
 
-    /* Split-KV for the decode tiles: cut the total key work into about WAVES x (blocks the chip holds)
-     * pieces of at least two tiles of keys, so a few long sequences still occupy every SM. */
+    /* Split-KV for the decode tiles: every decode tile of more than `chunk` key tiles is cut into
+     * ceil(tiles / chunk) blocks. The chunk is chosen by a rounds model: blocks run in rounds of
+     * `resident` (what the chip holds at once), a block costs its key tiles plus SPLIT_OVERHEAD (pipeline
+     * fill, Q load, the partial write and its merge), so cost(chunk) = ceil(blocks / resident) x
+     * (min(chunk, longest) + SPLIT_OVERHEAD); the candidates are the chunks that cut the longest tile
+     * into 1 .. max_splits pieces (at least MIN_CHUNK tiles each). This keeps the last round full
+     * instead of leaving a partial one (2048 blocks over 396 slots was 5.2 rounds: a sixth, 17% full). */
     st = cuda_enter(d);
     int occupancy = 1;
     if (st == ATTNRT_OK &&
         cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, p->f_decode, 128, p->smem_decode) != CUDA_SUCCESS)
         occupancy = 1;
     const int64_t resident = (int64_t)(d->sm_count > 0 ? d->sm_count : 1) * (occupancy > 0 ? occupancy : 1);
-    int64_t work = 0;
+    int64_t longest = 0;
     for (size_t i = 0; i < n_tiles; i++)
-        if (tiles[i].cfg == CUDA_CFG_DECODE) work += (tiles[i].keys + DECODE_BN - 1) / DECODE_BN;
-    int64_t chunk_tiles = (work + WAVES * resident - 1) / (WAVES * resident);
-    if (chunk_tiles < 2) chunk_tiles = 2;
+        if (tiles[i].cfg == CUDA_CFG_DECODE) {
+            const int64_t kt = (tiles[i].keys + DECODE_BN - 1) / DECODE_BN;
+            if (kt > longest) longest = kt;
+        }
+    int64_t chunk_tiles = longest > MIN_CHUNK ? longest : MIN_CHUNK, best_cost = -1, prev_c = -1;
+    for (int64_t cut = 1; cut <= d->max_splits && longest > 0; cut++) {
+        int64_t c = (longest + cut - 1) / cut;
+        if (c < MIN_CHUNK) c = MIN_CHUNK;
+        if (c == prev_c) continue; /* the same chunk as the last cut: the same cost */
+        prev_c = c;
+        int64_t blocks = 0;
+        for (size_t i = 0; i < n_tiles; i++)
+            if (tiles[i].cfg == CUDA_CFG_DECODE) {
+                const int64_t kt = (tiles[i].keys + DECODE_BN - 1) / DECODE_BN;
+                int64_t ns = (kt + c - 1) / c;
+                blocks += ns < 1 ? 1 : ns > d->max_splits ? d->max_splits : ns;
+            }
+        const int64_t cost = (blocks + resident - 1) / resident * ((c < longest ? c : longest) + SPLIT_OVERHEAD);
+        if (best_cost < 0 || cost < best_cost) {
+            best_cost = cost;
+            chunk_tiles = c;
+        }
+        if (c == MIN_CHUNK) break;
+    }
     size_t n_prefill = 0, n_decode = 0, n_groups = 0;
     for (size_t i = 0; i < n_tiles; i++) {
         row_tile_t *rt = &tiles[i];

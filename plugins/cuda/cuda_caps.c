@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "cuda_ops12.h"
 #include "plugin_error.h"
 
 #define CUDA_ATTENTION_FEATURES                                                                         \
@@ -27,6 +28,47 @@ static attnrt_status_t check_cache_dtype(attnrt_dtype_t dt, char *reason, size_t
                   dt.bits);
 }
 
+/* The 1.2 ops (cuda_mla.c, cuda_linear.c; limits in cuda_ops12.h). MLA: one latent head of kv_dim <=
+ * CK_MLA_MAX_DIM, values its first v_dim columns, any cache dtype. Lightning / gated delta: f32 / f16 /
+ * bf16 activations, an f32 state, Dk <= CK_LIN_MAX_DK. */
+static attnrt_status_t cuda_op12_check(const attnrt_op_query_t *q, char *reason, size_t cap)
+{
+    const char *op = attnrt_op_string(q->op);
+    attnrt_status_t st = check_act_dtype(q->q_dtype, "query", reason, cap);
+    if (st != ATTNRT_OK) return st;
+    uint32_t allowed = 0;
+    if (q->op == ATTNRT_OP_MLA) {
+        st = check_cache_dtype(q->kv_dtype, reason, cap);
+        if (st != ATTNRT_OK) return st;
+        if (q->head_dim_qk > CK_MLA_MAX_DIM)
+            return plugin_refuse(reason, cap, "kv_dim %u > %u (the cuda mla kernel's shared-memory tiles)", q->head_dim_qk,
+                                 CK_MLA_MAX_DIM);
+        if (q->head_dim_v > CK_MLA_MAX_DV)
+            return plugin_refuse(reason, cap, "v_dim %u > %u", q->head_dim_v, CK_MLA_MAX_DV);
+        if (q->head_dim_qk && q->head_dim_v > q->head_dim_qk)
+            return plugin_refuse(reason, cap, "v_dim %u > kv_dim %u: the value is the first v_dim columns of the latent",
+                                 q->head_dim_v, q->head_dim_qk);
+        if (q->num_kv_heads > 1) return plugin_refuse(reason, cap, "mla has one latent KV head, not %u", q->num_kv_heads);
+        allowed = ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SINKS | ATTNRT_FEATURE_LSE | ATTNRT_FEATURE_SPARSE |
+                  ATTNRT_FEATURE_KV_SCALE_BLOCK;
+    } else {
+        st = check_act_dtype(q->kv_dtype, "key / state", reason, cap);
+        if (st != ATTNRT_OK) return st;
+        if (q->head_dim_qk > CK_LIN_MAX_DK)
+            return plugin_refuse(reason, cap, "head_dim_k %u > %u (16 state rows per thread at most)", q->head_dim_qk,
+                                 CK_LIN_MAX_DK);
+        const uint32_t a = q->num_q_heads, b = q->num_kv_heads;
+        if (q->op == ATTNRT_OP_LIGHTNING && a && b && a != b)
+            return plugin_refuse(reason, cap, "lightning has as many key heads as query heads (%u != %u)", a, b);
+        if (q->op == ATTNRT_OP_GATED_DELTA && a && b && (a > b ? a % b : b % a))
+            return plugin_refuse(reason, cap, "gated_delta needs the value heads to be a multiple of the key heads (%u, %u)",
+                                 a, b);
+    }
+    if (q->features & ~allowed)
+        return plugin_refuse(reason, cap, "%s does not take feature bits 0x%x", op, q->features & ~allowed);
+    return ATTNRT_OK;
+}
+
 attnrt_status_t cuda_op_check(const attnrt_op_query_t *query, char *reason, size_t cap)
 {
     attnrt_op_query_t q;
@@ -44,7 +86,7 @@ attnrt_status_t cuda_op_check(const attnrt_op_query_t *query, char *reason, size
     case ATTNRT_OP_MLA:
     case ATTNRT_OP_LIGHTNING:
     case ATTNRT_OP_GATED_DELTA:
-        return plugin_refuse(reason, cap, "%s is not implemented in the cuda plugin yet", attnrt_op_string(q.op));
+        return cuda_op12_check(&q, reason, cap);
     default:
         return plugin_refuse(reason, cap, "unknown op %u (the cuda plugin knows the ops of ABI %d.%d)", q.op,
                       ATTNRT_ABI_MAJOR, ATTNRT_ABI_MINOR);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "cuda_ops12.h"
 #include "plugin_error.h"
 
 static attnrt_status_t cuda_probe(void) { return cuda_driver_get(1) ? ATTNRT_OK : ATTNRT_ERR_NO_DEVICE; }
@@ -288,6 +289,46 @@ static attnrt_status_t cuda_merge_states_op(void *device, const attnrt_merge_arg
     return cuda_merge_states(device, args, stream);
 }
 
+static attnrt_status_t cuda_mla_plan_op(void *device, const attnrt_mla_args_t *args, const attnrt_batch_host_t *batch,
+                                        void **plan, size_t *workspace_bytes)
+{
+    return cuda_mla_plan(device, args, batch, plan, workspace_bytes);
+}
+
+static attnrt_status_t cuda_mla_run_op(void *device, const void *plan, const attnrt_mla_args_t *args, void *workspace,
+                                       size_t workspace_bytes, void *stream)
+{
+    return cuda_mla_run(device, plan, args, workspace, workspace_bytes, stream);
+}
+
+static attnrt_status_t cuda_lightning_plan_op(void *device, const attnrt_lightning_args_t *args,
+                                              const attnrt_batch_host_t *batch, const attnrt_state_host_t *states,
+                                              void **plan, size_t *workspace_bytes)
+{
+    return cuda_lightning_plan(device, args, batch, states, plan, workspace_bytes);
+}
+
+static attnrt_status_t cuda_lightning_run_op(void *device, const void *plan, const attnrt_lightning_args_t *args,
+                                             void *workspace, size_t workspace_bytes, void *stream)
+{
+    return cuda_lightning_run(device, plan, args, workspace, workspace_bytes, stream);
+}
+
+static attnrt_status_t cuda_gated_delta_plan_op(void *device, const attnrt_gated_delta_args_t *args,
+                                                const attnrt_batch_host_t *batch, const attnrt_state_host_t *states,
+                                                void **plan, size_t *workspace_bytes)
+{
+    return cuda_gated_delta_plan(device, args, batch, states, plan, workspace_bytes);
+}
+
+static attnrt_status_t cuda_gated_delta_run_op(void *device, const void *plan, const attnrt_gated_delta_args_t *args,
+                                               void *workspace, size_t workspace_bytes, void *stream)
+{
+    return cuda_gated_delta_run(device, plan, args, workspace, workspace_bytes, stream);
+}
+
+static void cuda_plan_destroy_op(void *device, void *plan) { cuda_plan12_destroy(device, plan); }
+
 static const attnrt_plugin_api_t cuda_api = {
     .struct_size            = ATTNRT_PLUGIN_API_STRUCT_SIZE,
     .abi_major              = ATTNRT_ABI_MAJOR,
@@ -320,8 +361,14 @@ static const attnrt_plugin_api_t cuda_api = {
     .attention_plan_destroy = cuda_attention_plan_destroy_op,
     .attention_run          = cuda_attention_run_op,
     .merge_states           = cuda_merge_states_op,
-    /* 1.2 entries (MLA, lightning, gated delta, selection, stats) stay NULL: the runtime answers
-     * "unsupported" for them, and op_supported says they are not implemented here yet. */
+    .mla_plan               = cuda_mla_plan_op,
+    .mla_run                = cuda_mla_run_op,
+    .lightning_plan         = cuda_lightning_plan_op,
+    .lightning_run          = cuda_lightning_run_op,
+    .gated_delta_plan       = cuda_gated_delta_plan_op,
+    .gated_delta_run        = cuda_gated_delta_run_op,
+    .plan_destroy           = cuda_plan_destroy_op,
+    /* select_attention and last_op_stats stay NULL: the runtime's defaults apply. */
 };
 
 ATTNRT_PLUGIN_EXPORT const attnrt_plugin_api_t *attnrt_plugin_get_api(uint32_t host_abi_major, uint32_t host_abi_minor);

@@ -4,3 +4,6 @@
 #include "attn_simt.cu"
 #include "attn_mma.cu"
 #include "merge.cu"
+#include "mla.cu"
+#include "mla_mma.cu"
+#include "linear.cu"

@@ -1,11 +1,12 @@
 /* attn_mma.cu — the tensor-core attention kernels the host picks by name (cuda_module.c has the same
  * table): ck_attn_mma_<prefill|decode>_<f16|bf16>_<kv16|fp8>_d<64|128|256>.
  *   prefill: 4 row warps x 1, 64 rows, BN 64 keys a tile (32 at D 256, for shared memory);
- *   decode:  1 x 4 key warps, 16 rows, BN 64, split-KV capable. */
+ *   decode:  1 x 4 key warps, 16 rows, BN 64, split-KV capable; at most 168 registers (3 blocks a SM).
+ * Both: a 2-stage cp.async ring (CK_MMA_STAGES), one barrier a tile. */
 #include "attn_mma.cuh"
 
 #define CK_MMA_KERNEL(cfg, tname, T, kvname, FP8, D, WM, WN, BN)                                              \
-    extern "C" __global__ void __launch_bounds__(WM * WN * 32, 2)                                             \
+    extern "C" __global__ void __launch_bounds__(WM * WN * 32, (WM) == 1 ? 3 : 2)                             \
         ck_attn_mma_##cfg##_##tname##_##kvname##_d##D(const __grid_constant__ ck_attn_args_t a)               \
     {                                                                                                         \
         attn_mma<T, FP8, D, WM, WN, BN>(a);                                                                   \

@@ -1,0 +1,306 @@
+/* cuda_linear.c — lightning and gated delta plan / run (kernels/linear.cu). Both ops walk state slots
+ * the same way: one block per (request, state head, CK_LIN_COLS value columns), so the plan only
+ * records the shapes and picks the kernel (rows per thread from Dk, float4 state access when the pool
+ * allows it); the run fills the argument struct and makes one launch. No workspace, no host read of
+ * device data, nothing allocated at run: the run can be captured in a CUDA graph. The runtime has
+ * checked every slot against the pool on the host (and that no two requests share one). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_ops12.h"
+#include "plugin_error.h"
+
+typedef struct cuda_lin_plan {
+    cuda_plan12_head_t head;
+    int64_t    T, B, H, HV, Dk, Dv, num_spec; /* num_spec -1: no speculative decoding */
+    CUfunction f_vec, f_scalar;
+} cuda_lin_plan_t;
+
+typedef struct lin_shape {
+    int64_t T, H, HV, Dk, Dv;
+} lin_shape_t;
+
+static attnrt_status_t lin_shapes(const char *op, uint32_t opcode, const attnrt_tensor_t *q, const attnrt_tensor_t *v,
+                                  const attnrt_tensor_t *out, const attnrt_tensor_t *state, lin_shape_t *sh)
+{
+    if (!q || !v || !out || !state || q->ndim != 3 || v->ndim != 3 || out->ndim != 3 || state->ndim != 4)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda %s: query, value, out (3-D) and state (4-D) are required", op);
+    sh->T = q->shape[0];
+    sh->H = q->shape[1];
+    sh->Dk = q->shape[2];
+    sh->HV = v->shape[1];
+    sh->Dv = v->shape[2];
+    attnrt_op_query_t qq;
+    memset(&qq, 0, sizeof qq);
+    qq.struct_size = sizeof qq;
+    qq.op = opcode;
+    qq.q_dtype = q->dtype;
+    qq.kv_dtype = state->dtype;
+    qq.head_dim_qk = (uint32_t)(sh->Dk > UINT32_MAX ? UINT32_MAX : sh->Dk);
+    qq.head_dim_v = (uint32_t)(sh->Dv > UINT32_MAX ? UINT32_MAX : sh->Dv);
+    char reason[256];
+    if (cuda_op_check(&qq, reason, sizeof reason) != ATTNRT_OK)
+        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda %s: %s", op, reason);
+    if (cuda_ck_dtype(state->dtype) != CK_F32)
+        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda %s: the state pool must be f32", op);
+    const int qk = cuda_ck_dtype(q->dtype), ok = cuda_ck_dtype(out->dtype);
+    if (ok != qk && ok != CK_F32)
+        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda %s: out must have the query's dtype or f32", op);
+    if (sh->Dk < 1 || sh->Dv < 1 || sh->H < 1 || sh->HV < 1 || sh->HV % sh->H)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda %s: Dk %lld, Dv %lld, %lld key heads, %lld value heads", op,
+                           (long long)sh->Dk, (long long)sh->Dv, (long long)sh->H, (long long)sh->HV);
+    return ATTNRT_OK;
+}
+
+static attnrt_status_t lin_plan_new(cuda_dev_t *d, uint32_t kind, const char *op, const lin_shape_t *sh, int64_t B,
+                                    int64_t num_spec, void **plan_out, size_t *workspace_bytes)
+{
+    attnrt_status_t st = cuda_enter(d);
+    if (st != ATTNRT_OK) return st;
+    const int rpt = sh->Dk <= 16 ? 1 : sh->Dk <= 32 ? 2 : sh->Dk <= 64 ? 4 : sh->Dk <= 128 ? 8 : 16;
+    const char *name = kind == CUDA_PLAN_LIGHTNING ? "lightning" : "gdn";
+    char vname[64], sname[64];
+    snprintf(vname, sizeof vname, "ck_lin_%s_r%d_v4", name, rpt);
+    snprintf(sname, sizeof sname, "ck_lin_%s_r%d_s", name, rpt);
+    cuda_lin_plan_t *p = calloc(1, sizeof *p);
+    if (!p) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cuda %s plan: out of memory", op);
+    st = cuda_ops12_function(d, vname, &p->f_vec);
+    if (st == ATTNRT_OK) st = cuda_ops12_function(d, sname, &p->f_scalar);
+    if (st != ATTNRT_OK) {
+        free(p);
+        return st;
+    }
+    p->head.magic = CUDA_PLAN12_MAGIC;
+    p->head.kind = kind;
+    p->head.dev = d;
+    p->T = sh->T;
+    p->B = B;
+    p->H = sh->H;
+    p->HV = sh->HV;
+    p->Dk = sh->Dk;
+    p->Dv = sh->Dv;
+    p->num_spec = num_spec;
+    *plan_out = p;
+    *workspace_bytes = 0;
+    return ATTNRT_OK;
+}
+
+static const cuda_lin_plan_t *lin_plan_of(const cuda_dev_t *d, const void *plan, uint32_t kind, const char *op)
+{
+    const cuda_lin_plan_t *p = plan;
+    if (!p || p->head.magic != CUDA_PLAN12_MAGIC || p->head.kind != kind || p->head.dev != d) {
+        plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda %s run: the plan is NULL, not a %s plan, or made on another device",
+                    op, op);
+        return NULL;
+    }
+    return p;
+}
+
+static void put2(int64_t dst[2], const attnrt_tensor_t *t)
+{
+    dst[0] = t->ndim > 0 ? t->strides[0] : 0;
+    dst[1] = t->ndim > 1 ? t->strides[1] : 0;
+}
+
+/* The fields both ops share; then one launch of B x HV blocks x ceil(Dv / 32) column slices. */
+static attnrt_status_t lin_launch(cuda_dev_t *d, const cuda_lin_plan_t *p, ck_lin_args_t *k, const attnrt_tensor_t *q,
+                                  const attnrt_tensor_t *key, const attnrt_tensor_t *v, const attnrt_tensor_t *out,
+                                  const attnrt_tensor_t *state, const attnrt_tensor_t *qsl,
+                                  const attnrt_tensor_t *has_init, void *stream, const char *what)
+{
+    k->q = q->data;
+    k->k = key->data;
+    k->v = v->data;
+    k->out = out->data;
+    put2(k->q_st, q);
+    put2(k->k_st, key);
+    put2(k->v_st, v);
+    put2(k->out_st, out);
+    k->state = state->data;
+    for (int i = 0; i < 3; i++) k->state_st[i] = state->strides[i];
+    k->qsl = qsl->data;
+    k->qsl_st = qsl->strides[0];
+    if (has_init && has_init->data) {
+        k->has_init = has_init->data;
+        k->init_st = has_init->ndim > 0 ? has_init->strides[0] : 0;
+        k->init_bits = has_init->dtype.bits;
+    }
+    k->num_tokens = p->T;
+    k->num_seqs = p->B;
+    k->num_slots = state->shape[0];
+    k->heads = (int32_t)p->HV;
+    k->group = (int32_t)(p->HV / p->H);
+    k->dk = (int32_t)p->Dk;
+    k->dv = (int32_t)p->Dv;
+    k->q_dtype = cuda_ck_dtype(q->dtype);
+    k->k_dtype = cuda_ck_dtype(key->dtype);
+    k->v_dtype = cuda_ck_dtype(v->dtype);
+    k->out_dtype = cuda_ck_dtype(out->dtype);
+    k->vec4 = p->Dv % 4 == 0 && (uintptr_t)state->data % 16 == 0 && state->strides[0] % 4 == 0 &&
+              state->strides[1] % 4 == 0 && state->strides[2] % 4 == 0 && state->strides[3] == 1;
+    if (p->B <= 0) return ATTNRT_OK;
+    const int64_t blocks = p->B * p->HV, slices = (p->Dv + CK_LIN_COLS - 1) / CK_LIN_COLS;
+    if (blocks > 0x7fffffff || slices > 65535)
+        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda %s: %lld requests x heads and %lld column slices are too many "
+                           "for one launch", what, (long long)blocks, (long long)slices);
+    attnrt_status_t st = cuda_enter(d);
+    if (st != ATTNRT_OK) return st;
+    void *params[1] = {k};
+    CUresult r = cuda_drv.LaunchKernel(k->vec4 ? p->f_vec : p->f_scalar, (unsigned)blocks, (unsigned)slices, 1,
+                                       CK_LIN_THREADS, 1, 1, 0, cuda_stream_of(stream), params, NULL);
+    if (r != CUDA_SUCCESS) return cuda_fail(r, "cuda %s: cuLaunchKernel (%lld x %lld blocks)", what, (long long)blocks,
+                                            (long long)slices);
+    return cuda_finish(stream, what);
+}
+
+/* ---- lightning ------------------------------------------------------------------------------- */
+
+attnrt_status_t cuda_lightning_plan(cuda_dev_t *d, const attnrt_lightning_args_t *args_in, const attnrt_batch_host_t *batch_in,
+                                    const attnrt_state_host_t *states, void **plan_out, size_t *workspace_bytes)
+{
+    (void)states; /* the kernel reads the device copies; the runtime has checked the host ones */
+    if (!args_in || !batch_in || !plan_out || !workspace_bytes)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda lightning plan: args, batch and both outputs are required");
+    attnrt_lightning_args_t a;
+    attnrt_batch_host_t batch;
+    memset(&a, 0, sizeof a);
+    memset(&batch, 0, sizeof batch);
+    memcpy(&a, args_in, args_in->struct_size < sizeof a ? args_in->struct_size : sizeof a);
+    memcpy(&batch, batch_in, batch_in->struct_size < sizeof batch ? batch_in->struct_size : sizeof batch);
+    if (batch.num_seqs < 0)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda lightning plan: %d requests", batch.num_seqs);
+    lin_shape_t sh;
+    attnrt_status_t st = lin_shapes("lightning", ATTNRT_OP_LIGHTNING, a.query, a.value, a.out, a.state, &sh);
+    if (st != ATTNRT_OK) return st;
+    if (sh.HV != sh.H)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda lightning: value has %lld heads, query %lld", (long long)sh.HV,
+                           (long long)sh.H);
+    return lin_plan_new(d, CUDA_PLAN_LIGHTNING, "lightning", &sh, batch.num_seqs, -1, plan_out, workspace_bytes);
+}
+
+attnrt_status_t cuda_lightning_run(cuda_dev_t *d, const void *plan, const attnrt_lightning_args_t *in, void *workspace,
+                                   size_t workspace_bytes, void *stream)
+{
+    (void)workspace;
+    (void)workspace_bytes;
+    const cuda_lin_plan_t *p = lin_plan_of(d, plan, CUDA_PLAN_LIGHTNING, "lightning");
+    if (!p) return ATTNRT_ERR_INVALID_ARGUMENT;
+    if (!in) return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda lightning run: args are required");
+    attnrt_lightning_args_t a;
+    memset(&a, 0, sizeof a);
+    memcpy(&a, in, in->struct_size < sizeof a ? in->struct_size : sizeof a);
+    lin_shape_t sh;
+    attnrt_status_t st = lin_shapes("lightning", ATTNRT_OP_LIGHTNING, a.query, a.value, a.out, a.state, &sh);
+    if (st != ATTNRT_OK) return st;
+    if (sh.T != p->T || sh.H != p->H || sh.HV != p->HV || sh.Dk != p->Dk || sh.Dv != p->Dv)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda lightning run: shapes differ from the plan's; plan this batch again");
+    if (p->B <= 0) return ATTNRT_OK;
+    if (!a.key || !a.slopes || !a.query_start_loc || !a.state_indices || !a.query->data || !a.key->data ||
+        !a.value->data || !a.out->data || !a.slopes->data || !a.state->data || !a.query_start_loc->data ||
+        !a.state_indices->data)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda lightning run: a required tensor or its data is missing");
+    ck_lin_args_t k;
+    memset(&k, 0, sizeof k);
+    k.slopes = a.slopes->data;
+    k.slopes_st = a.slopes->strides[0];
+    k.slot_idx = a.state_indices->data;
+    k.slot_st = a.state_indices->strides[0];
+    return lin_launch(d, p, &k, a.query, a.key, a.value, a.out, a.state, a.query_start_loc, a.has_initial_state, stream,
+                      "cuda lightning");
+}
+
+/* ---- gated delta ----------------------------------------------------------------------------- */
+
+attnrt_status_t cuda_gated_delta_plan(cuda_dev_t *d, const attnrt_gated_delta_args_t *args_in,
+                                      const attnrt_batch_host_t *batch_in, const attnrt_state_host_t *states_in,
+                                      void **plan_out, size_t *workspace_bytes)
+{
+    if (!args_in || !batch_in || !plan_out || !workspace_bytes)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda gated_delta plan: args, batch and both outputs are required");
+    attnrt_gated_delta_args_t a;
+    attnrt_batch_host_t batch;
+    memset(&a, 0, sizeof a);
+    memset(&batch, 0, sizeof batch);
+    memcpy(&a, args_in, args_in->struct_size < sizeof a ? args_in->struct_size : sizeof a);
+    memcpy(&batch, batch_in, batch_in->struct_size < sizeof batch ? batch_in->struct_size : sizeof batch);
+    if (batch.num_seqs < 0)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda gated_delta plan: %d requests", batch.num_seqs);
+    lin_shape_t sh;
+    attnrt_status_t st = lin_shapes("gated_delta", ATTNRT_OP_GATED_DELTA, a.query, a.value, a.out, a.state, &sh);
+    if (st != ATTNRT_OK) return st;
+    if (!(a.scale >= 0.0f) || isinf(a.scale))
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda gated_delta: scale %g is not a finite number >= 0", (double)a.scale);
+    int64_t num_spec = -1;
+    if (a.spec_state_indices) {
+        if (a.spec_state_indices->ndim != 2 || a.spec_state_indices->shape[1] < 1 || !a.num_accepted)
+            return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda gated_delta: spec_state_indices [B, num_spec + 1] needs "
+                               "num_accepted");
+        num_spec = a.spec_state_indices->shape[1] - 1;
+    }
+    if (states_in) {
+        attnrt_state_host_t states;
+        memset(&states, 0, sizeof states);
+        memcpy(&states, states_in, states_in->struct_size < sizeof states ? states_in->struct_size : sizeof states);
+        const int host_spec = states.spec_state_indices != NULL;
+        if (host_spec != (num_spec >= 0) || (host_spec && states.num_spec != num_spec))
+            return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda gated_delta plan: the host states and the args disagree "
+                               "on speculative decoding (num_spec %d vs %lld)", states.num_spec, (long long)num_spec);
+    }
+    return lin_plan_new(d, CUDA_PLAN_GATED_DELTA, "gated_delta", &sh, batch.num_seqs, num_spec, plan_out, workspace_bytes);
+}
+
+attnrt_status_t cuda_gated_delta_run(cuda_dev_t *d, const void *plan, const attnrt_gated_delta_args_t *in, void *workspace,
+                                     size_t workspace_bytes, void *stream)
+{
+    (void)workspace;
+    (void)workspace_bytes;
+    const cuda_lin_plan_t *p = lin_plan_of(d, plan, CUDA_PLAN_GATED_DELTA, "gated_delta");
+    if (!p) return ATTNRT_ERR_INVALID_ARGUMENT;
+    if (!in) return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda gated_delta run: args are required");
+    attnrt_gated_delta_args_t a;
+    memset(&a, 0, sizeof a);
+    memcpy(&a, in, in->struct_size < sizeof a ? in->struct_size : sizeof a);
+    lin_shape_t sh;
+    attnrt_status_t st = lin_shapes("gated_delta", ATTNRT_OP_GATED_DELTA, a.query, a.value, a.out, a.state, &sh);
+    if (st != ATTNRT_OK) return st;
+    const int spec = a.spec_state_indices != NULL;
+    const int64_t num_spec = spec && a.spec_state_indices->ndim == 2 ? a.spec_state_indices->shape[1] - 1 : -1;
+    if (sh.T != p->T || sh.H != p->H || sh.HV != p->HV || sh.Dk != p->Dk || sh.Dv != p->Dv || num_spec != p->num_spec)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda gated_delta run: shapes differ from the plan's; plan this "
+                           "batch again");
+    if (p->B <= 0) return ATTNRT_OK;
+    if (!a.key || !a.g || !a.beta || !a.query_start_loc || (!spec && !a.state_indices) || (spec && !a.num_accepted) ||
+        !a.query->data || !a.key->data || !a.value->data || !a.g->data || !a.beta->data || !a.out->data ||
+        !a.state->data || !a.query_start_loc->data || (!spec && !a.state_indices->data) ||
+        (spec && (!a.spec_state_indices->data || !a.num_accepted->data)))
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda gated_delta run: a required tensor or its data is missing");
+    const int gk = cuda_ck_dtype(a.g->dtype), bk = cuda_ck_dtype(a.beta->dtype);
+    if (gk < CK_F32 || gk > CK_BF16 || bk < CK_F32 || bk > CK_BF16)
+        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda gated_delta: g and beta must be f32, f16 or bf16");
+    ck_lin_args_t k;
+    memset(&k, 0, sizeof k);
+    k.g = a.g->data;
+    k.beta = a.beta->data;
+    put2(k.g_st, a.g);
+    put2(k.beta_st, a.beta);
+    k.g_dtype = gk;
+    k.beta_dtype = bk;
+    if (spec) {
+        k.spec = 1;
+        k.num_spec = (int32_t)num_spec;
+        k.spec_idx = a.spec_state_indices->data;
+        k.spec_st[0] = a.spec_state_indices->strides[0];
+        k.spec_st[1] = a.spec_state_indices->strides[1];
+        k.accepted = a.num_accepted->data;
+        k.acc_st = a.num_accepted->strides[0];
+    } else {
+        k.slot_idx = a.state_indices->data;
+        k.slot_st = a.state_indices->strides[0];
+    }
+    k.l2norm = a.use_l2norm != 0;
+    k.scale = a.scale != 0.0f ? a.scale : (float)(1.0 / sqrt((double)sh.Dk));
+    return lin_launch(d, p, &k, a.query, a.key, a.value, a.out, a.state, a.query_start_loc, a.has_initial_state, stream,
+                      "cuda gated_delta");
+}

@@ -1,0 +1,140 @@
+/* cuda_ops12.h — the ABI 1.2 ops of the cuda plugin (MLA dense/sparse, lightning, gated delta): the
+ * argument structs the host passes BY VALUE to their kernels (included by both sides: fixed-size C
+ * types only), and, for the host, the plan objects and entry points. Strides are in elements.
+ *
+ *   MLA (kernels/mla_mma.cu on tensor cores for 576 / 512, kernels/mla.cu on CUDA cores for the rest):
+ *   one block per work item = (request, tile of its tokens, group of its query heads, key split). The
+ *   latent rows of a key tile are gathered once per block into shared memory and serve every row of
+ *   the item, so a token's heads read each latent byte once per head group (64 rows on tensor cores,
+ *   16 on CUDA cores); split items write f32 partial states to the workspace and a merge launch
+ *   combines them.
+ *   Lightning / GDN (kernels/linear.cu): one block (4 warps) per (request, state head, 32 value
+ *   columns); the block holds its [Dk x 32] slice of the f32 state in registers (Dk / 16 rows x 4
+ *   columns a thread: many loads in flight per thread), folds the request's tokens in one by one (the
+ *   recurrence itself) and writes it back: a decode streams the state once in, once out.
+ */
+#ifndef ATTNRT_CUDA_OPS12_H
+#define ATTNRT_CUDA_OPS12_H
+
+#include <stdint.h>
+
+/* ---- MLA ------------------------------------------------------------------------------------- */
+#define CK_MLA_ROWS 16       /* query rows (tokens x heads) of one work item                        */
+#define CK_MLA_KC 16         /* latent rows per shared-memory chunk                                  */
+#define CK_MLA_MAX_DIM 1024  /* kv_dim at most                                                       */
+#define CK_MLA_MAX_DV 1024   /* v_dim at most (4 columns per thread of 256)                          */
+#define CK_MLA_MAX_SPLITS 32
+#define CK_MLA_THREADS 256
+
+typedef struct ck_mla_item {
+    int32_t seq, q_first, q_count, head_first, head_count;
+    int32_t split, num_splits, part_index; /* part_index: first partial state of the splits, -1: none */
+} ck_mla_item_t;
+
+typedef struct ck_mla_args {
+    const void          *q;          /* [T, Hq, D] */
+    void                *out;        /* [T, Hq, Dv] */
+    float               *lse;        /* [T, Hq] or NULL */
+    const void          *kv;         /* [NB, BS, 1, D] */
+    const float         *kv_scale;   /* fp8: [1] or [NB, 1]; NULL: 1 */
+    const int32_t       *block_table, *qsl, *seq_lens, *indices;
+    const float         *sinks;
+    const ck_mla_item_t *items;      /* this launch's list (in the workspace) */
+    float               *part_o;     /* [parts, CK_MLA_ROWS, Dv] */
+    float               *part_lse;   /* [parts, CK_MLA_ROWS] */
+    int64_t q_st[2], out_st[2], lse_st[2], kv_st[2], bt_st[2], idx_st[2];
+    int64_t ks_st, bt_cols, qsl_st, sl_st, sinks_st;
+    int64_t num_tokens, num_blocks, block_size, topk;
+    int32_t hq, d, dv, ld;           /* ld: shared-memory row length (odd: no bank conflicts) */
+    int32_t q_dtype, out_dtype, kv_dtype, causal, sparse;
+    int32_t part_rows;               /* rows of one partial state: the launch's rows per item */
+    float   scale, pad_;
+} ck_mla_args_t;
+
+/* Dynamic shared memory of ck_mla_simt for a row length `ld`: q rows, latent rows, scores, state. */
+static inline uint32_t ck_mla_smem(int ld)
+{
+    /* sq, sc, sp, sm / sl / salpha (f32), then slim / spos (int64, 8-byte aligned: every size above is
+     * a multiple of 8 bytes since CK_MLA_ROWS is even) */
+    return (uint32_t)((CK_MLA_ROWS + CK_MLA_KC) * ld * 4 + CK_MLA_ROWS * CK_MLA_KC * 4 + 3 * CK_MLA_ROWS * 4 +
+                      (CK_MLA_ROWS + CK_MLA_KC) * 8);
+}
+
+/* The tensor-core MLA kernel (ck_mla_mma_{f16,bf16}[_fp8]): DeepSeek's 576 / 512 with a latent of the
+ * query's 16-bit dtype or fp8 (dequantised into a 16-bit tile); 64 query rows per item (4 m-tiles x 2
+ * value halves over 8 warps), 32 keys a tile, three cp.async stages. Rows of the 16-bit tiles are
+ * CK_MLA_MMA_D + 8 elements long (ldmatrix without bank conflicts). */
+#define CK_MLA_MMA_ROWS 64
+#define CK_MLA_MMA_BN 32
+#define CK_MLA_MMA_D 576
+#define CK_MLA_MMA_DV 512
+#define CK_MLA_MMA_LD (CK_MLA_MMA_D + 8)
+#define CK_MLA_MMA_SLD (CK_MLA_MMA_BN + 4)
+#define CK_MLA_MMA_STAGES 3
+static inline uint32_t ck_mla_mma_smem(int fp8)
+{
+    /* sQ, the 16-bit latent tiles (one a stage; fp8: one, converted from the raw stages), sS (f32
+     * scores), then soff / spos [STAGES][BN] (int64) and the fp8 scales [STAGES][BN] */
+    const uint32_t st = CK_MLA_MMA_STAGES, tiles16 = fp8 ? 1u : st;
+    return (uint32_t)((CK_MLA_MMA_ROWS + tiles16 * CK_MLA_MMA_BN) * CK_MLA_MMA_LD * 2 +
+                      (fp8 ? st * CK_MLA_MMA_BN * CK_MLA_MMA_D : 0u) + CK_MLA_MMA_ROWS * CK_MLA_MMA_SLD * 4 +
+                      st * 2 * CK_MLA_MMA_BN * 8 + st * CK_MLA_MMA_BN * 4);
+}
+
+/* ---- lightning / gated delta ----------------------------------------------------------------- */
+#define CK_LIN_THREADS 128
+#define CK_LIN_WARPS (CK_LIN_THREADS / 32)
+#define CK_LIN_COLS 32       /* value columns per block: 8 lanes x 4                                 */
+#define CK_LIN_ROW_GROUPS 16 /* 4 warps x 4 row lanes                                                */
+#define CK_LIN_MAX_DK 256    /* 16 rows per thread at most                                           */
+
+enum ck_lin_op { CK_LIN_LIGHTNING = 0, CK_LIN_GDN = 1 };
+
+typedef struct ck_lin_args {
+    const void    *q, *k, *v;        /* [T, H, Dk], [T, H, Dk], [T, HV, Dv] */
+    void          *out;              /* [T, HV, Dv] */
+    const void    *g, *beta;         /* GDN: [T, HV] */
+    const float   *slopes;           /* lightning: [H] */
+    float         *state;            /* [slots, HV, Dk, Dv] */
+    const int32_t *qsl, *slot_idx, *spec_idx, *accepted;
+    const void    *has_init;         /* [B] 8- or 32-bit flags; NULL: every request has a state */
+    int64_t q_st[2], k_st[2], v_st[2], out_st[2], g_st[2], beta_st[2], state_st[3], spec_st[2];
+    int64_t slopes_st, qsl_st, slot_st, acc_st, init_st;
+    int64_t num_tokens, num_seqs, num_slots;
+    int32_t heads, group, dk, dv, num_spec, spec, init_bits, l2norm, vec4;
+    int32_t q_dtype, k_dtype, v_dtype, out_dtype, g_dtype, beta_dtype;
+    float   scale;
+} ck_lin_args_t;
+
+#ifndef __CUDACC__
+#include "cuda_internal.h"
+
+/* Every 1.2 plan starts with this head, so that plan_destroy knows what it frees. */
+#define CUDA_PLAN12_MAGIC 0x43753132u /* "Cu12" */
+enum cuda_plan12_kind { CUDA_PLAN_MLA = 1, CUDA_PLAN_LIGHTNING = 2, CUDA_PLAN_GATED_DELTA = 3 };
+typedef struct cuda_plan12_head {
+    uint32_t          magic, kind;
+    const cuda_dev_t *dev;
+} cuda_plan12_head_t;
+
+attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args, const attnrt_batch_host_t *batch,
+                              void **plan, size_t *workspace_bytes);
+attnrt_status_t cuda_mla_run(cuda_dev_t *d, const void *plan, const attnrt_mla_args_t *args, void *workspace,
+                             size_t workspace_bytes, void *stream);
+attnrt_status_t cuda_lightning_plan(cuda_dev_t *d, const attnrt_lightning_args_t *args, const attnrt_batch_host_t *batch,
+                                    const attnrt_state_host_t *states, void **plan, size_t *workspace_bytes);
+attnrt_status_t cuda_lightning_run(cuda_dev_t *d, const void *plan, const attnrt_lightning_args_t *args,
+                                   void *workspace, size_t workspace_bytes, void *stream);
+attnrt_status_t cuda_gated_delta_plan(cuda_dev_t *d, const attnrt_gated_delta_args_t *args,
+                                      const attnrt_batch_host_t *batch, const attnrt_state_host_t *states, void **plan,
+                                      size_t *workspace_bytes);
+attnrt_status_t cuda_gated_delta_run(cuda_dev_t *d, const void *plan, const attnrt_gated_delta_args_t *args,
+                                     void *workspace, size_t workspace_bytes, void *stream);
+/* Frees any plan of the three (NULL, or not one of ours: nothing). */
+void cuda_plan12_destroy(cuda_dev_t *d, void *plan);
+/* A kernel of the device's module by name (plans look theirs up once; the handle lives as long as the
+ * module, i.e. the device). */
+attnrt_status_t cuda_ops12_function(const cuda_dev_t *d, const char *name, CUfunction *f);
+#endif
+
+#endif /* ATTNRT_CUDA_OPS12_H */

@@ -1,0 +1,264 @@
+/* linear.cu — lightning attention and the gated delta rule over f32 state slots [slots, HV, Dk, Dv].
+ *
+ * One block (128 threads) per (request, state head, 32 value columns). Thread (warp w, lane l) owns
+ * columns col0 + 4 (l & 7) + [0, 4) of rows r, r + 16, ... (r = 4 w + (l >> 3)): its part of the state
+ * stays in registers for the whole request, loaded once (float4 when aligned) and stored once, so a
+ * decode streams the state exactly once in and once out. Per token the q / k / v rows are staged in
+ * shared memory, each thread updates its rows, and the column sums over Dk (o = q S, u = S^T k) are
+ * reduced across the 4 row lanes of a warp by shuffles and across the 4 warps through shared memory.
+ *
+ * Prefill is the same loop over the request's tokens: the recurrence itself, token by token, exact in
+ * f32 (no chunked form yet: a long prefill of one request is latency-bound, one token after another).
+ *
+ * Lightning: S = lambda S + k^T v, o = q S, with lambda = e^{-slope} split as hi + lo (hi = (float)
+ * lambda) and applied as hi S + (lo S + k v): without the split the f32 rounding of lambda biases old
+ * terms by steps x 3e-8 over thousands of steps (as in plugins/cpu/cpu_lightning.c).
+ * GDN: S = e^g S; u = S^T k; v' = beta (v - u); S += k v'^T; o = S^T q, computed as
+ * o = (e^g S_old)^T q + v' (k . q) so that both column sums come from one pass over the decayed state.
+ *
+ * Metadata is read on the device and trusted only as far as bounds go: query_start_loc is clamped to
+ * [0, T]; a slot outside [0, slots) is padding (outputs 0, nothing read or written), a zero initial
+ * state (speculative read) or a skipped write (speculative write). */
+#include "ck_common.cuh"
+#include "../cuda_ops12.h"
+
+__device__ __forceinline__ int ck_lin_flag(const ck_lin_args_t &a, int64_t b)
+{
+    if (!a.has_init) return 1;
+    if (a.init_bits == 32) return ((const int32_t *)a.has_init)[b * a.init_st] != 0;
+    return ((const uint8_t *)a.has_init)[b * a.init_st] != 0;
+}
+
+/* Column sums of 4 columns over the block's row groups; the result for column c of the block lands in
+ * res[c] (c < 32, written by thread c). red: [CK_LIN_WARPS][32] floats of shared memory. */
+__device__ __forceinline__ void ck_lin_colsum(float part[4], float *red, float *res, int warp, int lane)
+{
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+        part[c] += __shfl_xor_sync(0xffffffffu, part[c], 8);
+        part[c] += __shfl_xor_sync(0xffffffffu, part[c], 16);
+    }
+    if (lane < 8)
+#pragma unroll
+        for (int c = 0; c < 4; c++) red[warp * 32 + lane * 4 + c] = part[c];
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        float s = 0.0f;
+#pragma unroll
+        for (int w = 0; w < CK_LIN_WARPS; w++) s += red[w * 32 + threadIdx.x];
+        res[threadIdx.x] = s;
+    }
+}
+
+template <int OP, int RPT, bool VEC>
+__device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
+{
+    __shared__ float sq[CK_LIN_MAX_DK], sk[CK_LIN_MAX_DK], sv[CK_LIN_COLS], svp[CK_LIN_COLS];
+    __shared__ float red[2][CK_LIN_WARPS * 32], res[2][32];
+    __shared__ float sfac[4]; /* [3]: the token's decay e^g */
+    __shared__ float snorm[4]; /* |q|^2, |k|^2, q . k of the token */
+    __shared__ float sbeta;
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int cg = lane & 7, rg = warp * 4 + (lane >> 3);
+    const int64_t b = blockIdx.x / a.heads, hv = blockIdx.x - b * a.heads;
+    const int col0 = blockIdx.y * CK_LIN_COLS;
+    const int ncols = min(CK_LIN_COLS, a.dv - col0);
+    const int jc = col0 + cg * 4; /* this thread's first column */
+    const int64_t kh = hv / a.group;
+    const int64_t t_begin = ck_clamp(a.qsl[b * a.qsl_st], 0, a.num_tokens);
+    const int64_t t_end = ck_clamp(a.qsl[(b + 1) * a.qsl_st], t_begin, a.num_tokens);
+
+    /* which slot is read, which written, or padding */
+    int64_t read_slot = -1, write_slot = -1;
+    bool padding;
+    if (OP == CK_LIN_GDN && a.spec) {
+        padding = a.spec_idx[b * a.spec_st[0]] < 0;
+        const int64_t na = a.accepted[b * a.acc_st];
+        read_slot = na >= 1 && na <= a.num_spec + 1 ? a.spec_idx[b * a.spec_st[0] + (na - 1) * a.spec_st[1]] : -1;
+    } else {
+        const int64_t slot = a.slot_idx[b * a.slot_st];
+        padding = slot < 0 || slot >= a.num_slots;
+        read_slot = write_slot = slot;
+    }
+    if (padding) {
+        for (int64_t t = t_begin; t < t_end; t++)
+            if (tid < ncols) ck_store(a.out, t * a.out_st[0] + hv * a.out_st[1] + col0 + tid, a.out_dtype, 0.0f);
+        return;
+    }
+    const int has_init = ck_lin_flag(a, b);
+    if (t_end == t_begin && (has_init || (OP == CK_LIN_GDN && a.spec))) return; /* no token: no change */
+
+    float S[RPT][4];
+    const bool read = has_init && read_slot >= 0 && read_slot < a.num_slots;
+    const float *src = a.state + (read ? read_slot : 0) * a.state_st[0] + hv * a.state_st[1];
+#pragma unroll
+    for (int i = 0; i < RPT; i++) {
+        const int row = rg + i * CK_LIN_ROW_GROUPS;
+        const bool ok = read && row < a.dk;
+        if (VEC) {
+            float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (ok && jc < a.dv) x = *(const float4 *)(src + row * a.state_st[2] + jc);
+            S[i][0] = x.x, S[i][1] = x.y, S[i][2] = x.z, S[i][3] = x.w;
+        } else {
+#pragma unroll
+            for (int c = 0; c < 4; c++) S[i][c] = ok && jc + c < a.dv ? src[row * a.state_st[2] + jc + c] : 0.0f;
+        }
+    }
+
+    float hi = 1.0f, lo = 0.0f;
+    if (OP == CK_LIN_LIGHTNING) {
+        const double lambda = exp(-(double)a.slopes[hv * a.slopes_st]);
+        hi = (float)lambda;
+        lo = (float)(lambda - (double)hi);
+    }
+
+    for (int64_t t = t_begin; t < t_end; t++) {
+        __syncthreads(); /* the previous token is done with the shared rows */
+        for (int i = tid; i < a.dk; i += CK_LIN_THREADS) {
+            sq[i] = ck_load(a.q, t * a.q_st[0] + kh * a.q_st[1] + i, a.q_dtype);
+            sk[i] = ck_load(a.k, t * a.k_st[0] + kh * a.k_st[1] + i, a.k_dtype);
+        }
+        if (tid < ncols) sv[tid] = ck_load(a.v, t * a.v_st[0] + hv * a.v_st[1] + col0 + tid, a.v_dtype);
+        if (OP == CK_LIN_GDN && tid == 0) {
+            const float g = ck_load(a.g, t * a.g_st[0] + hv * a.g_st[1], a.g_dtype);
+            sfac[3] = (float)exp((double)g);
+            sbeta = ck_load(a.beta, t * a.beta_st[0] + hv * a.beta_st[1], a.beta_dtype);
+        }
+        __syncthreads();
+        if (OP == CK_LIN_GDN) {
+            /* warp 0: |q|^2, warp 1: |k|^2, warp 2: q . k, each over Dk */
+            if (warp < 3) {
+                float s = 0.0f;
+                for (int i = lane; i < a.dk; i += 32) {
+                    const float x = warp == 1 ? sk[i] : sq[i], y = warp == 0 ? sq[i] : sk[i];
+                    s += x * y;
+                }
+#pragma unroll
+                for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+                if (lane == 0) snorm[warp] = s;
+            }
+            __syncthreads();
+        }
+
+        float po[4] = {0.0f, 0.0f, 0.0f, 0.0f}, pu[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (OP == CK_LIN_LIGHTNING) {
+            float v4[4];
+#pragma unroll
+            for (int c = 0; c < 4; c++) v4[c] = cg * 4 + c < ncols ? sv[cg * 4 + c] : 0.0f;
+#pragma unroll
+            for (int i = 0; i < RPT; i++) {
+                const int row = rg + i * CK_LIN_ROW_GROUPS;
+                const float kr = row < a.dk ? sk[row] : 0.0f, qr = row < a.dk ? sq[row] : 0.0f;
+#pragma unroll
+                for (int c = 0; c < 4; c++) {
+                    S[i][c] = hi * S[i][c] + (lo * S[i][c] + kr * v4[c]);
+                    po[c] += qr * S[i][c];
+                }
+            }
+            ck_lin_colsum(po, red[0], res[0], warp, lane);
+            if (tid < ncols) ck_store(a.out, t * a.out_st[0] + hv * a.out_st[1] + col0 + tid, a.out_dtype, res[0][tid]);
+        } else {
+            /* every thread forms the factors itself (no extra barrier): q scale with the L2 norm folded in */
+            const float nq = a.l2norm ? (float)(1.0 / sqrt((double)snorm[0] + 1e-6)) : 1.0f;
+            const float kf = a.l2norm ? (float)(1.0 / sqrt((double)snorm[1] + 1e-6)) : 1.0f;
+            const float qf = nq * a.scale, qk = snorm[2] * qf * kf, decay = sfac[3];
+#pragma unroll
+            for (int i = 0; i < RPT; i++) {
+                const int row = rg + i * CK_LIN_ROW_GROUPS;
+                const float kr = row < a.dk ? sk[row] * kf : 0.0f, qr = row < a.dk ? sq[row] * qf : 0.0f;
+#pragma unroll
+                for (int c = 0; c < 4; c++) {
+                    S[i][c] *= decay;
+                    pu[c] += S[i][c] * kr;
+                    po[c] += S[i][c] * qr;
+                }
+            }
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                pu[c] += __shfl_xor_sync(0xffffffffu, pu[c], 8);
+                pu[c] += __shfl_xor_sync(0xffffffffu, pu[c], 16);
+            }
+            if (lane < 8)
+#pragma unroll
+                for (int c = 0; c < 4; c++) red[1][warp * 32 + lane * 4 + c] = pu[c];
+            ck_lin_colsum(po, red[0], res[0], warp, lane); /* synchronises: red[1] is complete too */
+            if (tid < 32) {
+                float u = 0.0f;
+#pragma unroll
+                for (int w = 0; w < CK_LIN_WARPS; w++) u += red[1][w * 32 + tid];
+                const float vp = tid < ncols ? sbeta * (sv[tid] - u) : 0.0f;
+                svp[tid] = vp;
+                if (tid < ncols)
+                    ck_store(a.out, t * a.out_st[0] + hv * a.out_st[1] + col0 + tid, a.out_dtype,
+                             res[0][tid] + vp * qk);
+            }
+            __syncthreads();
+            float vp4[4];
+#pragma unroll
+            for (int c = 0; c < 4; c++) vp4[c] = svp[cg * 4 + c];
+#pragma unroll
+            for (int i = 0; i < RPT; i++) {
+                const int row = rg + i * CK_LIN_ROW_GROUPS;
+                const float kr = row < a.dk ? sk[row] * kf : 0.0f;
+#pragma unroll
+                for (int c = 0; c < 4; c++) S[i][c] += kr * vp4[c];
+            }
+            if (a.spec) { /* after token t the state goes to spec_state_indices[b][t - t_begin] */
+                const int64_t j = t - t_begin;
+                const int64_t ws = j <= a.num_spec ? a.spec_idx[b * a.spec_st[0] + j * a.spec_st[1]] : -1;
+                if (ws >= 0 && ws < a.num_slots) {
+                    float *dst = a.state + ws * a.state_st[0] + hv * a.state_st[1];
+#pragma unroll
+                    for (int i = 0; i < RPT; i++) {
+                        const int row = rg + i * CK_LIN_ROW_GROUPS;
+                        if (row >= a.dk) continue;
+                        if (VEC) {
+                            if (jc < a.dv)
+                                *(float4 *)(dst + row * a.state_st[2] + jc) = make_float4(S[i][0], S[i][1], S[i][2], S[i][3]);
+                        } else {
+#pragma unroll
+                            for (int c = 0; c < 4; c++)
+                                if (jc + c < a.dv) dst[row * a.state_st[2] + jc + c] = S[i][c];
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    if (OP == CK_LIN_GDN && a.spec) return;
+    float *dst = a.state + write_slot * a.state_st[0] + hv * a.state_st[1];
+#pragma unroll
+    for (int i = 0; i < RPT; i++) {
+        const int row = rg + i * CK_LIN_ROW_GROUPS;
+        if (row >= a.dk) continue;
+        if (VEC) {
+            if (jc < a.dv) *(float4 *)(dst + row * a.state_st[2] + jc) = make_float4(S[i][0], S[i][1], S[i][2], S[i][3]);
+        } else {
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                if (jc + c < a.dv) dst[row * a.state_st[2] + jc + c] = S[i][c];
+        }
+    }
+}
+
+/* Resident blocks per SM asked of the register allocator, as many as fit without spilling: state
+ * loads in flight per SM grow with them (Dk 128: 8 rows x 16 B a thread). */
+#define CK_LIN_MIN_BLOCKS(op, rpt)                                                                         \
+    ((rpt) <= 2 ? 8 : (rpt) == 4 ? ((op) == CK_LIN_LIGHTNING ? 8 : 6) : (rpt) == 8 ? ((op) == CK_LIN_LIGHTNING ? 6 : 5) : 1)
+#define CK_LIN_KERNEL(op, opname, rpt, vec, vname)                                                         \
+    extern "C" __global__ void __launch_bounds__(CK_LIN_THREADS, CK_LIN_MIN_BLOCKS(op, rpt))              \
+        ck_lin_##opname##_r##rpt##_##vname(const __grid_constant__ ck_lin_args_t a)                        \
+    {                                                                                                      \
+        ck_lin_body<op, rpt, vec>(a);                                                                      \
+    }
+#define CK_LIN_KERNELS(op, opname)                                                                         \
+    CK_LIN_KERNEL(op, opname, 1, true, v4) CK_LIN_KERNEL(op, opname, 1, false, s)                         \
+    CK_LIN_KERNEL(op, opname, 2, true, v4) CK_LIN_KERNEL(op, opname, 2, false, s)                         \
+    CK_LIN_KERNEL(op, opname, 4, true, v4) CK_LIN_KERNEL(op, opname, 4, false, s)                         \
+    CK_LIN_KERNEL(op, opname, 8, true, v4) CK_LIN_KERNEL(op, opname, 8, false, s)                         \
+    CK_LIN_KERNEL(op, opname, 16, true, v4) CK_LIN_KERNEL(op, opname, 16, false, s)
+
+CK_LIN_KERNELS(CK_LIN_LIGHTNING, lightning)
+CK_LIN_KERNELS(CK_LIN_GDN, gdn)

@@ -1,0 +1,251 @@
+/* mla.cu — multi-head latent attention over a one-head latent cache [NB, BS, 1, D] (values: the first
+ * Dv columns of each latent row), dense (bottom-right causal or not) and sparse (per-token index lists).
+ *
+ *   ck_mla_simt: one block (256 threads) per work item: up to CK_MLA_ROWS query rows = a tile of one
+ *     request's tokens x a group of its heads, over one key split. Per chunk of CK_MLA_KC keys the
+ *     latent rows are gathered once into shared memory (dequantised to f32, fp8 scale applied) and
+ *     serve every row of the item: thread (row, key) forms one score, a half-warp per row folds the
+ *     chunk into that row's online softmax, and each thread accumulates its value columns for every
+ *     row (the latent value read once per chunk for all rows). Dense items walk keys in position order
+ *     (each token masks keys past its causal limit); sparse items are one token each and walk its index
+ *     list as given, so a repeated index counts once per occurrence, and a negative index or one
+ *     >= seq_len is skipped, as is a block id outside the cache.
+ *   ck_mla_split_merge: the key splits of one item combined (weights e^{lse_s - m}; sinks once, after).
+ *
+ * Query rows: r = token_in_tile * head_count + head_in_group. The key range of a split is derived on
+ * the device from seq_lens (or topk), so a graph replayed with grown sequences stays correct. */
+#include "ck_common.cuh"
+#include "../cuda_ops12.h"
+
+__device__ __forceinline__ float ck_mla_scale_of(const ck_mla_args_t &a, int64_t block)
+{
+    return a.kv_scale ? a.kv_scale[block * a.ks_st] : 1.0f;
+}
+
+extern "C" __global__ void __launch_bounds__(CK_MLA_THREADS) ck_mla_simt(const __grid_constant__ ck_mla_args_t a)
+{
+    extern __shared__ __align__(16) float ck_mla_dyn[];
+    const int ld = a.ld, D = a.d, Dv = a.dv;
+    float *sq = ck_mla_dyn;                                  /* [ROWS][ld] */
+    float *sc = sq + CK_MLA_ROWS * ld;                 /* [KC][ld]   */
+    float *sp = sc + CK_MLA_KC * ld;                   /* [ROWS][KC] scores, then probabilities */
+    float *sm = sp + CK_MLA_ROWS * CK_MLA_KC;          /* running max per row */
+    float *sl = sm + CK_MLA_ROWS;                      /* running sum per row */
+    float *salpha = sl + CK_MLA_ROWS;                  /* rescale of the accumulators this chunk */
+    int64_t *slim = (int64_t *)(salpha + CK_MLA_ROWS); /* [ROWS] last key position a row sees */
+    int64_t *spos = slim + CK_MLA_ROWS;                /* [KC] position, -1: no key */
+
+    const ck_mla_item_t it = a.items[blockIdx.x];
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int64_t seq = it.seq;
+    const int64_t q_begin = ck_clamp(a.qsl[seq * a.qsl_st], 0, a.num_tokens);
+    const int64_t q_end = ck_clamp(a.qsl[(seq + 1) * a.qsl_st], q_begin, a.num_tokens);
+    const int64_t L = q_end - q_begin;
+    const int64_t S = ck_clamp(a.seq_lens[seq * a.sl_st], 0, a.bt_cols * a.block_size);
+    const int hc = it.head_count;
+    const int64_t ntok = min((int64_t)it.q_count, L - it.q_first);
+    if (ntok <= 0) return;
+    const int nrows = (int)ntok * hc;
+    const int64_t tok0 = q_begin + it.q_first;
+
+    /* keys of the item (positions for dense, list entries for sparse) and this split's share */
+    int64_t nkeys;
+    if (a.sparse) {
+        nkeys = a.topk;
+    } else {
+        nkeys = S;
+        const int64_t last_pq = S - L + it.q_first + ntok - 1;
+        if (a.causal && last_pq + 1 < nkeys) nkeys = last_pq + 1;
+        if (nkeys < 0) nkeys = 0;
+    }
+    int64_t k_lo = 0, k_hi = nkeys;
+    if (it.num_splits > 1) {
+        int64_t chunk = (nkeys + it.num_splits - 1) / it.num_splits;
+        chunk = (chunk + CK_MLA_KC - 1) / CK_MLA_KC * CK_MLA_KC;
+        k_lo = min((int64_t)it.split * chunk, nkeys);
+        k_hi = min(k_lo + chunk, nkeys);
+    }
+
+    /* query rows, f32 */
+    for (int r = warp; r < nrows; r += CK_MLA_THREADS / 32) {
+        const int64_t t = tok0 + r / hc, h = it.head_first + r % hc;
+        for (int d = lane; d < D; d += 32) sq[r * ld + d] = ck_load(a.q, t * a.q_st[0] + h * a.q_st[1] + d, a.q_dtype);
+    }
+    if (tid < CK_MLA_ROWS) {
+        sm[tid] = -CK_INF;
+        sl[tid] = 0.0f;
+        /* the largest key position row tid may see (dense causal), else unlimited */
+        const int64_t pq = S - L + it.q_first + tid / hc;
+        slim[tid] = !a.sparse && a.causal ? pq : INT64_MAX;
+    }
+
+    constexpr int NCC = CK_MLA_MAX_DV / CK_MLA_THREADS;
+    float acc[NCC][CK_MLA_ROWS];
+#pragma unroll
+    for (int cc = 0; cc < NCC; cc++)
+#pragma unroll
+        for (int r = 0; r < CK_MLA_ROWS; r++) acc[cc][r] = 0.0f;
+
+    const int32_t *idx_row = a.sparse ? a.indices + tok0 * a.idx_st[0] : nullptr;
+    for (int64_t k0 = k_lo; k0 < k_hi; k0 += CK_MLA_KC) {
+        __syncthreads(); /* the previous chunk is done with sc / sp; the query rows are in */
+        if (tid < CK_MLA_KC) {
+            const int64_t e = k0 + tid;
+            int64_t pk = -1;
+            if (e < k_hi) {
+                pk = a.sparse ? (int64_t)idx_row[e * a.idx_st[1]] : e;
+                if (pk < 0 || pk >= S) pk = -1;
+                if (pk >= 0) {
+                    const int64_t blk = a.block_table[seq * a.bt_st[0] + (pk / a.block_size) * a.bt_st[1]];
+                    if (blk < 0 || blk >= a.num_blocks) pk = -1;
+                }
+            }
+            spos[tid] = pk;
+        }
+        __syncthreads();
+        /* gather: warp w loads chunk rows w and w + 8 */
+        for (int kk = warp; kk < CK_MLA_KC; kk += CK_MLA_THREADS / 32) {
+            const int64_t pk = spos[kk];
+            if (pk < 0) continue;
+            const int64_t blk = a.block_table[seq * a.bt_st[0] + (pk / a.block_size) * a.bt_st[1]];
+            const float s = ck_mla_scale_of(a, blk);
+            const int64_t base = blk * a.kv_st[0] + (pk % a.block_size) * a.kv_st[1];
+            if (a.kv_dtype == CK_BF16 || a.kv_dtype == CK_F16) {
+                const uint16_t *p = (const uint16_t *)a.kv + base;
+                for (int d = lane; d < D; d += 32)
+                    sc[kk * ld + d] = a.kv_dtype == CK_BF16 ? ck_bf16_bits_to_f32(p[d]) : ck_f16_bits_to_f32(p[d]);
+            } else {
+                for (int d = lane; d < D; d += 32) sc[kk * ld + d] = ck_load(a.kv, base + d, a.kv_dtype) * s;
+            }
+        }
+        __syncthreads();
+        /* scores: thread (r, kk) */
+        {
+            const int r = tid >> 4, kk = tid & 15;
+            float s = -CK_INF;
+            const int64_t pk = spos[kk];
+            if (r < nrows && pk >= 0 && pk <= slim[r]) {
+                const float *qr = sq + r * ld, *cr = sc + kk * ld;
+                float d0 = 0.0f, d1 = 0.0f;
+                int d = 0;
+                for (; d + 1 < D; d += 2) {
+                    d0 += qr[d] * cr[d];
+                    d1 += qr[d + 1] * cr[d + 1];
+                }
+                if (d < D) d0 += qr[d] * cr[d];
+                s = (d0 + d1) * a.scale;
+            }
+            /* online softmax of row r over the chunk: its 16 scores live in one half-warp */
+            float m = s;
+#pragma unroll
+            for (int o = 8; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+            const float m_old = r < CK_MLA_ROWS ? sm[r] : -CK_INF;
+            const float m_new = fmaxf(m_old, m);
+            const float p = m_new == -CK_INF || s == -CK_INF ? 0.0f : __expf(s - m_new);
+            float psum = p;
+#pragma unroll
+            for (int o = 8; o > 0; o >>= 1) psum += __shfl_xor_sync(0xffffffffu, psum, o);
+            sp[r * CK_MLA_KC + kk] = p;
+            if (kk == 0) {
+                const float alpha = m_new == -CK_INF ? 1.0f : __expf(m_old - m_new);
+                sl[r] = sl[r] * alpha + psum;
+                sm[r] = m_new;
+                salpha[r] = alpha;
+            }
+        }
+        __syncthreads();
+        /* values: thread tid owns columns tid + 256 cc of every row */
+#pragma unroll
+        for (int cc = 0; cc < NCC; cc++) {
+            const int j = tid + cc * CK_MLA_THREADS;
+            if (j >= Dv) continue;
+#pragma unroll
+            for (int r = 0; r < CK_MLA_ROWS; r++) acc[cc][r] *= salpha[r];
+#pragma unroll 4
+            for (int kk = 0; kk < CK_MLA_KC; kk++) {
+                const float c = spos[kk] >= 0 ? sc[kk * ld + j] : 0.0f;
+#pragma unroll
+                for (int r = 0; r < CK_MLA_ROWS; r++) acc[cc][r] += sp[r * CK_MLA_KC + kk] * c;
+            }
+        }
+    }
+    __syncthreads();
+
+    /* finish: whole rows (one split) or partial states */
+    const bool part = it.num_splits > 1;
+#pragma unroll
+    for (int r = 0; r < CK_MLA_ROWS; r++) {
+        if (r >= nrows) break;
+        const float l = sl[r], m = sm[r];
+        const int64_t t = tok0 + r / hc, h = it.head_first + r % hc;
+        float mul = 0.0f;
+        if (l > 0.0f) {
+            float den = l;
+            if (!part && a.sinks) den += __expf(a.sinks[h * a.sinks_st] - m);
+            mul = 1.0f / den;
+        }
+#pragma unroll
+        for (int cc = 0; cc < NCC; cc++) {
+            const int j = tid + cc * CK_MLA_THREADS;
+            if (j >= Dv) continue;
+            const float o = acc[cc][r] * mul;
+            if (part)
+                a.part_o[((int64_t)(it.part_index + it.split) * CK_MLA_ROWS + r) * Dv + j] = o;
+            else
+                ck_store(a.out, t * a.out_st[0] + h * a.out_st[1] + j, a.out_dtype, o);
+        }
+        if (tid == 0) {
+            const float lse = l > 0.0f ? m + logf(l) : -CK_INF;
+            if (part)
+                a.part_lse[(int64_t)(it.part_index + it.split) * CK_MLA_ROWS + r] = lse;
+            else if (a.lse)
+                a.lse[t * a.lse_st[0] + h * a.lse_st[1]] = lse;
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(CK_MLA_THREADS) ck_mla_split_merge(const __grid_constant__ ck_mla_args_t a)
+{
+    __shared__ float wts[CK_MLA_MMA_ROWS][CK_MLA_MAX_SPLITS];
+    const int PR = a.part_rows;
+    const ck_mla_item_t it = a.items[blockIdx.x];
+    const int64_t seq = it.seq;
+    const int64_t q_begin = ck_clamp(a.qsl[seq * a.qsl_st], 0, a.num_tokens);
+    const int64_t q_end = ck_clamp(a.qsl[(seq + 1) * a.qsl_st], q_begin, a.num_tokens);
+    const int hc = it.head_count, ns = min(it.num_splits, CK_MLA_MAX_SPLITS);
+    const int64_t ntok = min((int64_t)it.q_count, q_end - q_begin - it.q_first);
+    if (ntok <= 0) return;
+    const int nrows = (int)ntok * hc;
+    const int64_t tok0 = q_begin + it.q_first;
+    const float *plse = a.part_lse + (int64_t)it.part_index * PR;
+    const float *po = a.part_o + (int64_t)it.part_index * PR * a.dv;
+
+    if (threadIdx.x < nrows) {
+        const int r = threadIdx.x;
+        const int64_t t = tok0 + r / hc, h = it.head_first + r % hc;
+        float m = -CK_INF;
+        for (int s = 0; s < ns; s++) m = fmaxf(m, plse[s * PR + r]);
+        float lse = -CK_INF, post = 0.0f;
+        if (m != -CK_INF) {
+            float sum = 0.0f;
+            for (int s = 0; s < ns; s++) sum += expf(plse[s * PR + r] - m);
+            lse = m + logf(sum);
+            float den = sum;
+            if (a.sinks) den += expf(a.sinks[h * a.sinks_st] - m);
+            post = 1.0f / den;
+        }
+        for (int s = 0; s < ns; s++) wts[r][s] = m == -CK_INF ? 0.0f : expf(plse[s * PR + r] - m) * post;
+        if (a.lse) a.lse[t * a.lse_st[0] + h * a.lse_st[1]] = lse;
+    }
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < nrows * a.dv; idx += blockDim.x) {
+        const int r = idx / a.dv, c = idx - r * a.dv;
+        float o = 0.0f;
+        for (int s = 0; s < ns; s++) {
+            const float w = wts[r][s];
+            if (w != 0.0f) o += w * po[((int64_t)s * PR + r) * a.dv + c];
+        }
+        const int64_t t = tok0 + r / hc, h = it.head_first + r % hc;
+        ck_store(a.out, t * a.out_st[0] + h * a.out_st[1] + c, a.out_dtype, o);
+    }
+}
