@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "conform_case.h"
+#include "conform_cases_directed.h"
 #include "conform_rng.h"
 
 cf_case_t *cf_case_list_add(cf_case_list_t *list, const cf_case_t *c)
@@ -212,12 +213,6 @@ void cf_case_name(const cf_case_t *c, char *buf, size_t cap)
 
 /* ---- the directed cases ----------------------------------------------------------------------- */
 
-typedef struct builder {
-    cf_case_list_t *list;
-    uint64_t        seed;
-    int             failed;
-} builder_t;
-
 /* FNV-1a of the tag. */
 static uint64_t tag_hash(const char *tag)
 {
@@ -228,7 +223,7 @@ static uint64_t tag_hash(const char *tag)
 
 /* A new case `tag` with the defaults, a batch "q/kv q/kv ..." (query length / seq_len per request),
  * heads "Hq/Hkv", head dims and block size. */
-static cf_case_t *add(builder_t *b, cf_op_t op, const char *tag, const char *batch, int hq, int hkv, int dqk, int dv,
+cf_case_t *cf_directed_add(cf_builder_t *b, cf_op_t op, const char *tag, const char *batch, int hq, int hkv, int dqk, int dv,
                       int bs)
 {
     cf_case_t c;
@@ -257,116 +252,116 @@ static cf_case_t *add(builder_t *b, cf_op_t op, const char *tag, const char *bat
     return stored;
 }
 
-static void dtypes(cf_case_t *c, cf_dtype_t q, cf_dtype_t out, cf_dtype_t kv)
+void cf_directed_dtypes(cf_case_t *c, cf_dtype_t q, cf_dtype_t out, cf_dtype_t kv)
 {
     c->q_dtype = q;
     c->out_dtype = out;
     c->kv_dtype = kv;
 }
 
-static const char MIXED[] = "1/33 5/21 1/70 12/12 3/40"; /* decode, chunked prefill, prefill, in no order */
+static const char MIXED[] = CF_MIXED_BATCH;
 
-static void directed_attention(builder_t *b)
+static void directed_attention(cf_builder_t *b)
 {
     cf_case_t *c;
     /* every head size of issue #3, with the GQA ratios and block sizes spread over them */
-    c = add(b, CF_OP_ATTENTION, "attn-d32", MIXED, 8, 2, 32, 32, 16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-d32", MIXED, 8, 2, 32, 32, 16);
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-d64-mha", MIXED, 4, 4, 64, 64, 32);
-    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-d64-mha", MIXED, 4, 4, 64, 64, 32);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-d80-mqa", MIXED, 8, 1, 80, 80, 16);
-    dtypes(c, CF_BF16, CF_BF16, CF_BF16);
-    c = add(b, CF_OP_ATTENTION, "attn-d96", MIXED, 8, 2, 96, 96, 64);
-    dtypes(c, CF_F32, CF_F32, CF_F16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-d80-mqa", MIXED, 8, 1, 80, 80, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-d96", MIXED, 8, 2, 96, 96, 64);
+    cf_directed_dtypes(c, CF_F32, CF_F32, CF_F16);
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-d112-bs7", MIXED, 4, 1, 112, 112, 7);
-    dtypes(c, CF_F16, CF_F32, CF_F16);
-    c = add(b, CF_OP_ATTENTION, "attn-d128-gqa8", MIXED, 16, 2, 128, 128, 16);
-    dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-d112-bs7", MIXED, 4, 1, 112, 112, 7);
+    cf_directed_dtypes(c, CF_F16, CF_F32, CF_F16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-d128-gqa8", MIXED, 16, 2, 128, 128, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-d192-bs128", MIXED, 4, 4, 192, 192, 128);
-    c = add(b, CF_OP_ATTENTION, "attn-d256-bs48", MIXED, 8, 1, 256, 256, 48);
-    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-d192-bs128", MIXED, 4, 4, 192, 192, 128);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-d256-bs48", MIXED, 8, 1, 256, 256, 48);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-d192v128", MIXED, 4, 4, 192, 128, 16);
-    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-d192v128", MIXED, 4, 4, 192, 128, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-d96v64-bs1", "1/9 4/6 2/13", 4, 1, 96, 64, 1);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-d96v64-bs1", "1/9 4/6 2/13", 4, 1, 96, 64, 1);
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-bs1", MIXED, 4, 1, 64, 64, 1);
-    dtypes(c, CF_BF16, CF_F32, CF_F32);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-bs1", MIXED, 4, 1, 64, 64, 1);
+    cf_directed_dtypes(c, CF_BF16, CF_F32, CF_F32);
 
     /* empty rows: no kept key -> out 0, LSE -inf, never NaN */
-    c = add(b, CF_OP_ATTENTION, "attn-empty-cross", "3/0 2/9 4/0", 4, 2, 64, 64, 16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-empty-cross", "3/0 2/9 4/0", 4, 2, 64, 64, 16);
     c->causal = 0;
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-empty-qlen0", "0/17 1/9 0/4 3/3", 4, 1, 64, 64, 16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-empty-qlen0", "0/17 1/9 0/4 3/3", 4, 1, 64, 64, 16);
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-empty-window", "6/3 2/8", 4, 1, 64, 64, 4 + 3);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-empty-window", "6/3 2/8", 4, 1, 64, 64, 4 + 3);
     c->causal = 0; /* queries at negative positions; only p_k == p_q is kept and does not exist */
     c->window_left = c->window_right = 0;
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-empty-batch", "0/5 0/0", 4, 1, 64, 64, 16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-empty-batch", "0/5 0/0", 4, 1, 64, 64, 16);
     c->lse = 1;
 
     /* window edges (inclusive counts): 0, exactly a block, exactly the distance to key 0, unlimited */
-    c = add(b, CF_OP_ATTENTION, "attn-win0", MIXED, 4, 2, 64, 64, 16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-win0", MIXED, 4, 2, 64, 64, 16);
     c->window_left = 0;
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-win-block", "1/40 24/40 1/17", 4, 2, 64, 64, 16);
-    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-win-block", "1/40 24/40 1/17", 4, 2, 64, 64, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
     c->window_left = 16;
-    c = add(b, CF_OP_ATTENTION, "attn-win-exact", "1/33 33/33", 4, 2, 64, 64, 16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-win-exact", "1/33 33/33", 4, 2, 64, 64, 16);
     c->window_left = 32; /* the last query reaches key 0 exactly, earlier ones less */
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-win-both", "5/20 1/9 7/7", 4, 1, 64, 64, 16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-win-both", "5/20 1/9 7/7", 4, 1, 64, 64, 16);
     c->causal = 0;
     c->window_left = 3;
     c->window_right = 2;
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-win-right0", MIXED, 4, 1, 64, 64, 16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-win-right0", MIXED, 4, 1, 64, 64, 16);
     c->causal = 0; /* non-causal with window_right 0 is causal */
     c->window_right = 0;
-    c = add(b, CF_OP_ATTENTION, "attn-win-left0-right", "4/12 9/9", 4, 1, 64, 64, 16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-win-left0-right", "4/12 9/9", 4, 1, 64, 64, 16);
     c->causal = 0;
     c->window_left = 0;
     c->window_right = 5;
-    dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
 
     /* softcap, ALiBi, sinks, scale */
-    c = add(b, CF_OP_ATTENTION, "attn-softcap", MIXED, 8, 2, 128, 128, 16);
-    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-softcap", MIXED, 8, 2, 128, 128, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
     c->softcap = 2.0f;
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-softcap-window", "1/90 30/60 1/31", 8, 4, 256, 256, 16);
-    dtypes(c, CF_BF16, CF_BF16, CF_BF16); /* Gemma 2: softcap 50 with a sliding window */
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-softcap-window", "1/90 30/60 1/31", 8, 4, 256, 256, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16); /* Gemma 2: softcap 50 with a sliding window */
     c->softcap = 50.0f;
     c->window_left = 31;
-    c = add(b, CF_OP_ATTENTION, "attn-alibi", MIXED, 8, 8, 64, 64, 16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-alibi", MIXED, 8, 8, 64, 64, 16);
     c->alibi = 1;
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-alibi-noncausal", "4/9 3/0 2/12", 4, 2, 128, 128, 32);
-    dtypes(c, CF_F16, CF_F32, CF_F16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-alibi-noncausal", "4/9 3/0 2/12", 4, 2, 128, 128, 32);
+    cf_directed_dtypes(c, CF_F16, CF_F32, CF_F16);
     c->causal = 0;
     c->alibi = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-sinks-gptoss", "1/200 16/140 1/129 40/40", 8, 1, 64, 64, 16);
-    dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-sinks-gptoss", "1/200 16/140 1/129 40/40", 8, 1, 64, 64, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
     c->sinks = 1;
     c->window_left = 127; /* GPT-OSS: sliding window 128 with sinks */
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-sinks", MIXED, 4, 2, 64, 64, 16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-sinks", MIXED, 4, 2, 64, 64, 16);
     c->sinks = 1;
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-sinks-empty", "3/0 1/5", 4, 2, 64, 64, 16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-sinks-empty", "3/0 1/5", 4, 2, 64, 64, 16);
     c->causal = 0; /* a sink with no key: the row is still empty (out 0, LSE -inf) */
     c->sinks = 1;
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-scale", MIXED, 4, 1, 128, 128, 16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-scale", MIXED, 4, 1, 128, 128, 16);
     c->scale = 0.3f;
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-all-options", "1/50 6/30 2/2", 8, 2, 64, 64, 16);
-    dtypes(c, CF_F16, CF_F32, CF_E4M3);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-all-options", "1/50 6/30 2/2", 8, 2, 64, 64, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F32, CF_E4M3);
     c->per_block_scale = 1;
     c->scale = 0.2f;
     c->softcap = 4.0f;
@@ -374,108 +369,108 @@ static void directed_attention(builder_t *b)
     c->window_left = 20;
 
     /* cache dtypes and scale granularities, q/out dtypes */
-    c = add(b, CF_OP_ATTENTION, "attn-e4m3", MIXED, 8, 2, 128, 128, 16);
-    dtypes(c, CF_F16, CF_F16, CF_E4M3);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-e4m3", MIXED, 8, 2, 128, 128, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_E4M3);
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-e4m3-blk-hnd", MIXED, 8, 2, 128, 128, 16);
-    dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-e4m3-blk-hnd", MIXED, 8, 2, 128, 128, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
     c->per_block_scale = c->hnd = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-e5m2", MIXED, 4, 1, 64, 64, 32);
-    dtypes(c, CF_F32, CF_F32, CF_E5M2);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-e5m2", MIXED, 4, 1, 64, 64, 32);
+    cf_directed_dtypes(c, CF_F32, CF_F32, CF_E5M2);
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-e5m2-blk", MIXED, 4, 2, 96, 96, 7);
-    dtypes(c, CF_F16, CF_F32, CF_E5M2);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-e5m2-blk", MIXED, 4, 2, 96, 96, 7);
+    cf_directed_dtypes(c, CF_F16, CF_F32, CF_E5M2);
     c->per_block_scale = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-qf32-kvbf16", MIXED, 4, 2, 64, 64, 16);
-    dtypes(c, CF_F32, CF_F32, CF_BF16);
-    c = add(b, CF_OP_ATTENTION, "attn-qbf16-kvf32", MIXED, 4, 2, 64, 64, 16);
-    dtypes(c, CF_BF16, CF_F32, CF_F32);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-qf32-kvbf16", MIXED, 4, 2, 64, 64, 16);
+    cf_directed_dtypes(c, CF_F32, CF_F32, CF_BF16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-qbf16-kvf32", MIXED, 4, 2, 64, 64, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_F32, CF_F32);
 
     /* layouts and strides */
-    c = add(b, CF_OP_ATTENTION, "attn-hnd", MIXED, 8, 2, 64, 64, 32);
-    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-hnd", MIXED, 8, 2, 64, 64, 32);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
     c->hnd = c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-interleaved", MIXED, 4, 2, 128, 128, 16);
-    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-interleaved", MIXED, 4, 2, 128, 128, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
     c->kv_interleaved = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-interleaved-hnd", MIXED, 4, 1, 192, 128, 16);
-    dtypes(c, CF_BF16, CF_F32, CF_BF16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-interleaved-hnd", MIXED, 4, 1, 192, 128, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_F32, CF_BF16);
     c->kv_interleaved = c->hnd = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-strided", MIXED, 8, 2, 64, 64, 16);
-    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-strided", MIXED, 8, 2, 64, 64, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
     c->strided = c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-strided-e4m3", "4/4 1/19", 4, 4, 128, 128, 16);
-    dtypes(c, CF_BF16, CF_F32, CF_E4M3);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-strided-e4m3", "4/4 1/19", 4, 4, 128, 128, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_F32, CF_E4M3);
     c->strided = c->lse = c->sinks = 1;
 
     /* caches written with the reference quantiser: attention judged without kv_write */
-    c = add(b, CF_OP_ATTENTION, "attn-direct", MIXED, 4, 2, 64, 64, 16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-direct", MIXED, 4, 2, 64, 64, 16);
     c->write_direct = c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-direct-e4m3-blk", MIXED, 4, 2, 128, 128, 16);
-    dtypes(c, CF_F16, CF_F16, CF_E4M3);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-direct-e4m3-blk", MIXED, 4, 2, 128, 128, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_E4M3);
     c->write_direct = c->per_block_scale = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-direct-e5m2-hnd", MIXED, 4, 1, 64, 64, 48);
-    dtypes(c, CF_F32, CF_F32, CF_E5M2);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-direct-e5m2-hnd", MIXED, 4, 1, 64, 64, 48);
+    cf_directed_dtypes(c, CF_F32, CF_F32, CF_E5M2);
     c->write_direct = c->hnd = 1;
 
     /* long sequences and a wide mixed batch */
-    c = add(b, CF_OP_ATTENTION, "attn-long-prefill", "2048/2048", 2, 1, 64, 64, 16);
-    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-long-prefill", "2048/2048", 2, 1, 64, 64, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-long-decode", "1/2000 1/1537 1/129", 8, 1, 128, 128, 128);
-    dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-long-decode", "1/2000 1/1537 1/129", 8, 1, 128, 128, 128);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
     c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-plan-reuse", MIXED, 8, 2, 64, 64, 16);
-    dtypes(c, CF_F16, CF_F16, CF_E4M3);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-plan-reuse", MIXED, 8, 2, 64, 64, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_E4M3);
     c->plan_reuse = c->lse = c->sinks = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-stream", MIXED, 4, 2, 64, 64, 16);
-    dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-stream", MIXED, 4, 2, 64, 64, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
     c->use_stream = c->plan_reuse = c->lse = 1;
-    c = add(b, CF_OP_ATTENTION, "attn-wide-batch", "1/5 7/7 1/64 0/3 2/30 1/1 9/20 1/17 3/3 1/100 5/45 1/2 4/4 1/31",
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-wide-batch", "1/5 7/7 1/64 0/3 2/30 1/1 9/20 1/17 3/3 1/100 5/45 1/2 4/4 1/31",
             4, 2, 64, 64, 16);
-    dtypes(c, CF_F16, CF_F16, CF_F16);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
     c->padding_slots = 6;
     c->lse = 1;
 }
 
-static void directed_cascade(builder_t *b)
+static void directed_cascade(cf_builder_t *b)
 {
     cf_case_t *c;
-    c = add(b, CF_OP_CASCADE, "casc-basic", "1/3 4/4 1/9", 8, 2, 128, 128, 16);
-    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c = cf_directed_add(b, CF_OP_CASCADE, "casc-basic", "1/3 4/4 1/9", 8, 2, 128, 128, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
     c->prefix_len = 40;
     c->lse = 1;
-    c = add(b, CF_OP_CASCADE, "casc-sinks", "1/1 8/12 1/30", 8, 1, 64, 64, 16);
-    dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c = cf_directed_add(b, CF_OP_CASCADE, "casc-sinks", "1/1 8/12 1/30", 8, 1, 64, 64, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
     c->prefix_len = 64;
     c->sinks = c->lse = 1;
-    c = add(b, CF_OP_CASCADE, "casc-e4m3-blk-hnd", "2/5 1/7", 4, 2, 128, 128, 16);
-    dtypes(c, CF_F16, CF_F32, CF_E4M3);
+    c = cf_directed_add(b, CF_OP_CASCADE, "casc-e4m3-blk-hnd", "2/5 1/7", 4, 2, 128, 128, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F32, CF_E4M3);
     c->prefix_len = 37;
     c->per_block_scale = c->hnd = 1;
-    c = add(b, CF_OP_CASCADE, "casc-empty-prefix", "3/3 1/6", 4, 1, 64, 64, 16);
+    c = cf_directed_add(b, CF_OP_CASCADE, "casc-empty-prefix", "3/3 1/6", 4, 1, 64, 64, 16);
     c->prefix_len = 0;
     c->lse = 1;
-    c = add(b, CF_OP_CASCADE, "casc-noncausal", "2/0 3/5", 4, 2, 64, 64, 16);
+    c = cf_directed_add(b, CF_OP_CASCADE, "casc-noncausal", "2/0 3/5", 4, 2, 64, 64, 16);
     c->causal = 0;
     c->prefix_len = 20;
     c->lse = 1;
-    c = add(b, CF_OP_CASCADE, "casc-softcap-scale", "1/4 5/5", 4, 2, 80, 80, 7);
+    c = cf_directed_add(b, CF_OP_CASCADE, "casc-softcap-scale", "1/4 5/5", 4, 2, 80, 80, 7);
     c->softcap = 3.0f;
     c->scale = 0.2f;
     c->kv_interleaved = 1;
     c->prefix_len = 23;
-    c = add(b, CF_OP_CASCADE, "casc-strided-e5m2", "1/2 6/6", 8, 2, 64, 64, 1);
-    dtypes(c, CF_F16, CF_F16, CF_E5M2);
+    c = cf_directed_add(b, CF_OP_CASCADE, "casc-strided-e5m2", "1/2 6/6", 8, 2, 64, 64, 1);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_E5M2);
     c->strided = c->lse = c->sinks = 1;
     c->prefix_len = 12;
-    c = add(b, CF_OP_CASCADE, "casc-2-layers-stream", "1/1 3/7 1/12", 4, 1, 128, 128, 32);
-    dtypes(c, CF_F16, CF_F16, CF_F16);
+    c = cf_directed_add(b, CF_OP_CASCADE, "casc-2-layers-stream", "1/1 3/7 1/12", 4, 1, 128, 128, 32);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
     c->plan_reuse = c->use_stream = c->lse = 1;
     c->prefix_len = 50;
 }
 
-static void directed_kv_write(builder_t *b)
+static void directed_kv_write(cf_builder_t *b)
 {
     static const struct {
         const char *tag, *batch;
@@ -498,7 +493,7 @@ static void directed_kv_write(builder_t *b)
         {"kvw-d256-bs128", "130/130", CF_BF16, CF_E4M3, 1, 256, 256, 128, 1, 1, 0, 1, 0},
     };
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
-        cf_case_t *c = add(b, CF_OP_KV_WRITE, w[i].tag, w[i].batch, w[i].hkv, w[i].hkv, w[i].dk, w[i].dv, w[i].bs);
+        cf_case_t *c = cf_directed_add(b, CF_OP_KV_WRITE, w[i].tag, w[i].batch, w[i].hkv, w[i].hkv, w[i].dk, w[i].dv, w[i].bs);
         c->q_dtype = w[i].src;
         c->kv_dtype = w[i].kv;
         c->hnd = w[i].hnd;
@@ -510,7 +505,7 @@ static void directed_kv_write(builder_t *b)
     }
 }
 
-static void directed_merge(builder_t *b)
+static void directed_merge(cf_builder_t *b)
 {
     static const struct {
         const char *tag;
@@ -530,7 +525,7 @@ static void directed_merge(builder_t *b)
         {"merge-8-bf16", 8, 5, 2, 256, CF_BF16, CF_F32, 0.4, 1, 1, 1, 1},
     };
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
-        cf_case_t *c = add(b, CF_OP_MERGE, m[i].tag, "", m[i].H, 1, m[i].D, m[i].D, 16);
+        cf_case_t *c = cf_directed_add(b, CF_OP_MERGE, m[i].tag, "", m[i].H, 1, m[i].D, m[i].D, 16);
         c->num_states = m[i].n;
         c->num_tokens = m[i].T;
         c->q_dtype = m[i].st;
@@ -646,10 +641,10 @@ static const large_case_t LARGE_KVW[] = {
      CF_F32, CF_F32, CF_BF16, -1, 0, 0, 0, 0, 0, 0, 1, 1},
 };
 
-static cf_case_t *add_large(builder_t *b, cf_op_t op, const large_case_t *l)
+static cf_case_t *add_large(cf_builder_t *b, cf_op_t op, const large_case_t *l)
 {
-    cf_case_t *c = add(b, op, l->tag, l->batch, l->hq, l->hkv, l->dqk, l->dv, l->bs);
-    dtypes(c, l->q, l->out, l->kv);
+    cf_case_t *c = cf_directed_add(b, op, l->tag, l->batch, l->hq, l->hkv, l->dqk, l->dv, l->bs);
+    cf_directed_dtypes(c, l->q, l->out, l->kv);
     c->max_model_len = l->mml;
     for (int s = 0; s < c->num_seqs; s++)
         if (c->kv_lens[s] > l->mml) b->failed = 1; /* a case-table bug: the table would be wider */
@@ -665,7 +660,7 @@ static cf_case_t *add_large(builder_t *b, cf_op_t op, const large_case_t *l)
     return c;
 }
 
-static void directed_large_blocks(builder_t *b)
+static void directed_large_blocks(cf_builder_t *b)
 {
     for (size_t i = 0; i < sizeof LARGE / sizeof LARGE[0]; i++) add_large(b, CF_OP_ATTENTION, &LARGE[i]);
     for (size_t i = 0; i < sizeof LARGE_KVW / sizeof LARGE_KVW[0]; i++) {
@@ -674,235 +669,18 @@ static void directed_large_blocks(builder_t *b)
     }
 }
 
-/* ---- ABI 1.2: MLA, lightning, gated delta, state pools ------------------------------------------ */
-
-#define SCALE_192 0.07216878f         /* 1 / sqrt(192): DeepSeek's qk_head_dim, not sqrt(576)           */
-#define SCALE_192_YARN 0.13523205f    /* (0.1 ln 40 + 1)^2 / sqrt(192): DeepSeek-V3's YaRN mscale^2    */
-
-static cf_case_t *add_mla(builder_t *b, const char *tag, const char *batch, int hq, int kv_dim, int v_dim, int bs,
-                          cf_dtype_t q, cf_dtype_t kv, float scale)
-{
-    cf_case_t *c = add(b, CF_OP_MLA, tag, batch, hq, 1, kv_dim, v_dim, bs);
-    dtypes(c, q, q, kv);
-    c->scale = scale;
-    return c;
-}
-
-static void directed_mla(builder_t *b)
-{
-    cf_case_t *c;
-    /* dense: DeepSeek's 576/512 and a small 64/32, causal and not, block sizes 64, 1 and 7 */
-    c = add_mla(b, "mla-d576-dense", "1/300 5/40 1/129 12/12", 16, 576, 512, 64, CF_BF16, CF_BF16, SCALE_192_YARN);
-    c->lse = 1;
-    c = add_mla(b, "mla-d576-h128", "1/200 1/77 1/130", 128, 576, 512, 64, CF_BF16, CF_BF16, SCALE_192);
-    c->lse = 1;
-    c = add_mla(b, "mla-d576-sinks-f16", "1/90 7/7 1/65", 16, 576, 512, 64, CF_F16, CF_F16, SCALE_192_YARN);
-    c->sinks = c->lse = 1;
-    c = add_mla(b, "mla-small-noncausal", "4/9 2/12 1/5 6/6", 16, 64, 32, 1, CF_F32, CF_F32, 0.2f);
-    c->causal = 0;
-    c->lse = c->sinks = 1;
-    c = add_mla(b, "mla-small-bs7-strided", MIXED, 16, 64, 32, 7, CF_F16, CF_F16, 0.15f);
-    c->strided = c->lse = 1;
-    c = add_mla(b, "mla-small-out-f32", MIXED, 8, 64, 32, 16, CF_BF16, CF_BF16, 0.25f);
-    c->out_dtype = CF_F32;
-    c = add_mla(b, "mla-small-2-layers", "1/40 3/3 1/17", 16, 64, 32, 64, CF_F32, CF_F32, 0.2f);
-    c->plan_reuse = c->use_stream = c->lse = 1;
-    c = add_mla(b, "mla-d576-f32-kvbf16", "1/70 9/33", 16, 576, 512, 64, CF_F32, CF_BF16, SCALE_192);
-    c->out_dtype = CF_F32;
-    c->lse = 1;
-
-    /* sparse: top-k 8..64 over mixed batches, -1 entries, duplicates, positions past seq_len */
-    c = add_mla(b, "mla-sparse-d576", "1/300 4/120 1/40 2/2", 16, 576, 512, 64, CF_BF16, CF_BF16, SCALE_192_YARN);
-    c->topk = 64;
-    c->sparse_invalid = c->lse = 1;
-    c = add_mla(b, "mla-sparse-h128", "1/260 1/64", 128, 576, 512, 64, CF_BF16, CF_BF16, SCALE_192_YARN);
-    c->topk = 32;
-    c->causal = 0;
-    c->lse = 1;
-    c = add_mla(b, "mla-sparse-host", "1/33 5/21 1/70 3/3", 16, 64, 32, 1, CF_F32, CF_F32, 0.2f);
-    c->topk = 8;
-    c->sparse_host = c->sparse_invalid = c->lse = 1; /* -1 and duplicates only: the runtime checks the rest */
-    c = add_mla(b, "mla-sparse-causal-flag", "2/50 1/9 4/4", 16, 64, 32, 7, CF_F16, CF_F16, 0.2f);
-    c->topk = 24;
-    c->causal = 1; /* the indices are the whole mask: causal must not be applied */
-    c->sparse_invalid = c->sinks = c->lse = 1;
-    c = add_mla(b, "mla-sparse-e4m3-tensor", "1/200 3/50 1/64", 16, 576, 512, 64, CF_BF16, CF_E4M3, SCALE_192_YARN);
-    c->topk = 32;
-    c->causal = 0;
-    c->sparse_invalid = c->lse = 1;
-    c = add_mla(b, "mla-sparse-e4m3-blk", "1/150 2/90", 16, 576, 512, 64, CF_BF16, CF_E4M3, SCALE_192);
-    c->topk = 16;
-    c->per_block_scale = c->sparse_host = c->lse = 1;
-    c = add_mla(b, "mla-sparse-e5m2-blk", "1/120 4/30 1/7", 16, 576, 512, 64, CF_F16, CF_E5M2, SCALE_192_YARN);
-    c->topk = 48;
-    c->per_block_scale = c->sparse_invalid = c->sinks = c->lse = 1;
-    c = add_mla(b, "mla-sparse-e5m2-small", "1/80 6/20", 16, 64, 32, 7, CF_F32, CF_E5M2, 0.2f);
-    c->out_dtype = CF_F32;
-    c->topk = 40;
-    c->causal = 0;
-    c->sparse_invalid = c->strided = c->lse = 1;
-    c = add_mla(b, "mla-sparse-2-layers", "1/60 3/30", 16, 64, 32, 16, CF_BF16, CF_E4M3, 0.2f);
-    c->topk = 12;
-    c->per_block_scale = c->sparse_invalid = c->plan_reuse = c->use_stream = c->lse = 1;
-}
-
-/* Rounds of a state op, "|"-separated; a round starting with '!' is speculative. Each request is
- * "<q_len>p" (a padding row) or "<q_len>s<seq>[i][a<accepted>]" (i: it has an initial state). */
-static void state_rounds(cf_case_t *c, const char *text)
-{
-    const char *p = text;
-    c->num_rounds = 0;
-    while (*p && c->num_rounds < CF_MAX_ROUNDS) {
-        cf_state_round_t *r = &c->rounds[c->num_rounds++];
-        memset(r, 0, sizeof *r);
-        while (*p == ' ') p++;
-        if (*p == '!') {
-            r->spec = 1;
-            p++;
-        }
-        while (*p && *p != '|') {
-            char *end = NULL;
-            while (*p == ' ') p++;
-            if (!*p || *p == '|') break;
-            const long len = strtol(p, &end, 10);
-            if (end == p || r->num_reqs == CF_MAX_SEQS) break;
-            p = end;
-            const int b = r->num_reqs++;
-            r->q_lens[b] = (int)len;
-            r->seq[b] = -1;
-            r->accepted[b] = 1;
-            if (*p == 'p') {
-                p++;
-                continue;
-            }
-            if (*p == 's') {
-                r->seq[b] = (int)strtol(p + 1, &end, 10);
-                p = end;
-            }
-            if (*p == 'i') {
-                r->has_init[b] = 1;
-                p++;
-            }
-            if (*p == 'a') {
-                r->accepted[b] = (int)strtol(p + 1, &end, 10);
-                p = end;
-            }
-        }
-        while (*p && *p != '|') p++;
-        if (*p == '|') p++;
-    }
-}
-
-static cf_case_t *add_state(builder_t *b, cf_op_t op, const char *tag, const char *rounds, int h, int hv, int dk,
-                            int dv, cf_dtype_t dt)
-{
-    cf_case_t *c = add(b, op, tag, "", h, h, dk, dv, 16);
-    c->num_v_heads = hv;
-    dtypes(c, dt, dt, CF_F32);
-    state_rounds(c, rounds);
-    return c;
-}
-
-static void directed_lightning(builder_t *b)
-{
-    const cf_op_t L = CF_OP_LIGHTNING;
-    cf_case_t *c;
-    /* chunk boundaries, then a decode round continuing from the written states */
-    c = add_state(b, L, "lin-d64-chunks", "1s0 63s1 64s2i 65s3 200s4i | 1s0i 1s1i 1s2i 1s3i 1s4i", 4, 4, 64, 64, CF_F32);
-    c->extra_slots = 2;
-    c = add_state(b, L, "lin-d128v64-long", "1000s0 3s1i 1p | 1s0i 17s1i 1p", 2, 2, 128, 64, CF_BF16);
-    c = add_state(b, L, "lin-d32v128-padding", "129s0 1p 40s1i 2p", 8, 8, 32, 128, CF_F16);
-    c->slope_max = 1.0;
-    c->extra_slots = 3;
-    c = add_state(b, L, "lin-long-f32", "997s0 1s1i | 1s1i 1s0i", 1, 1, 64, 64, CF_F32);
-    c = add_state(b, L, "lin-mixed-out-f32", "1s0i 33s1 1s2i 1p 64s3i 5s4 1s5i", 3, 3, 64, 64, CF_F16);
-    c->out_dtype = CF_F32;
-    c = add_state(b, L, "lin-zero-slope", "300s0 1s1i | 2s0i 1s1i", 2, 2, 64, 64, CF_F32);
-    c->zero_slope = 1;
-    c->slope_max = 0.5;
-    c = add_state(b, L, "lin-steep-decay", "150s0 70s1i", 4, 4, 64, 64, CF_F32);
-    c->slope_max = 2.0;
-    c = add_state(b, L, "lin-3-rounds-stream", "64s0 65s1 | 64s0i 1s1i | 1s0i 1s1i 1p", 2, 2, 128, 128, CF_F32);
-    c->use_stream = 1;
-    c = add_state(b, L, "lin-decode-16",
-                  "1s0i 1s1i 1s2i 1s3i 1s4i 1s5i 1s6i 1s7i 1s8i 1s9i 1s10i 1s11i 1s12i 1s13i 1s14i 1s15i", 8, 8, 64,
-                  64, CF_BF16);
-    c = add_state(b, L, "lin-h1-restart", "40s0i 9s1 | 5s0 1s1i", 1, 1, 32, 32, CF_F32); /* round 1 restarts seq 0 */
-    /* requests without tokens: with a state it stays; without one the slot becomes the zero state */
-    c = add_state(b, L, "lin-empty-requests", "0s0 0s1i 5s2 1p | 0s2i 1s0i 0s1", 2, 2, 64, 32, CF_F32);
-    /* the long-prefill equivalence of issue 1.2: one call == 64 chunks of 64 == 4096 decode steps */
-    c = add_state(b, L, "lin-blockwise-4096", "4096s0", 2, 2, 64, 64, CF_F32);
-    c->blockwise = 1;
-}
-
-static void directed_gated_delta(builder_t *b)
-{
-    const cf_op_t G = CF_OP_GATED_DELTA;
-    cf_case_t *c;
-    c = add_state(b, G, "gdn-d128-ratio1", "65s0 1s1i 200s2 | 1s0i 1s1i 1s2i", 4, 4, 128, 128, CF_F32);
-    c->use_l2norm = 1;
-    c = add_state(b, G, "gdn-ratio2-bf16", "1s0i 33s1 1p 7s2i | 1s1i 3s2i 1p", 2, 4, 64, 64, CF_BF16);
-    c->gb_dtype = CF_BF16;
-    c->use_l2norm = 1;
-    c->scale = 0.2f;
-    c = add_state(b, G, "gdn-ratio4-f16-nonorm", "40s0 1p 1s1i 2p", 1, 4, 128, 64, CF_F16);
-    c->extra_slots = 2;
-    c = add_state(b, G, "gdn-nonorm-scale", "1s0 1s1i 17s2 1p 100s3i", 4, 8, 64, 64, CF_F32);
-    c->scale = 0.3f;
-    c = add_state(b, G, "gdn-long-prefill", "300s0 | 1s0i 2s1", 2, 2, 128, 128, CF_F32);
-    c->use_l2norm = 1;
-    c = add_state(b, G, "gdn-stream-bf16-out-f32", "5s0 1s1i | 1s0i 1s1i", 2, 4, 64, 64, CF_BF16);
-    c->out_dtype = CF_F32;
-    c->use_l2norm = c->use_stream = 1;
-    /* speculative decoding: 1-3 draft tokens, every num_accepted, after a prefill round */
-    c = add_state(b, G, "gdn-spec3", "20s0 17s1 1s2i | !4s0ia1 2s1ia2 1p 3s2ia3 | !4s0ia4 1s1ia1 2s2ia2", 2, 4, 64, 64,
-                  CF_F32);
-    c->num_spec = 3;
-    c->use_l2norm = 1;
-    c->extra_slots = 2;
-    c = add_state(b, G, "gdn-spec1-f16", "!2s0ia1 2s1ia2 1s2a1 1p", 2, 2, 128, 128, CF_F16);
-    c->gb_dtype = CF_F16;
-    c->num_spec = 1;
-    c->use_l2norm = 1;
-    c = add_state(b, G, "gdn-spec2-bf16", "30s0 5s1i | !3s0ia3 1s1ia2 2s2a1", 1, 2, 128, 64, CF_BF16);
-    c->gb_dtype = CF_BF16;
-    c->num_spec = 2;
-    c->use_l2norm = 1;
-    c = add_state(b, G, "gdn-empty-requests", "0s0 0s1i 5s2 1p | !0s2ia1 2s1ia2 0s0a2", 2, 4, 64, 32, CF_F32);
-    c->num_spec = 1;
-    c->use_l2norm = 1;
-    c = add_state(b, G, "gdn-spec3-nonorm", "!4s0ia2 3s1ia4 1p 4s2a3 2s3ia1", 4, 4, 64, 64, CF_F32);
-    c->num_spec = 3;
-    c->scale = 0.25f;
-}
-
-static void directed_state_pool(builder_t *b)
-{
-    cf_case_t *c;
-    c = add(b, CF_OP_STATE_POOL, "pool-f32", "", 4, 4, 64, 32, 16);
-    c->num_tokens = 9;
-    c = add(b, CF_OP_STATE_POOL, "pool-bf16-2d-stream", "", 1, 1, 16, 8, 16);
-    c->q_dtype = CF_BF16;
-    c->slot_ndim = 2;
-    c->num_tokens = 6;
-    c->use_stream = 1;
-    c = add(b, CF_OP_STATE_POOL, "pool-f16-1d", "", 1, 1, 1, 100, 16);
-    c->q_dtype = CF_F16;
-    c->slot_ndim = 1;
-    c->num_tokens = 5;
-}
 
 int cf_cases_directed(cf_case_list_t *list, uint64_t seed)
 {
-    builder_t b = {list, seed, 0};
+    cf_builder_t b = {list, seed, 0};
     directed_attention(&b);
     directed_cascade(&b);
     directed_kv_write(&b);
     directed_merge(&b);
     directed_large_blocks(&b);
-    directed_mla(&b);
-    directed_lightning(&b);
-    directed_gated_delta(&b);
-    directed_state_pool(&b);
+    cf_directed_mla(&b);
+    cf_directed_lightning(&b);
+    cf_directed_gated_delta(&b);
+    cf_directed_state_pool(&b);
     return b.failed ? -1 : 0;
 }
