@@ -85,6 +85,17 @@ void *bench_dev_random(attnrt_context_t *ctx, size_t n, attnrt_dtype_t dt, int z
 void *bench_dev_copy(attnrt_context_t *ctx, const void *host, size_t bytes);
 int bench_time(attnrt_context_t *ctx, const bench_options_t *o, int (*fn)(attnrt_context_t *ctx, void *what),
                void *what, bench_ceiling_t *c, bench_result_t *r);
+/* In the ops' set-up code: on a failed libattnrt call, says which and why, sets rc = -1, goes to done. */
+#define BENCH_CHECK(call, what)                                                                            \
+    do {                                                                                                   \
+        attnrt_status_t st_ = (call);                                                                      \
+        if (st_ != ATTNRT_OK) {                                                                            \
+            fprintf(stderr, "attnrt-bench: %s: %s: %s\n", what, attnrt_status_name(st_), attnrt_last_error()); \
+            rc = -1;                                                                                       \
+            goto done;                                                                                     \
+        }                                                                                                  \
+    } while (0)
+
 /* MLA decode (bench_mla.c); lightning and GDN decode over a state pool (bench_linear.c). */
 int bench_mla(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *c, bench_result_t *r);
 int bench_linear(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *c, bench_result_t *r);

@@ -42,16 +42,6 @@ static void *keep(lin_bench_t *s, void *p)
     return p;
 }
 
-#define CHECK(call, what)                                                                                  \
-    do {                                                                                                   \
-        attnrt_status_t st_ = (call);                                                                      \
-        if (st_ != ATTNRT_OK) {                                                                            \
-            fprintf(stderr, "attnrt-bench: %s: %s: %s\n", what, attnrt_status_name(st_), attnrt_last_error()); \
-            rc = -1;                                                                                       \
-            goto done;                                                                                     \
-        }                                                                                                  \
-    } while (0)
-
 int bench_linear(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *c, bench_result_t *r)
 {
     lin_bench_t s;
@@ -74,16 +64,16 @@ int bench_linear(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_
         goto done;
     }
     const int64_t slot_shape[3] = {HV, Dk, Dv};
-    CHECK(attnrt_state_pool_create(ctx, ATTNRT_F32, 3, slot_shape, (int32_t)B, &s.pool), "attnrt_state_pool_create");
+    BENCH_CHECK(attnrt_state_pool_create(ctx, ATTNRT_F32, 3, slot_shape, (int32_t)B, &s.pool), "attnrt_state_pool_create");
     for (int64_t b = 0; b < B; b++) {
         int32_t slot = -1;
-        CHECK(attnrt_state_slot_alloc(s.pool, &slot), "attnrt_state_slot_alloc");
-        CHECK(attnrt_state_slot_zero(s.pool, slot, NULL), "attnrt_state_slot_zero");
+        BENCH_CHECK(attnrt_state_slot_alloc(s.pool, &slot), "attnrt_state_slot_alloc");
+        BENCH_CHECK(attnrt_state_slot_zero(s.pool, slot, NULL), "attnrt_state_slot_zero");
         s.idx_h[b] = slot;
         s.qsl_h[b + 1] = (int32_t)(b + 1);
         s.init_h[b] = 1;
     }
-    CHECK(attnrt_state_pool_tensor(s.pool, &s.state), "attnrt_state_pool_tensor");
+    BENCH_CHECK(attnrt_state_pool_tensor(s.pool, &s.state), "attnrt_state_pool_tensor");
 
     const double es = (double)attnrt_dtype_size(o->dtype);
     r->bytes = 2.0 * 4.0 * (double)B * (double)HV * (double)Dk * (double)Dv +
@@ -108,16 +98,16 @@ int bench_linear(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_
         rc = -1;
         goto done;
     }
-    CHECK(attnrt_tensor_init(&s.q, q, o->dtype, 3, qk), "query");
-    CHECK(attnrt_tensor_init(&s.k, k, o->dtype, 3, qk), "key");
-    CHECK(attnrt_tensor_init(&s.v, v, o->dtype, 3, vo), "value");
-    CHECK(attnrt_tensor_init(&s.out, out, o->dtype, 3, vo), "out");
-    CHECK(attnrt_tensor_init(&s.g, g, o->dtype, 2, gb), "g");
-    CHECK(attnrt_tensor_init(&s.beta, beta, o->dtype, 2, gb), "beta");
-    CHECK(attnrt_tensor_init(&s.slopes, slopes, ATTNRT_F32, 1, hs), "slopes");
-    CHECK(attnrt_tensor_init(&s.qsl, qsl, ATTNRT_I32, 1, qs), "query_start_loc");
-    CHECK(attnrt_tensor_init(&s.idx, idx, ATTNRT_I32, 1, bs), "state_indices");
-    CHECK(attnrt_tensor_init(&s.init, init, ATTNRT_U8, 1, bs), "has_initial_state");
+    BENCH_CHECK(attnrt_tensor_init(&s.q, q, o->dtype, 3, qk), "query");
+    BENCH_CHECK(attnrt_tensor_init(&s.k, k, o->dtype, 3, qk), "key");
+    BENCH_CHECK(attnrt_tensor_init(&s.v, v, o->dtype, 3, vo), "value");
+    BENCH_CHECK(attnrt_tensor_init(&s.out, out, o->dtype, 3, vo), "out");
+    BENCH_CHECK(attnrt_tensor_init(&s.g, g, o->dtype, 2, gb), "g");
+    BENCH_CHECK(attnrt_tensor_init(&s.beta, beta, o->dtype, 2, gb), "beta");
+    BENCH_CHECK(attnrt_tensor_init(&s.slopes, slopes, ATTNRT_F32, 1, hs), "slopes");
+    BENCH_CHECK(attnrt_tensor_init(&s.qsl, qsl, ATTNRT_I32, 1, qs), "query_start_loc");
+    BENCH_CHECK(attnrt_tensor_init(&s.idx, idx, ATTNRT_I32, 1, bs), "state_indices");
+    BENCH_CHECK(attnrt_tensor_init(&s.init, init, ATTNRT_U8, 1, bs), "has_initial_state");
     s.batch = (attnrt_batch_host_t){.struct_size = sizeof s.batch, .num_seqs = (int32_t)B, .query_start_loc = s.qsl_h};
     s.states = (attnrt_state_host_t){.struct_size = sizeof s.states, .state_indices = s.idx_h,
                                      .has_initial_state = s.init_h};
@@ -126,16 +116,16 @@ int bench_linear(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_
                                            .g = &s.g, .beta = &s.beta, .out = &s.out, .state = &s.state,
                                            .query_start_loc = &s.qsl, .state_indices = &s.idx,
                                            .has_initial_state = &s.init, .use_l2norm = 1};
-        CHECK(attnrt_gated_delta_plan(ctx, &s.ga, &s.batch, &s.states, s.pool, &s.plan), "attnrt_gated_delta_plan");
+        BENCH_CHECK(attnrt_gated_delta_plan(ctx, &s.ga, &s.batch, &s.states, s.pool, &s.plan), "attnrt_gated_delta_plan");
     } else {
         s.la = (attnrt_lightning_args_t){.struct_size = sizeof s.la, .query = &s.q, .key = &s.k, .value = &s.v,
                                          .out = &s.out, .slopes = &s.slopes, .state = &s.state,
                                          .query_start_loc = &s.qsl, .state_indices = &s.idx,
                                          .has_initial_state = &s.init};
-        CHECK(attnrt_lightning_plan(ctx, &s.la, &s.batch, &s.states, s.pool, &s.plan), "attnrt_lightning_plan");
+        BENCH_CHECK(attnrt_lightning_plan(ctx, &s.la, &s.batch, &s.states, s.pool, &s.plan), "attnrt_lightning_plan");
     }
-    CHECK(attnrt_plan_workspace_size(s.plan, &s.ws_bytes), "attnrt_plan_workspace_size");
-    if (s.ws_bytes) CHECK(attnrt_mem_alloc(ctx, s.ws_bytes, &s.ws), "workspace");
+    BENCH_CHECK(attnrt_plan_workspace_size(s.plan, &s.ws_bytes), "attnrt_plan_workspace_size");
+    if (s.ws_bytes) BENCH_CHECK(attnrt_mem_alloc(ctx, s.ws_bytes, &s.ws), "workspace");
     rc = bench_time(ctx, o, run_linear, &s, c, r);
 done:
     if (s.plan) attnrt_plan_destroy(s.plan);

@@ -42,16 +42,6 @@ static uint64_t next_rand(void)
     return mla_rng;
 }
 
-#define CHECK(call, what)                                                                                  \
-    do {                                                                                                   \
-        attnrt_status_t st_ = (call);                                                                      \
-        if (st_ != ATTNRT_OK) {                                                                            \
-            fprintf(stderr, "attnrt-bench: %s: %s: %s\n", what, attnrt_status_name(st_), attnrt_last_error()); \
-            rc = -1;                                                                                       \
-            goto done;                                                                                     \
-        }                                                                                                  \
-    } while (0)
-
 int bench_mla(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *c, bench_result_t *r)
 {
     const int64_t B = o->batch, Hq = o->heads, D = o->head_dim, bs = o->block_size, S = o->ctx, K = o->topk;
@@ -108,23 +98,23 @@ int bench_mla(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *
         rc = -1;
         goto done;
     }
-    CHECK(attnrt_tensor_init(&s.q, q, o->dtype, 3, qshape), "query");
-    CHECK(attnrt_tensor_init(&s.out, out, o->dtype, 3, oshape), "out");
-    CHECK(attnrt_tensor_init(&s.kv, kv, o->kv_dtype, 4, cshape), "kv_cache");
-    CHECK(attnrt_tensor_init(&s.bt, bt, ATTNRT_I32, 2, btshape), "block_table");
-    CHECK(attnrt_tensor_init(&s.qsl, qsl, ATTNRT_I32, 1, qslshape), "query_start_loc");
-    CHECK(attnrt_tensor_init(&s.sl, sl, ATTNRT_I32, 1, slshape), "seq_lens");
-    CHECK(attnrt_tensor_init(&s.scale, scale, ATTNRT_F32, 1, one), "kv_scale");
-    if (K > 0) CHECK(attnrt_tensor_init(&s.idx, idx, ATTNRT_I32, 2, ishape), "indices");
+    BENCH_CHECK(attnrt_tensor_init(&s.q, q, o->dtype, 3, qshape), "query");
+    BENCH_CHECK(attnrt_tensor_init(&s.out, out, o->dtype, 3, oshape), "out");
+    BENCH_CHECK(attnrt_tensor_init(&s.kv, kv, o->kv_dtype, 4, cshape), "kv_cache");
+    BENCH_CHECK(attnrt_tensor_init(&s.bt, bt, ATTNRT_I32, 2, btshape), "block_table");
+    BENCH_CHECK(attnrt_tensor_init(&s.qsl, qsl, ATTNRT_I32, 1, qslshape), "query_start_loc");
+    BENCH_CHECK(attnrt_tensor_init(&s.sl, sl, ATTNRT_I32, 1, slshape), "seq_lens");
+    BENCH_CHECK(attnrt_tensor_init(&s.scale, scale, ATTNRT_F32, 1, one), "kv_scale");
+    if (K > 0) BENCH_CHECK(attnrt_tensor_init(&s.idx, idx, ATTNRT_I32, 2, ishape), "indices");
     s.args = (attnrt_mla_args_t){.struct_size = sizeof s.args, .query = &s.q, .kv_cache = &s.kv, .block_table = &s.bt,
                                  .query_start_loc = &s.qsl, .seq_lens = &s.sl, .out = &s.out,
                                  .kv_scale = o->kv_dtype.bits == 8 ? &s.scale : NULL, .indices = K > 0 ? &s.idx : NULL,
                                  .scale = (float)(1.0 / sqrt(192.0)), .causal = o->causal};
     s.batch = (attnrt_batch_host_t){.struct_size = sizeof s.batch, .num_seqs = (int32_t)B, .query_start_loc = s.qsl_h,
                                     .seq_lens = s.sl_h, .block_table = s.bt_h, .block_table_stride = nb};
-    CHECK(attnrt_mla_plan(ctx, &s.args, &s.batch, &s.plan), "attnrt_mla_plan");
-    CHECK(attnrt_plan_workspace_size(s.plan, &s.ws_bytes), "attnrt_plan_workspace_size");
-    if (s.ws_bytes) CHECK(attnrt_mem_alloc(ctx, s.ws_bytes, &s.ws), "workspace");
+    BENCH_CHECK(attnrt_mla_plan(ctx, &s.args, &s.batch, &s.plan), "attnrt_mla_plan");
+    BENCH_CHECK(attnrt_plan_workspace_size(s.plan, &s.ws_bytes), "attnrt_plan_workspace_size");
+    if (s.ws_bytes) BENCH_CHECK(attnrt_mem_alloc(ctx, s.ws_bytes, &s.ws), "workspace");
     rc = bench_time(ctx, o, run_mla, &s, c, r);
 done:
     if (s.plan) attnrt_plan_destroy(s.plan);

@@ -28,21 +28,8 @@
 
 int main(void)
 {
-    if (!getenv("ATTNRT_PLUGIN")) setenv("ATTNRT_PLUGIN", "cuda", 1);
-    if (!load_driver()) {
-        printf("cuda_graph_capture: no CUDA driver (skipped)\n");
-        return 77;
-    }
-    attnrt_status_t st = attnrt_init();
-    if (st == ATTNRT_ERR_NO_DEVICE) {
-        printf("cuda_graph_capture: %s (skipped)\n", attnrt_last_error());
-        return 77;
-    }
-    CHECK_AT(st, "attnrt_init");
-    attnrt_context_t *ctx = NULL;
-    CHECK_AT(attnrt_open("cuda:0", &ctx), "attnrt_open(cuda:0)");
     attnrt_stream_t *stream = NULL;
-    CHECK_AT(attnrt_stream_create(ctx, &stream), "attnrt_stream_create");
+    attnrt_context_t *ctx = open_cuda_or_skip("cuda_graph_capture", &stream);
     const CUstream cs = ((cuda_stream_t *)stream->handle)->stream;
 
     /* the batch: 7 decode rows with long contexts, one chunked prefill of 40 tokens */
@@ -140,7 +127,7 @@ int main(void)
 
     /* 3. capture kv_write + attention_run, replay */
     CHECK_CU(cu.begin(cs, CU_STREAM_CAPTURE_MODE_GLOBAL), "cuStreamBeginCapture");
-    st = attnrt_kv_write(ctx, &kw, stream);
+    attnrt_status_t st = attnrt_kv_write(ctx, &kw, stream);
     if (st == ATTNRT_OK) st = attnrt_attention_run(plan, &aa, ws, ws_bytes, stream);
     CUgraph graph = NULL;
     CUresult end = cu.end(cs, &graph);

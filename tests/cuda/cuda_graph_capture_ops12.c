@@ -342,21 +342,8 @@ static int gdn_case(attnrt_context_t *ctx, attnrt_stream_t *stream)
 
 int main(void)
 {
-    if (!getenv("ATTNRT_PLUGIN")) setenv("ATTNRT_PLUGIN", "cuda", 1);
-    if (!load_driver()) {
-        printf("cuda_graph_capture_ops12: no CUDA driver (skipped)\n");
-        return 77;
-    }
-    attnrt_status_t st = attnrt_init();
-    if (st == ATTNRT_ERR_NO_DEVICE) {
-        printf("cuda_graph_capture_ops12: %s (skipped)\n", attnrt_last_error());
-        return 77;
-    }
-    CHECK_AT(st, "attnrt_init");
-    attnrt_context_t *ctx = NULL;
-    CHECK_AT(attnrt_open("cuda:0", &ctx), "attnrt_open(cuda:0)");
     attnrt_stream_t *stream = NULL;
-    CHECK_AT(attnrt_stream_create(ctx, &stream), "attnrt_stream_create");
+    attnrt_context_t *ctx = open_cuda_or_skip("cuda_graph_capture_ops12", &stream);
     int failures = mla_case(ctx, stream);
     failures += lightning_case(ctx, stream);
     failures += gdn_case(ctx, stream);

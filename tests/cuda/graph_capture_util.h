@@ -123,4 +123,25 @@ static inline int compare(const char *what, const void *a, const void *b, size_t
     return 1;
 }
 
+/* Loads the driver, initialises libattnrt on the cuda plugin (unless ATTNRT_PLUGIN names another) and
+ * opens cuda:0 with a stream; exits 77 (skipped) when there is no CUDA driver or device. */
+static inline attnrt_context_t *open_cuda_or_skip(const char *prog, attnrt_stream_t **stream)
+{
+    if (!getenv("ATTNRT_PLUGIN")) setenv("ATTNRT_PLUGIN", "cuda", 1);
+    if (!load_driver()) {
+        printf("%s: no CUDA driver (skipped)\n", prog);
+        exit(77);
+    }
+    attnrt_status_t st = attnrt_init();
+    if (st == ATTNRT_ERR_NO_DEVICE) {
+        printf("%s: %s (skipped)\n", prog, attnrt_last_error());
+        exit(77);
+    }
+    CHECK_AT(st, "attnrt_init");
+    attnrt_context_t *ctx = NULL;
+    CHECK_AT(attnrt_open("cuda:0", &ctx), "attnrt_open(cuda:0)");
+    CHECK_AT(attnrt_stream_create(ctx, stream), "attnrt_stream_create");
+    return ctx;
+}
+
 #endif /* ATTNRT_GRAPH_CAPTURE_UTIL_H */
