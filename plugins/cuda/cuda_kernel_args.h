@@ -105,14 +105,17 @@ typedef struct ck_merge_args {
  * a SM) and a prefill block at 88 KB (2 a SM); H200 runs 3 and 4 (decode 3 stages, 2 blocks a SM; prefill
  * D 64 3 stages) measured slower (docs/dev/cuda.md). A compile-time constant in the kernel (a macro, so
  * C11 and CUDA share it). */
-#define CK_MMA_STAGES(d, rows, fp8) 2
+/* fp8 decode (rows 16) at D <= 128: 3 stages of raw rows (16 KB a tile at D 128, so 2 tiles in flight = the
+ * bytes of one bf16 tile; no 16-bit tiles any more: K and V are widened in registers). */
+#define CK_MMA_STAGES(d, rows, fp8) ((fp8) && (rows) == 16 && (d) <= 128 ? 3 : 2)
 #define CK_MMA_META_SLOTS(d, rows, fp8) (CK_MMA_STAGES(d, rows, fp8) + 1)
 #define CK_MMA_OFF_SLOTS(d, rows, fp8) (CK_MMA_STAGES(d, rows, fp8) + ((fp8) ? 1 : 0))
 
 /* Byte offsets inside its dynamic shared memory, for head dims padded to `d` (64, 128, 256), `rows`
  * query rows, `bn` keys per tile, `warps_n` warps splitting the keys. Rows are d + 8 elements long
  * (16 bytes of padding: ldmatrix reads eight rows of one column without bank conflicts). fp8 caches
- * land raw (CK_MMA_STAGES stages) and are converted into one 16-bit buffer; 16-bit caches use the
+ * land raw (CK_MMA_STAGES stages); prefill converts them into one 16-bit buffer, decode (warps_n > 1)
+ * reads the raw rows directly (no 16-bit buffer); 16-bit caches use the
  * stages directly. After the key loop the K/V area is reused to combine the warps of a key-split block. */
 typedef struct ck_mma_layout {
     uint32_t q, k, v, raw, kaddr, vaddr, ksc, vsc, amask, combine, total;
@@ -125,7 +128,9 @@ static inline CK_HD ck_mma_layout_t ck_mma_layout(int d, int rows, int bn, int w
     ck_mma_layout_t l;
     const uint32_t stages = (uint32_t)CK_MMA_STAGES(d, rows, fp8), slots = (uint32_t)CK_MMA_META_SLOTS(d, rows, fp8);
     const uint32_t kslots = (uint32_t)CK_MMA_OFF_SLOTS(d, rows, fp8);
-    const uint32_t ld = (uint32_t)d + 8u, tile = (uint32_t)bn * ld * 2u, stages16 = fp8 ? 1u : stages;
+    const uint32_t ld = (uint32_t)d + 8u, tile = (uint32_t)bn * ld * 2u;
+    /* fp8 with key-split warps (decode): K and V widened in registers from the raw rows, no 16-bit tile */
+    const uint32_t stages16 = fp8 ? (warps_n > 1 ? 0u : 1u) : stages;
     uint32_t at = 0;
     l.q = at;    at += ck_align16((uint32_t)rows * ld * 2u);
     l.k = at;    at += stages16 * tile;

@@ -2,7 +2,7 @@
  * table): ck_attn_mma_<prefill|decode>_<f16|bf16>_<kv16|fp8>_d<64|128|256>.
  *   prefill: 4 row warps x 1, 64 rows, BN 64 keys a tile (32 at D 256, for shared memory);
  *   decode:  1 x 4 key warps, 16 rows, BN 64, split-KV capable; at most 168 registers (3 blocks a SM).
- * Both: a 2-stage cp.async ring (CK_MMA_STAGES), one barrier a tile. */
+ * Both: a cp.async ring (CK_MMA_STAGES: 2 stages; fp8 decode at D <= 128: 3), one barrier a tile. */
 #include "attn_mma.cuh"
 
 #define CK_MMA_KERNEL(cfg, tname, T, kvname, FP8, D, WM, WN, BN)                                              \
