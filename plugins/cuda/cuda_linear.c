@@ -72,6 +72,10 @@ static attnrt_status_t lin_plan_new(cuda_dev_t *d, uint32_t kind, const char *op
         free(p);
         return st;
     }
+    /* the state slice lives in static shared memory (16 KB a block at Dk 128): ask for the largest
+     * carveout so that the register-bound count of blocks (8-10 an SM) also fits there; a hint only */
+    (void)cuda_drv.FuncSetAttribute(p->f_vec, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
+    (void)cuda_drv.FuncSetAttribute(p->f_scalar, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
     p->head.magic = CUDA_PLAN12_MAGIC;
     p->head.kind = kind;
     p->head.dev = d;

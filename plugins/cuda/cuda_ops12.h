@@ -9,9 +9,9 @@
  *   16 on CUDA cores); split items write f32 partial states to the workspace and a merge launch
  *   combines them.
  *   Lightning / GDN (kernels/linear.cu): one block (4 warps) per (request, state head, 32 value
- *   columns); the block holds its [Dk x 32] slice of the f32 state in registers (Dk / 16 rows x 4
- *   columns a thread: many loads in flight per thread), folds the request's tokens in one by one (the
- *   recurrence itself) and writes it back: a decode streams the state once in, once out.
+ *   columns); its [Dk x 32] f32 state slice sits in shared memory (cp.async; each thread alone reads and
+ *   writes its Dk / 16 rows x 4 columns: few registers, 8-10 blocks an SM), folds the request's tokens
+ *   in one by one (the recurrence itself) and writes it back: a decode streams the state once in, once out.
  */
 #ifndef ATTNRT_CUDA_OPS12_H
 #define ATTNRT_CUDA_OPS12_H
@@ -87,6 +87,7 @@ static inline uint32_t ck_mla_mma_smem(int fp8)
 #define CK_LIN_COLS 32       /* value columns per block: 8 lanes x 4                                 */
 #define CK_LIN_ROW_GROUPS 16 /* 4 warps x 4 row lanes                                                */
 #define CK_LIN_MAX_DK 256    /* 16 rows per thread at most                                           */
+#define CK_LIN_SROW (CK_LIN_ROW_GROUPS * CK_LIN_COLS) /* floats between a thread's state rows in smem  */
 
 enum ck_lin_op { CK_LIN_LIGHTNING = 0, CK_LIN_GDN = 1 };
 

@@ -2,8 +2,11 @@
  *
  * One block (128 threads) per (request, state head, 32 value columns). Thread (warp w, lane l) owns
  * columns col0 + 4 (l & 7) + [0, 4) of rows r, r + 16, ... (r = 4 w + (l >> 3)): its part of the state
- * stays in registers for the whole request, loaded once (float4 when aligned) and stored once, so a
- * decode streams the state exactly once in and once out. Per token the q / k / v rows are staged in
+ * is loaded once by cp.async (16 bytes when aligned) into the block's shared-memory slice, which only
+ * that thread reads and writes (no barrier guards it), and stored once, so a decode streams the state
+ * exactly once in and once out. Shared memory rather than registers holds it so that a block costs
+ * ~48-64 registers a thread: 8-10 blocks an SM keep 128-160 KB of state loads in flight (registers:
+ * 5-6 blocks, 80-96 KB). Per token the q / k / v rows are staged in
  * shared memory, each thread updates its rows, and the column sums over Dk (o = q S, u = S^T k) are
  * reduced across the 4 row lanes of a warp by shuffles and across the 4 warps through shared memory.
  *
@@ -21,6 +24,13 @@
  * state (speculative read) or a skipped write (speculative write). */
 #include "ck_common.cuh"
 #include "../cuda_ops12.h"
+
+/* 4 bytes global -> shared (the scalar path); the wait orders the thread's own later shared reads. */
+__device__ __forceinline__ void ck_lin_cp4(uint32_t dst, const void *src)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void ck_lin_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
 __device__ __forceinline__ int ck_lin_flag(const ck_lin_args_t &a, int64_t b)
 {
@@ -58,6 +68,9 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
     __shared__ float sfac[4]; /* [3]: the token's decay e^g */
     __shared__ float snorm[4]; /* |q|^2, |k|^2, q . k of the token */
     __shared__ float sbeta;
+    /* the block's state slice, [RPT x 16 rows][32 columns]: each thread reads and writes only its own
+     * elements (no barrier guards it), loaded by cp.async so that the loads cost no registers */
+    __shared__ __align__(16) float sS[RPT * CK_LIN_ROW_GROUPS * CK_LIN_COLS];
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int cg = lane & 7, rg = warp * 4 + (lane >> 3);
@@ -89,22 +102,26 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
     const int has_init = ck_lin_flag(a, b);
     if (t_end == t_begin && (has_init || (OP == CK_LIN_GDN && a.spec))) return; /* no token: no change */
 
-    float S[RPT][4];
+    float *const my = sS + rg * CK_LIN_COLS + cg * 4; /* element (i, c): my[i * CK_LIN_SROW + c] */
     const bool read = has_init && read_slot >= 0 && read_slot < a.num_slots;
     const float *src = a.state + (read ? read_slot : 0) * a.state_st[0] + hv * a.state_st[1];
 #pragma unroll
     for (int i = 0; i < RPT; i++) {
         const int row = rg + i * CK_LIN_ROW_GROUPS;
         const bool ok = read && row < a.dk;
+        float *d = my + i * CK_LIN_SROW;
         if (VEC) {
-            float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (ok && jc < a.dv) x = *(const float4 *)(src + row * a.state_st[2] + jc);
-            S[i][0] = x.x, S[i][1] = x.y, S[i][2] = x.z, S[i][3] = x.w;
+            const bool okv = ok && jc < a.dv;
+            ck_cp_async16(ck_smem(d), okv ? src + row * a.state_st[2] + jc : src, okv ? 16 : 0);
         } else {
 #pragma unroll
-            for (int c = 0; c < 4; c++) S[i][c] = ok && jc + c < a.dv ? src[row * a.state_st[2] + jc + c] : 0.0f;
+            for (int c = 0; c < 4; c++) {
+                if (ok && jc + c < a.dv) ck_lin_cp4(ck_smem(d + c), src + row * a.state_st[2] + jc + c);
+                else d[c] = 0.0f;
+            }
         }
     }
+    ck_cp_async_commit();
 
     float hi = 1.0f, lo = 0.0f;
     if (OP == CK_LIN_LIGHTNING) {
@@ -141,6 +158,7 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
             __syncthreads();
         }
 
+        ck_lin_wait_all(); /* this thread's state elements have landed (first token; a no-op after) */
         float po[4] = {0.0f, 0.0f, 0.0f, 0.0f}, pu[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (OP == CK_LIN_LIGHTNING) {
             float v4[4];
@@ -150,11 +168,15 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
             for (int i = 0; i < RPT; i++) {
                 const int row = rg + i * CK_LIN_ROW_GROUPS;
                 const float kr = row < a.dk ? sk[row] : 0.0f, qr = row < a.dk ? sq[row] : 0.0f;
+                float4 *p4 = (float4 *)(my + i * CK_LIN_SROW);
+                const float4 x = *p4;
+                float S[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
                 for (int c = 0; c < 4; c++) {
-                    S[i][c] = hi * S[i][c] + (lo * S[i][c] + kr * v4[c]);
-                    po[c] += qr * S[i][c];
+                    S[c] = hi * S[c] + (lo * S[c] + kr * v4[c]);
+                    po[c] += qr * S[c];
                 }
+                *p4 = make_float4(S[0], S[1], S[2], S[3]);
             }
             ck_lin_colsum(po, red[0], res[0], warp, lane);
             if (tid < ncols) ck_store(a.out, t * a.out_st[0] + hv * a.out_st[1] + col0 + tid, a.out_dtype, res[0][tid]);
@@ -167,11 +189,12 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
             for (int i = 0; i < RPT; i++) {
                 const int row = rg + i * CK_LIN_ROW_GROUPS;
                 const float kr = row < a.dk ? sk[row] * kf : 0.0f, qr = row < a.dk ? sq[row] * qf : 0.0f;
+                const float4 x = *(const float4 *)(my + i * CK_LIN_SROW);
+                const float S[4] = {x.x * decay, x.y * decay, x.z * decay, x.w * decay};
 #pragma unroll
                 for (int c = 0; c < 4; c++) {
-                    S[i][c] *= decay;
-                    pu[c] += S[i][c] * kr;
-                    po[c] += S[i][c] * qr;
+                    pu[c] += S[c] * kr;
+                    po[c] += S[c] * qr;
                 }
             }
 #pragma unroll
@@ -201,8 +224,10 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
             for (int i = 0; i < RPT; i++) {
                 const int row = rg + i * CK_LIN_ROW_GROUPS;
                 const float kr = row < a.dk ? sk[row] * kf : 0.0f;
-#pragma unroll
-                for (int c = 0; c < 4; c++) S[i][c] += kr * vp4[c];
+                float4 *p4 = (float4 *)(my + i * CK_LIN_SROW);
+                const float4 x = *p4; /* decayed again, rounded as in the first pass (no contraction) */
+                *p4 = make_float4(__fmul_rn(x.x, decay) + kr * vp4[0], __fmul_rn(x.y, decay) + kr * vp4[1],
+                                  __fmul_rn(x.z, decay) + kr * vp4[2], __fmul_rn(x.w, decay) + kr * vp4[3]);
             }
             if (a.spec) { /* after token t the state goes to spec_state_indices[b][t - t_begin] */
                 const int64_t j = t - t_begin;
@@ -213,13 +238,14 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
                     for (int i = 0; i < RPT; i++) {
                         const int row = rg + i * CK_LIN_ROW_GROUPS;
                         if (row >= a.dk) continue;
+                        const float4 x = *(const float4 *)(my + i * CK_LIN_SROW);
                         if (VEC) {
-                            if (jc < a.dv)
-                                *(float4 *)(dst + row * a.state_st[2] + jc) = make_float4(S[i][0], S[i][1], S[i][2], S[i][3]);
+                            if (jc < a.dv) *(float4 *)(dst + row * a.state_st[2] + jc) = x;
                         } else {
+                            const float S[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
                             for (int c = 0; c < 4; c++)
-                                if (jc + c < a.dv) dst[row * a.state_st[2] + jc + c] = S[i][c];
+                                if (jc + c < a.dv) dst[row * a.state_st[2] + jc + c] = S[c];
                         }
                     }
                 }
@@ -228,25 +254,28 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
     }
 
     if (OP == CK_LIN_GDN && a.spec) return;
+    ck_lin_wait_all(); /* no token (a restart without one): the zeros */
     float *dst = a.state + write_slot * a.state_st[0] + hv * a.state_st[1];
 #pragma unroll
     for (int i = 0; i < RPT; i++) {
         const int row = rg + i * CK_LIN_ROW_GROUPS;
         if (row >= a.dk) continue;
+        const float4 x = *(const float4 *)(my + i * CK_LIN_SROW);
         if (VEC) {
-            if (jc < a.dv) *(float4 *)(dst + row * a.state_st[2] + jc) = make_float4(S[i][0], S[i][1], S[i][2], S[i][3]);
+            if (jc < a.dv) *(float4 *)(dst + row * a.state_st[2] + jc) = x;
         } else {
+            const float S[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
             for (int c = 0; c < 4; c++)
-                if (jc + c < a.dv) dst[row * a.state_st[2] + jc + c] = S[i][c];
+                if (jc + c < a.dv) dst[row * a.state_st[2] + jc + c] = S[c];
         }
     }
 }
 
-/* Resident blocks per SM asked of the register allocator, as many as fit without spilling: state
+/* Resident blocks per SM asked of the register allocator, as many as fit without spilling (sm_90,
+ * -Xptxas -v: lightning 48 registers, GDN 64 at Dk 128; shared memory ~20 KB a block allows 11): state
  * loads in flight per SM grow with them (Dk 128: 8 rows x 16 B a thread). */
-#define CK_LIN_MIN_BLOCKS(op, rpt)                                                                         \
-    ((rpt) <= 2 ? 8 : (rpt) == 4 ? ((op) == CK_LIN_LIGHTNING ? 8 : 6) : (rpt) == 8 ? ((op) == CK_LIN_LIGHTNING ? 6 : 5) : 1)
+#define CK_LIN_MIN_BLOCKS(op, rpt) ((rpt) <= 8 ? ((op) == CK_LIN_LIGHTNING ? 10 : 8) : 4)
 #define CK_LIN_KERNEL(op, opname, rpt, vec, vname)                                                         \
     extern "C" __global__ void __launch_bounds__(CK_LIN_THREADS, CK_LIN_MIN_BLOCKS(op, rpt))              \
         ck_lin_##opname##_r##rpt##_##vname(const __grid_constant__ ck_lin_args_t a)                        \
