@@ -18,6 +18,7 @@
 #include "cpu_ops.h"
 #include "dtype_convert.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 /* Everything the items read, decoded from the args once per run. Strides are in elements. */
 typedef struct attn_job {
@@ -423,8 +424,7 @@ attnrt_status_t cpu_attention_run_ws(cpu_pool_t *pool, const void *plan, const a
 {
     const cpu_attn_plan_t *p = plan;
     attnrt_attention_args_t a;
-    memset(&a, 0, sizeof a);
-    memcpy(&a, in, in->struct_size < sizeof a ? in->struct_size : sizeof a);
+    PLUGIN_COPY_IN(a, in);
     attnrt_status_t st = check_run_args(p, pool, &a);
     if (st != ATTNRT_OK) return st;
     if (p->workspace_bytes && (!workspace || workspace_bytes < p->workspace_bytes))

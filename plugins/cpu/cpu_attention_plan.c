@@ -8,6 +8,7 @@
 #include "cpu_ops.h"
 #include "dtype_convert.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 #define CACHE_LINE 64
 #define CPU_ATTN_KEY_COST 8          /* a key's K/V read, in row-key units                       */
@@ -104,10 +105,8 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
     attnrt_batch_host_t batch;
     if (!args_in || !batch_in || !plan_out || !workspace_bytes)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu paged attention plan: args, batch and both outputs are required");
-    memset(&a, 0, sizeof a);
-    memset(&batch, 0, sizeof batch);
-    memcpy(&a, args_in, args_in->struct_size < sizeof a ? args_in->struct_size : sizeof a);
-    memcpy(&batch, batch_in, batch_in->struct_size < sizeof batch ? batch_in->struct_size : sizeof batch);
+    PLUGIN_COPY_IN(a, args_in);
+    PLUGIN_COPY_IN(batch, batch_in);
     if (!a.query || !a.key_cache || !a.value_cache || !a.out)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu paged attention plan: query, both caches and out are required");
     attnrt_status_t st = check_supported(&a);

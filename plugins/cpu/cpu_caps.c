@@ -7,6 +7,7 @@
 #include "cpu_ops.h"
 #include "dtype_convert.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 #define CPU_MAX_HEAD_DIM 1024u
 
@@ -97,7 +98,7 @@ attnrt_status_t cpu_op_check(const attnrt_op_query_t *query, char *reason, size_
 {
     attnrt_op_query_t q;
     memset(&q, 0, sizeof q);
-    if (query) memcpy(&q, query, query->struct_size < sizeof q ? query->struct_size : sizeof q);
+    if (query) PLUGIN_COPY_IN(q, query);
     if (reason && cap) reason[0] = '\0';
 
     switch (q.op) {

@@ -6,6 +6,7 @@
 #include "cpu_ops.h"
 #include "dtype_convert.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 #define KV_CONVERT_CHUNK 256            /* floats of stack scratch per conversion step           */
 #define KV_MIN_ELEMS_PER_ITEM 16384     /* below this, waking another thread costs more than it saves */
@@ -100,8 +101,7 @@ static void kv_item(void *ctx, size_t item, unsigned worker)
 attnrt_status_t cpu_kv_write(cpu_pool_t *pool, const attnrt_kv_write_args_t *in)
 {
     attnrt_kv_write_args_t a;
-    memset(&a, 0, sizeof a);
-    memcpy(&a, in, in->struct_size < sizeof a ? in->struct_size : sizeof a);
+    PLUGIN_COPY_IN(a, in);
     if (!a.key || !a.value || !a.slot_mapping || !a.key_cache || !a.value_cache)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu kv_write: key, value, slot_mapping and both caches are required");
 

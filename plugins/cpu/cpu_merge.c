@@ -14,6 +14,7 @@
 #include "cpu_vec.h"
 #include "dtype_convert.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 #define D_CHUNK 64                /* floats of stack accumulator per step                  */
 #define MIN_ROWS_PER_ITEM 64      /* (token, head) rows per work item at the least           */
@@ -85,8 +86,7 @@ static void merge_item(void *ctx, size_t item, unsigned worker)
 attnrt_status_t cpu_merge_states(cpu_pool_t *pool, const attnrt_merge_args_t *in)
 {
     attnrt_merge_args_t a;
-    memset(&a, 0, sizeof a);
-    memcpy(&a, in, in->struct_size < sizeof a ? in->struct_size : sizeof a);
+    PLUGIN_COPY_IN(a, in);
     if (a.num_states < 1 || !a.states || !a.lses || !a.out)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu merge_states: needs >= 1 state, its lses and out");
     for (uint32_t i = 0; i < a.num_states; i++) {

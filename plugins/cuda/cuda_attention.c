@@ -10,6 +10,7 @@
 
 #include "cuda_attention_plan.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 static void fill_args(const attnrt_attention_args_t *a, const cuda_attn_plan_t *p, ck_attn_args_t *k)
 {
@@ -98,8 +99,7 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
 {
     const cuda_attn_plan_t *p = plan;
     attnrt_attention_args_t a;
-    memset(&a, 0, sizeof a);
-    memcpy(&a, in, in->struct_size < sizeof a ? in->struct_size : sizeof a);
+    PLUGIN_COPY_IN(a, in);
     if (!p || p->dev != d)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda paged attention run: the plan is NULL or was made on another device");
     if (!a.query || !a.key_cache || !a.value_cache || !a.block_table || !a.query_start_loc || !a.seq_lens || !a.out)

@@ -7,6 +7,7 @@
 
 #include "cuda_attention_plan.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 #define WS_ALIGN 256
 #define DECODE_ROWS CK_SPLIT_ROWS
@@ -141,10 +142,8 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     attnrt_batch_host_t batch;
     if (!args_in || !batch_in || !plan_out || !workspace_bytes)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda paged attention plan: args, batch and both outputs are required");
-    memset(&a, 0, sizeof a);
-    memset(&batch, 0, sizeof batch);
-    memcpy(&a, args_in, args_in->struct_size < sizeof a ? args_in->struct_size : sizeof a);
-    memcpy(&batch, batch_in, batch_in->struct_size < sizeof batch ? batch_in->struct_size : sizeof batch);
+    PLUGIN_COPY_IN(a, args_in);
+    PLUGIN_COPY_IN(batch, batch_in);
     if (!a.query || !a.key_cache || !a.value_cache || !a.out)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda paged attention plan: query, both caches and out are required");
     attnrt_status_t st = check_supported(&a);

@@ -8,6 +8,7 @@
 #include "cuda_internal.h"
 #include "cuda_ops12.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 #define CUDA_ATTENTION_FEATURES                                                                         \
     (ATTNRT_FEATURE_CAUSAL | ATTNRT_FEATURE_SLIDING_WINDOW | ATTNRT_FEATURE_SOFTCAP | ATTNRT_FEATURE_ALIBI | \
@@ -73,7 +74,7 @@ attnrt_status_t cuda_op_check(const attnrt_op_query_t *query, char *reason, size
 {
     attnrt_op_query_t q;
     memset(&q, 0, sizeof q);
-    if (query) memcpy(&q, query, query->struct_size < sizeof q ? query->struct_size : sizeof q);
+    if (query) PLUGIN_COPY_IN(q, query);
     if (reason && cap) reason[0] = '\0';
 
     switch (q.op) {

@@ -4,6 +4,7 @@
 
 #include "cuda_internal.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 static attnrt_status_t side_init(ck_kv_side_t *s, const attnrt_tensor_t *src, const attnrt_tensor_t *cache,
                                  const attnrt_tensor_t *scale, const char *which)
@@ -34,8 +35,7 @@ static attnrt_status_t side_init(ck_kv_side_t *s, const attnrt_tensor_t *src, co
 attnrt_status_t cuda_kv_write(cuda_dev_t *d, const attnrt_kv_write_args_t *in, void *stream)
 {
     attnrt_kv_write_args_t a;
-    memset(&a, 0, sizeof a);
-    memcpy(&a, in, in->struct_size < sizeof a ? in->struct_size : sizeof a);
+    PLUGIN_COPY_IN(a, in);
     if (!a.key || !a.value || !a.slot_mapping || !a.key_cache || !a.value_cache)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda kv_write: key, value, slot_mapping and both caches are required");
     ck_kv_write_args_t k;

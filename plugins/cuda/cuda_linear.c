@@ -11,6 +11,7 @@
 
 #include "cuda_ops12.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 typedef struct cuda_lin_plan {
     cuda_plan12_head_t head;
@@ -169,10 +170,8 @@ attnrt_status_t cuda_lightning_plan(cuda_dev_t *d, const attnrt_lightning_args_t
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda lightning plan: args, batch and both outputs are required");
     attnrt_lightning_args_t a;
     attnrt_batch_host_t batch;
-    memset(&a, 0, sizeof a);
-    memset(&batch, 0, sizeof batch);
-    memcpy(&a, args_in, args_in->struct_size < sizeof a ? args_in->struct_size : sizeof a);
-    memcpy(&batch, batch_in, batch_in->struct_size < sizeof batch ? batch_in->struct_size : sizeof batch);
+    PLUGIN_COPY_IN(a, args_in);
+    PLUGIN_COPY_IN(batch, batch_in);
     if (batch.num_seqs < 0)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda lightning plan: %d requests", batch.num_seqs);
     lin_shape_t sh;
@@ -193,8 +192,7 @@ attnrt_status_t cuda_lightning_run(cuda_dev_t *d, const void *plan, const attnrt
     if (!p) return ATTNRT_ERR_INVALID_ARGUMENT;
     if (!in) return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda lightning run: args are required");
     attnrt_lightning_args_t a;
-    memset(&a, 0, sizeof a);
-    memcpy(&a, in, in->struct_size < sizeof a ? in->struct_size : sizeof a);
+    PLUGIN_COPY_IN(a, in);
     lin_shape_t sh;
     attnrt_status_t st = lin_shapes("lightning", ATTNRT_OP_LIGHTNING, a.query, a.value, a.out, a.state, &sh);
     if (st != ATTNRT_OK) return st;
@@ -225,10 +223,8 @@ attnrt_status_t cuda_gated_delta_plan(cuda_dev_t *d, const attnrt_gated_delta_ar
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda gated_delta plan: args, batch and both outputs are required");
     attnrt_gated_delta_args_t a;
     attnrt_batch_host_t batch;
-    memset(&a, 0, sizeof a);
-    memset(&batch, 0, sizeof batch);
-    memcpy(&a, args_in, args_in->struct_size < sizeof a ? args_in->struct_size : sizeof a);
-    memcpy(&batch, batch_in, batch_in->struct_size < sizeof batch ? batch_in->struct_size : sizeof batch);
+    PLUGIN_COPY_IN(a, args_in);
+    PLUGIN_COPY_IN(batch, batch_in);
     if (batch.num_seqs < 0)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda gated_delta plan: %d requests", batch.num_seqs);
     lin_shape_t sh;
@@ -245,8 +241,7 @@ attnrt_status_t cuda_gated_delta_plan(cuda_dev_t *d, const attnrt_gated_delta_ar
     }
     if (states_in) {
         attnrt_state_host_t states;
-        memset(&states, 0, sizeof states);
-        memcpy(&states, states_in, states_in->struct_size < sizeof states ? states_in->struct_size : sizeof states);
+        PLUGIN_COPY_IN(states, states_in);
         const int host_spec = states.spec_state_indices != NULL;
         if (host_spec != (num_spec >= 0) || (host_spec && states.num_spec != num_spec))
             return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda gated_delta plan: the host states and the args disagree "
@@ -264,8 +259,7 @@ attnrt_status_t cuda_gated_delta_run(cuda_dev_t *d, const void *plan, const attn
     if (!p) return ATTNRT_ERR_INVALID_ARGUMENT;
     if (!in) return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda gated_delta run: args are required");
     attnrt_gated_delta_args_t a;
-    memset(&a, 0, sizeof a);
-    memcpy(&a, in, in->struct_size < sizeof a ? in->struct_size : sizeof a);
+    PLUGIN_COPY_IN(a, in);
     lin_shape_t sh;
     attnrt_status_t st = lin_shapes("gated_delta", ATTNRT_OP_GATED_DELTA, a.query, a.value, a.out, a.state, &sh);
     if (st != ATTNRT_OK) return st;

@@ -4,12 +4,12 @@
 
 #include "cuda_internal.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 attnrt_status_t cuda_merge_states(cuda_dev_t *d, const attnrt_merge_args_t *in, void *stream)
 {
     attnrt_merge_args_t a;
-    memset(&a, 0, sizeof a);
-    memcpy(&a, in, in->struct_size < sizeof a ? in->struct_size : sizeof a);
+    PLUGIN_COPY_IN(a, in);
     if (a.num_states < 1 || !a.states || !a.lses || !a.out)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda merge_states: needs >= 1 state, its lses and out");
     if (a.num_states > CK_MERGE_MAX_STATES)

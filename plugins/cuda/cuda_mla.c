@@ -18,6 +18,7 @@
 
 #include "cuda_ops12.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 #define WS_ALIGN 256
 #define MLA_WAVES 2
@@ -211,10 +212,8 @@ attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, c
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda mla plan: args, batch and both outputs are required");
     attnrt_mla_args_t a;
     attnrt_batch_host_t batch;
-    memset(&a, 0, sizeof a);
-    memset(&batch, 0, sizeof batch);
-    memcpy(&a, args_in, args_in->struct_size < sizeof a ? args_in->struct_size : sizeof a);
-    memcpy(&batch, batch_in, batch_in->struct_size < sizeof batch ? batch_in->struct_size : sizeof batch);
+    PLUGIN_COPY_IN(a, args_in);
+    PLUGIN_COPY_IN(batch, batch_in);
     if (batch.num_seqs < 0 || (batch.num_seqs > 0 && (!batch.query_start_loc || !batch.seq_lens)))
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda mla plan: the host batch has %d requests but no "
                            "query_start_loc or seq_lens", batch.num_seqs);
@@ -326,8 +325,7 @@ attnrt_status_t cuda_mla_run(cuda_dev_t *d, const void *plan, const attnrt_mla_a
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda mla run: the plan is NULL, not an mla plan, or made on another device");
     if (!in) return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda mla run: args are required");
     attnrt_mla_args_t a;
-    memset(&a, 0, sizeof a);
-    memcpy(&a, in, in->struct_size < sizeof a ? in->struct_size : sizeof a);
+    PLUGIN_COPY_IN(a, in);
     mla_shape_t sh;
     attnrt_status_t st = mla_shapes(&a, p->B, &sh);
     if (st != ATTNRT_OK) return st;

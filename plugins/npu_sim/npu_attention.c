@@ -16,6 +16,7 @@
 #include "npu_ops.h"
 #include "npu_plan.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 typedef struct job {
     const npu_attn_plan_t *plan;
@@ -250,8 +251,7 @@ attnrt_status_t npu_attention_run(npu_device_t *d, const void *plan, const attnr
 {
     const npu_attn_plan_t *p = plan;
     attnrt_attention_args_t a;
-    memset(&a, 0, sizeof a);
-    memcpy(&a, in, in->struct_size < sizeof a ? in->struct_size : sizeof a);
+    PLUGIN_COPY_IN(a, in);
     if (!p || p->device != d)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention run: the plan is NULL or was made "
                            "on another device", NPU_DEV_ARG(d));

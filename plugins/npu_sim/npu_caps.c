@@ -16,6 +16,7 @@
 #include "dtype_convert.h"
 #include "plugin_error.h"
 #include "npu_ops.h"
+#include "plugin_struct.h"
 
 static int act_ok(attnrt_dtype_t dt)
 {
@@ -66,7 +67,7 @@ attnrt_status_t npu_op_check(const npu_select_ctx_t *ctx, const attnrt_op_query_
 {
     attnrt_op_query_t q;
     memset(&q, 0, sizeof q);
-    if (query) memcpy(&q, query, query->struct_size < sizeof q ? query->struct_size : sizeof q);
+    if (query) PLUGIN_COPY_IN(q, query);
     if (reason && cap) reason[0] = '\0';
 
     switch (q.op) {

@@ -8,6 +8,7 @@
 #include "npu_cost.h"
 #include "npu_ops.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 #define CONVERT_CHUNK 256 /* floats of stack scratch per conversion step */
 
@@ -66,8 +67,7 @@ static void write_row(const side_t *s, int64_t t, int64_t h, int64_t block, int6
 attnrt_status_t npu_kv_write(npu_device_t *d, const attnrt_kv_write_args_t *in)
 {
     attnrt_kv_write_args_t a;
-    memset(&a, 0, sizeof a);
-    memcpy(&a, in, in->struct_size < sizeof a ? in->struct_size : sizeof a);
+    PLUGIN_COPY_IN(a, in);
     if (!a.key || !a.value || !a.slot_mapping || !a.key_cache || !a.value_cache)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " kv_write: key, value, slot_mapping and both caches "
                            "are required", NPU_DEV_ARG(d));

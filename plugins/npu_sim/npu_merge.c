@@ -10,6 +10,7 @@
 #include "npu_cost.h"
 #include "npu_ops.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 #define D_CHUNK 64 /* floats of stack accumulator per step */
 
@@ -59,8 +60,7 @@ static void merge_row(const attnrt_merge_args_t *a, int64_t tok, int64_t h, int6
 attnrt_status_t npu_merge_states(npu_device_t *d, const attnrt_merge_args_t *in)
 {
     attnrt_merge_args_t a;
-    memset(&a, 0, sizeof a);
-    memcpy(&a, in, in->struct_size < sizeof a ? in->struct_size : sizeof a);
+    PLUGIN_COPY_IN(a, in);
     if (a.num_states < 1 || !a.states || !a.lses || !a.out)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " merge_states: needs >= 1 state, its lses and out",
                            NPU_DEV_ARG(d));

@@ -11,6 +11,7 @@
 #include "npu_ops.h"
 #include "npu_plan.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 size_t npu_attn_scratch_floats(int64_t dqk, int64_t dv)
 {
@@ -141,10 +142,8 @@ attnrt_status_t npu_attention_plan(npu_device_t *d, const attnrt_attention_args_
                            "are required", NPU_DEV_ARG(d));
     attnrt_attention_args_t a;
     attnrt_batch_host_t batch;
-    memset(&a, 0, sizeof a);
-    memset(&batch, 0, sizeof batch);
-    memcpy(&a, args_in, args_in->struct_size < sizeof a ? args_in->struct_size : sizeof a);
-    memcpy(&batch, batch_in, batch_in->struct_size < sizeof batch ? batch_in->struct_size : sizeof batch);
+    PLUGIN_COPY_IN(a, args_in);
+    PLUGIN_COPY_IN(batch, batch_in);
     if (!a.query || !a.key_cache || !a.value_cache || !a.out || !a.block_table)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention plan: query, both caches, "
                            "block_table and out are required", NPU_DEV_ARG(d));
