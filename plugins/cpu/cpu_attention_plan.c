@@ -8,6 +8,7 @@
 #include "cpu_ops.h"
 #include "dtype_convert.h"
 #include "plugin_error.h"
+#include "plugin_query.h"
 #include "plugin_struct.h"
 
 #define CACHE_LINE 64
@@ -75,16 +76,7 @@ static int64_t item_cost(int64_t S, int64_t L, int64_t i0, int64_t n, int64_t he
 static attnrt_status_t check_supported(const attnrt_attention_args_t *a)
 {
     attnrt_op_query_t q;
-    memset(&q, 0, sizeof q);
-    q.struct_size = sizeof q;
-    q.op = ATTNRT_OP_PAGED_ATTENTION;
-    q.q_dtype = a->query->dtype;
-    q.kv_dtype = a->key_cache->dtype;
-    q.head_dim_qk = (uint32_t)a->query->shape[2];
-    q.head_dim_v = (uint32_t)a->value_cache->shape[3];
-    q.block_size = (uint32_t)a->key_cache->shape[1];
-    q.num_q_heads = (uint32_t)a->query->shape[1];
-    q.num_kv_heads = (uint32_t)a->key_cache->shape[2];
+    plugin_attention_query(a, &q);
     char reason[256];
     if (cpu_op_check(&q, reason, sizeof reason) != ATTNRT_OK)
         return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cpu paged attention: %s", reason);

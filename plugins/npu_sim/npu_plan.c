@@ -11,6 +11,7 @@
 #include "npu_ops.h"
 #include "npu_plan.h"
 #include "plugin_error.h"
+#include "plugin_query.h"
 #include "plugin_struct.h"
 
 size_t npu_attn_scratch_floats(int64_t dqk, int64_t dv)
@@ -26,16 +27,7 @@ static const char *front_end_name(uint32_t fe) { return fe == ATTNRT_FRONT_END_C
 static attnrt_status_t check_supported(const npu_device_t *d, const attnrt_attention_args_t *a)
 {
     attnrt_op_query_t q;
-    memset(&q, 0, sizeof q);
-    q.struct_size = sizeof q;
-    q.op = ATTNRT_OP_PAGED_ATTENTION;
-    q.q_dtype = a->query->dtype;
-    q.kv_dtype = a->key_cache->dtype;
-    q.head_dim_qk = (uint32_t)a->query->shape[2];
-    q.head_dim_v = (uint32_t)a->value_cache->shape[3];
-    q.block_size = (uint32_t)a->key_cache->shape[1];
-    q.num_q_heads = (uint32_t)a->query->shape[1];
-    q.num_kv_heads = (uint32_t)a->key_cache->shape[2];
+    plugin_attention_query(a, &q);
     q.features = (a->softcap > 0 ? ATTNRT_FEATURE_SOFTCAP : 0u) | (a->alibi_slopes ? ATTNRT_FEATURE_ALIBI : 0u) |
                  (a->lse ? ATTNRT_FEATURE_LSE : 0u) |
                  (a->key_scale && a->key_scale->ndim == 2 ? ATTNRT_FEATURE_KV_SCALE_BLOCK : 0u);
