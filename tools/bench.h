@@ -41,15 +41,28 @@ typedef struct bench_stats {
 } bench_stats_t;
 void bench_stats_of(double *samples, int n, bench_stats_t *st); /* sorts samples */
 
+/* The KV blocks a decode reads, in the order it reads them (request by request, block-table order):
+ * what the paged-read ceiling walks. Blocks are contiguous (NHD and HND alike). */
+typedef struct bench_paged {
+    const char    *k, *v;        /* the caches (host memory: the cpu plugin's device memory)        */
+    size_t         block_bytes;  /* one block of one cache                                          */
+    const int32_t *blocks;       /* n block ids                                                     */
+    int64_t        n;
+} bench_paged_t;
+
 /* A ceiling: a sample per call, so the bench can interleave it with the op's runs. */
 typedef struct bench_ceiling {
     const char *mem_what;   /* "memory read (AVX-512 loads, 2 threads, 2048 MiB)" or "device copy ..." */
     const char *fma_what;   /* NULL when the device has no FMA ceiling measured here              */
     double (*mem_sample)(struct bench_ceiling *c); /* GB/s of one measurement                    */
     double (*fma_sample)(struct bench_ceiling *c); /* GFLOP/s; NULL when not measured            */
+    /* GB/s of reading an op's own KV blocks (bench_paged_t) with the same loads and threads; NULL
+       where the caches are not host memory */
+    double (*paged_sample)(struct bench_ceiling *c, const bench_paged_t *p);
+    const char *paged_what;
     void   (*destroy)(struct bench_ceiling *c);
     void   *impl;
-    char    mem_buf[160], fma_buf[160];
+    char    mem_buf[160], fma_buf[160], paged_buf[200];
 } bench_ceiling_t;
 
 /* The CPU's ceilings with `threads` threads (host memory, SIMD loads, register-resident FMAs), or for
@@ -66,8 +79,8 @@ typedef struct bench_result {
     int           has_parts;
     bench_stats_t part_decode, part_prefill;
     /* ceilings sampled between the runs (medians) */
-    bench_stats_t mem_gbs, fma_gflops;
-    int           has_fma;
+    bench_stats_t mem_gbs, fma_gflops, paged_gbs;
+    int           has_fma, has_paged;
     /* the device's own account of the last timed run (attnrt_last_op_stats), where it keeps one:
        npu_sim's cost model (simulated time, bytes, partitions, padding) */
     int               has_op_stats;

@@ -4,6 +4,10 @@
  *           pages where the kernel grants them (as the cpu plugin's KV caches); fp32 FMA peak:
  *           every thread runs independent register-resident FMA chains. Threads are created per sample
  *           and start together on a barrier; a sample is timed from the barrier to the last thread.
+ *           Paged read (decode ops): the op's own K and V blocks, block by block in the order the
+ *           op visits them, each thread a contiguous share, the same loads, the head of the
+ *           next-but-one block prefetched: what memory gives for that layout (scattered blocks of a
+ *           few tens of KiB read at a fraction of a long stream's rate: docs/perf/cpu.md).
  *   others: device copy bandwidth through attnrt_mem_copy_on_device (read + write bytes); no FMA peak.
  * The SIMD bodies use target attributes and are chosen by __builtin_cpu_supports: no -m flag, so the
  * tool runs on any CPU of its architecture. */
@@ -115,12 +119,38 @@ typedef struct cpu_ceiling {
     float           (*fma)(long, double *);
     const char       *isa;
     pthread_barrier_t start;
-    int               mode; /* 0 read, 1 fma, 2 first touch */
+    int               mode; /* 0 read, 1 fma, 2 first touch, 3 paged read */
+    const bench_paged_t *paged;
     double            t0, t_end[1024], flops[1024];
     volatile float    sink;
 } cpu_ceiling_t;
 
 typedef struct worker_arg { cpu_ceiling_t *c; int index; } worker_arg_t;
+
+/* How the paged reader prefetches: the first PAGED_PF_HEAD bytes of the block PAGED_PF_DIST ahead (of each
+ * cache) before reading a block, and no more: the hardware prefetchers follow a block once it is being
+ * read, and software prefetches of whole blocks compete with them. The best of the simple readers tried
+ * on the CI machine (2 threads, blocks shuffled): none 41 / 63 GB/s (block 16 / 256), whole next-but-one
+ * block 43 / 50, its first 4 KiB 46 / 62 (docs/perf/cpu.md). */
+#define PAGED_PF_DIST 2
+#define PAGED_PF_HEAD 4096
+
+/* Blocks [b0, b1) of the paged view: K block then V block. */
+static float read_paged(const cpu_ceiling_t *c, int64_t b0, int64_t b1)
+{
+    const bench_paged_t *p = c->paged;
+    const size_t bb = p->block_bytes, head = bb < PAGED_PF_HEAD ? bb : PAGED_PF_HEAD;
+    float r = 0.0f;
+    for (int64_t b = b0; b < b1; b++)
+        for (int kv = 0; kv < 2; kv++) {
+            const char *base = kv ? p->v : p->k;
+            if (b + PAGED_PF_DIST < b1)
+                for (size_t i = 0; i < head; i += 64)
+                    __builtin_prefetch(base + (size_t)p->blocks[b + PAGED_PF_DIST] * bb + i, 0, 3);
+            r += c->read(base + (size_t)p->blocks[b] * bb, bb);
+        }
+    return r;
+}
 
 static void *worker(void *p)
 {
@@ -133,6 +163,8 @@ static void *worker(void *p)
     float r = 0.0f;
     if (c->mode == 0) r = c->read(mine, slice);
     else if (c->mode == 1) r = c->fma(FMA_ITERS, &c->flops[w->index]);
+    else if (c->mode == 3)
+        r = read_paged(c, c->paged->n * w->index / c->threads, c->paged->n * (w->index + 1) / c->threads);
     else memset((char *)mine, 1, slice); /* first touch by the thread that will read it */
     c->t_end[w->index] = now_s();
     if (r == 12345.0f) c->sink = r;
@@ -180,6 +212,13 @@ static double cpu_fma_sample(bench_ceiling_t *bc)
     return f / s * 1e-9;
 }
 
+static double cpu_paged_sample(bench_ceiling_t *bc, const bench_paged_t *p)
+{
+    cpu_ceiling_t *c = bc->impl;
+    c->paged = p;
+    return 2.0 * (double)p->n * (double)p->block_bytes / run_threads(c, 3) * 1e-9;
+}
+
 static void cpu_destroy(bench_ceiling_t *bc)
 {
     cpu_ceiling_t *c = bc->impl;
@@ -225,13 +264,17 @@ static int cpu_open(int threads, bench_ceiling_t *bc)
     bc->impl = c;
     bc->mem_sample = cpu_mem_sample;
     bc->fma_sample = cpu_fma_sample;
+    bc->paged_sample = cpu_paged_sample;
     bc->destroy = cpu_destroy;
     snprintf(bc->mem_buf, sizeof bc->mem_buf, "memory read: %s loads, %d threads, %zu MiB buffer (4x LLC %ld MiB)",
              c->isa, c->threads, c->bytes >> 20, llc > 0 ? llc >> 20 : -1L);
     snprintf(bc->fma_buf, sizeof bc->fma_buf, "fp32 FMA peak: %s, %d threads, 12 register-resident chains", c->isa,
              c->threads);
+    snprintf(bc->paged_buf, sizeof bc->paged_buf, "paged read: the op's K/V blocks in its order, %s loads, %d threads, "
+             "next-but-one block's head prefetched", c->isa, c->threads);
     bc->mem_what = bc->mem_buf;
     bc->fma_what = bc->fma_buf;
+    bc->paged_what = bc->paged_buf;
     return 0;
 }
 

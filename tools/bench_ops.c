@@ -112,6 +112,8 @@ typedef struct attn_setup {
     attnrt_attention_args_t args;
     attnrt_batch_host_t batch;
     int32_t *qsl_h, *sl_h, *bt_h;
+    bench_paged_t paged;      /* decode: the blocks the op reads, for the paged-read ceiling (n 0: none) */
+    int32_t *paged_blocks;
     void *bufs[9];
     int nbufs;
     attnrt_plan_t *plan;
@@ -125,7 +127,7 @@ static void attn_free(attnrt_context_t *ctx, attn_setup_t *s)
     if (s->plan) attnrt_plan_destroy(s->plan);
     for (int i = 0; i < s->nbufs; i++) attnrt_mem_free(ctx, s->bufs[i]);
     if (s->ws) attnrt_mem_free(ctx, s->ws);
-    free(s->qsl_h), free(s->sl_h), free(s->bt_h);
+    free(s->qsl_h), free(s->sl_h), free(s->bt_h), free(s->paged_blocks);
     memset(s, 0, sizeof *s);
 }
 
@@ -210,6 +212,16 @@ static int attn_build(attnrt_context_t *ctx, const bench_options_t *o, int64_t n
                                         .window_left = -1, .window_right = -1};
     s->batch = (attnrt_batch_host_t){.struct_size = sizeof s->batch, .num_seqs = (int32_t)n, .query_start_loc = s->qsl_h,
                                      .seq_lens = s->sl_h, .block_table = s->bt_h, .block_table_stride = max_blocks};
+    /* Decode reads every block of its requests once, in table order: the paged-read ceiling's walk.
+       Whole 64-byte lines only (the ceiling's loads are aligned). */
+    const size_t block_bytes = (size_t)(bs * Hkv * D) * attnrt_dtype_size(o->kv_dtype);
+    if (o->op == BENCH_DECODE && block_bytes % 256 == 0 && (uintptr_t)kc % 64 == 0 && (uintptr_t)vc % 64 == 0 &&
+        (s->paged_blocks = malloc((size_t)blocks * sizeof *s->paged_blocks)) != NULL) {
+        int64_t m = 0;
+        for (int64_t b = 0; b < n; b++)
+            for (int64_t k = 0; k < (kvlen[b] + bs - 1) / bs; k++) s->paged_blocks[m++] = s->bt_h[b * max_blocks + k];
+        s->paged = (bench_paged_t){.k = kc, .v = vc, .block_bytes = block_bytes, .blocks = s->paged_blocks, .n = m};
+    }
     TRY(attnrt_attention_plan(ctx, &s->args, &s->batch, &s->plan));
     TRY(attnrt_plan_workspace_size(s->plan, &s->ws_bytes));
     if (s->ws_bytes) TRY(attnrt_mem_alloc(ctx, s->ws_bytes, &s->ws));
@@ -252,7 +264,7 @@ static int time_once(attnrt_context_t *ctx, timer_t_ *tm, run_fn fn, void *what,
  * when r is given; without r the samples only put the machine in the same state between runs, so that
  * the parts of a mixed batch start from the caches the mixed runs start from). */
 static int time_op(attnrt_context_t *ctx, const bench_options_t *o, run_fn fn, void *what, bench_ceiling_t *c,
-                   bench_stats_t *t, bench_result_t *r)
+                   const bench_paged_t *paged, bench_stats_t *t, bench_result_t *r)
 {
     timer_t_ tm = {0};
     if (attnrt_event_create(ctx, &tm.a) != ATTNRT_OK || attnrt_event_create(ctx, &tm.b) != ATTNRT_OK) {
@@ -261,14 +273,16 @@ static int time_op(attnrt_context_t *ctx, const bench_options_t *o, run_fn fn, v
     }
     if (r) r->timer = tm.a ? "events" : "host clock";
     double *ms = calloc((size_t)o->iters, sizeof *ms), *mem = calloc((size_t)o->iters, sizeof *mem);
-    double *fma = calloc((size_t)o->iters, sizeof *fma);
-    int rc = ms && mem && fma ? 0 : -1;
+    double *fma = calloc((size_t)o->iters, sizeof *fma), *pg = calloc((size_t)o->iters, sizeof *pg);
+    const int with_paged = c && c->paged_sample && paged && paged->n > 0;
+    int rc = ms && mem && fma && pg ? 0 : -1;
     for (int i = 0; i < o->warmup && rc == 0; i++) rc = time_once(ctx, &tm, fn, what, &ms[0]);
     for (int i = 0; i < o->iters && rc == 0; i++) {
         rc = time_once(ctx, &tm, fn, what, &ms[i]);
         if (c) { /* interleaved: the ceiling sees the same machine state as the op */
             mem[i] = c->mem_sample(c);
             if (c->fma_sample) fma[i] = c->fma_sample(c);
+            if (with_paged) pg[i] = c->paged_sample(c, paged);
         }
     }
     if (rc == 0 && r) {
@@ -280,9 +294,10 @@ static int time_op(attnrt_context_t *ctx, const bench_options_t *o, run_fn fn, v
         if (c && r) {
             bench_stats_of(mem, o->iters, &r->mem_gbs);
             if (c->fma_sample) bench_stats_of(fma, o->iters, &r->fma_gflops), r->has_fma = 1;
+            if (with_paged) bench_stats_of(pg, o->iters, &r->paged_gbs), r->has_paged = 1;
         }
     }
-    free(ms), free(mem), free(fma);
+    free(ms), free(mem), free(fma), free(pg);
     if (tm.a) attnrt_event_destroy(tm.a), attnrt_event_destroy(tm.b);
     return rc;
 }
@@ -305,17 +320,17 @@ static int bench_attention(attnrt_context_t *ctx, const bench_options_t *o, benc
     if (rc == 0) {
         r->bytes = s.bytes;
         r->flops = s.flops;
-        rc = time_op(ctx, o, run_attention, &s, c, &r->time, r);
+        rc = time_op(ctx, o, run_attention, &s, c, &s.paged, &r->time, r);
     }
     attn_free(ctx, &s);
     if (rc == 0 && o->op == BENCH_MIXED) { /* each part alone, same shapes */
         attn_setup_t part;
         r->has_parts = 1;
         rc = attn_build(ctx, o, o->batch, qlen, kvlen, &part);
-        if (rc == 0) rc = time_op(ctx, o, run_attention, &part, c, &r->part_decode, NULL);
+        if (rc == 0) rc = time_op(ctx, o, run_attention, &part, c, NULL, &r->part_decode, NULL);
         attn_free(ctx, &part);
         if (rc == 0) rc = attn_build(ctx, o, 1, qlen + n - 1, kvlen + n - 1, &part);
-        if (rc == 0) rc = time_op(ctx, o, run_attention, &part, c, &r->part_prefill, NULL);
+        if (rc == 0) rc = time_op(ctx, o, run_attention, &part, c, NULL, &r->part_prefill, NULL);
         attn_free(ctx, &part);
     }
     free(qlen), free(kvlen);
@@ -395,7 +410,7 @@ static int bench_simple(attnrt_context_t *ctx, const bench_options_t *o, bench_c
                                         .key_scale = fp8 ? &s.t[5] : NULL, .value_scale = fp8 ? &s.t[5] : NULL};
         r->bytes = 2.0 * (double)(T * Hkv * D) * (es + kv_es) + (double)T * 8.0;
     }
-    rc = time_op(ctx, o, run_simple, &s, c, &r->time, r);
+    rc = time_op(ctx, o, run_simple, &s, c, NULL, &r->time, r);
     for (int i = 0; i < s.nbufs; i++) attnrt_mem_free(ctx, s.bufs[i]);
     free(s.slots_h);
     return rc;
@@ -406,7 +421,7 @@ void *bench_dev_copy(attnrt_context_t *ctx, const void *host, size_t bytes) { re
 int bench_time(attnrt_context_t *ctx, const bench_options_t *o, int (*fn)(attnrt_context_t *ctx, void *what),
                void *what, bench_ceiling_t *c, bench_result_t *r)
 {
-    return time_op(ctx, o, fn, what, c, &r->time, r);
+    return time_op(ctx, o, fn, what, c, NULL, &r->time, r);
 }
 
 int bench_run(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *c, bench_result_t *r)

@@ -99,6 +99,12 @@ void bench_report(const bench_options_t *o, attnrt_context_t *ctx, const bench_c
             json_num(f, "fraction_of_mem", mem > 0 ? gbs / mem : 0, 0);
             json_num(f, "fraction_of_mem_p90", r->mem_gbs.p90 > 0 ? gbs / r->mem_gbs.p90 : 0, 0);
         }
+        if (r->has_paged && !simulated) {
+            json_str(f, "paged_read_ceiling", c->paged_what);
+            json_stats(f, "paged_read_gb_per_s", &r->paged_gbs, 0);
+            json_num(f, "fraction_of_paged_read", r->paged_gbs.median > 0 ? gbs / r->paged_gbs.median : 0, 0);
+            json_num(f, "fraction_of_paged_read_p90", r->paged_gbs.p90 > 0 ? gbs / r->paged_gbs.p90 : 0, 0);
+        }
         if (r->has_fma && !simulated) {
             json_str(f, "fma_ceiling", c->fma_what);
             json_stats(f, "fma_gflop_per_s", &r->fma_gflops, 0);
@@ -170,6 +176,11 @@ void bench_report(const bench_options_t *o, attnrt_context_t *ctx, const bench_c
         printf("  ceiling %s: median %.2f GB/s (p10 %.2f, p90 %.2f)\n    -> %.1f%% of its median, %.1f%% of its p90\n",
                c->mem_what, mem, r->mem_gbs.p10, r->mem_gbs.p90, mem > 0 ? 100.0 * gbs / mem : 0,
                r->mem_gbs.p90 > 0 ? 100.0 * gbs / r->mem_gbs.p90 : 0);
+    if (r->has_paged && !simulated)
+        printf("  ceiling %s: median %.2f GB/s (p10 %.2f, p90 %.2f)\n    -> %.1f%% of its median, %.1f%% of its p90\n",
+               c->paged_what, r->paged_gbs.median, r->paged_gbs.p10, r->paged_gbs.p90,
+               r->paged_gbs.median > 0 ? 100.0 * gbs / r->paged_gbs.median : 0,
+               r->paged_gbs.p90 > 0 ? 100.0 * gbs / r->paged_gbs.p90 : 0);
     if (r->has_fma && !simulated)
         printf("  ceiling %s: median %.1f GFLOP/s (p10 %.1f, p90 %.1f)\n    -> %.1f%% of its median, %.1f%% of its p90\n",
                c->fma_what, fma, r->fma_gflops.p10, r->fma_gflops.p90, fma > 0 ? 100.0 * gflops / fma : 0,
