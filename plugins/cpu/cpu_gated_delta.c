@@ -298,8 +298,9 @@ static void gdn_chunk(const gdn_job_t *job, const gdn_scratch_t *sc, int64_t t0,
     cpu_gemm_acc(sc->s, Dv, sc->kt, C, sc->u, Dv, Dk, Dv, n);
 }
 
-/* One token t of value head hv on the state in scratch; writes out[t, hv]. */
-static void gdn_token(const gdn_job_t *job, const gdn_scratch_t *sc, int64_t t, int64_t hv)
+/* One token t of value head hv on the state S (rows of Dv floats, row_st apart: the scratch copy, or
+ * for a plain decode the pooled state itself, read and written in place); writes out[t, hv]. */
+static void gdn_token(const gdn_job_t *job, const gdn_scratch_t *sc, int64_t t, int64_t hv, float *S, int64_t row_st)
 {
     const int64_t Dk = job->Dk, Dv = job->Dv;
     load_token(job, t, hv, sc->q, sc->k, sc->v);
@@ -309,7 +310,7 @@ static void gdn_token(const gdn_job_t *job, const gdn_scratch_t *sc, int64_t t, 
     const float decay = (float)exp((double)g);
     memset(sc->u, 0, (size_t)Dv * sizeof(float));
     for (int64_t a = 0; a < Dk; a++) { /* S = e^g S; u = S^T k */
-        float *s = sc->s + (size_t)(a * Dv);
+        float *s = S + a * row_st;
         cpu_vec_scale(s, decay, Dv);
         cpu_vec_axpy(sc->u, s, sc->k[a], Dv);
     }
@@ -317,7 +318,7 @@ static void gdn_token(const gdn_job_t *job, const gdn_scratch_t *sc, int64_t t, 
     cpu_vec_axpy(sc->u, sc->v, beta, Dv);
     memset(sc->o, 0, (size_t)Dv * sizeof(float));
     for (int64_t a = 0; a < Dk; a++) { /* S += k v'^T; o = S^T q */
-        float *s = sc->s + (size_t)(a * Dv);
+        float *s = S + a * row_st;
         cpu_vec_axpy(s, sc->u, sc->k[a], Dv);
         cpu_vec_axpy(sc->o, s, sc->q[a], Dv);
     }
@@ -353,11 +354,18 @@ static void gdn_item(void *ctx, size_t index, unsigned worker)
     }
     const int has_init = cpu_flag_at(job->has_init, b);
     if (t_end == t_begin && (has_init || job->spec)) return; /* no token: no state changes */
+    if (!job->spec && t_end - t_begin == 1) { /* a plain decode: in place, each state byte read and written once */
+        float *pooled = job->state + slot * job->state_st[0] + hv * job->state_st[1];
+        if (!has_init)
+            for (int64_t a = 0; a < job->Dk; a++) memset(pooled + a * job->state_st[2], 0, (size_t)job->Dv * sizeof(float));
+        gdn_token(job, &sc, t_begin, hv, pooled, job->state_st[2]);
+        return;
+    }
     load_state(job, &sc, has_init ? read_slot : -1, hv);
 
-    if (job->spec || t_end - t_begin == 1) {
+    if (job->spec) {
         for (int64_t t = t_begin; t < t_end; t++) {
-            gdn_token(job, &sc, t, hv);
+            gdn_token(job, &sc, t, hv, sc.s, job->Dv);
             if (job->spec && t - t_begin <= job->num_spec) store_state(job, &sc, spec_slot(job, b, t - t_begin), hv);
         }
     } else {

@@ -196,9 +196,11 @@ static void split_power(double x, float *hi, float *lo)
     *lo = (float)(x - (double)*hi);
 }
 
-/* One decode step on the state in scratch: S = lambda S + k^T v, o = q S, fused in one pass over S. */
+/* One decode step: S = lambda S + k^T v, o = q S, fused in one pass over S, whose rows of Dv floats
+ * are row_st apart (the pooled state itself: a decode reads and writes each state byte once, with
+ * no copy through scratch); `zero`: S starts from zeros (no initial state). */
 static void decode_token(const lightning_job_t *job, const lightning_scratch_t *sc, int64_t t, int64_t h,
-                         double lambda)
+                         double lambda, float *S, int64_t row_st, int zero)
 {
     const int64_t Dk = job->Dk, Dv = job->Dv;
     float hi, lo;
@@ -206,7 +208,8 @@ static void decode_token(const lightning_job_t *job, const lightning_scratch_t *
     load_token(job, sc, t, h, 0);
     memset(sc->o, 0, (size_t)Dv * sizeof(float));
     for (int64_t a = 0; a < Dk; a++) {
-        float *s = sc->s + (size_t)(a * Dv);
+        float *s = S + a * row_st;
+        if (zero) memset(s, 0, (size_t)Dv * sizeof(float));
         decay_add_row(s, sc->v, sc->k[a], hi, lo, Dv);
         cpu_vec_axpy(sc->o, s, sc->q[a], Dv);
     }
@@ -278,6 +281,11 @@ static void lightning_item(void *ctx, size_t index, unsigned worker)
     if (t_end == t_begin && has_init) return; /* no token: the state stays as it is */
 
     float *pooled = job->state + slot * job->state_st[0] + h * job->state_st[1];
+    const double slope = (double)job->slopes[h * job->slopes_st];
+    if (t_end - t_begin == 1) { /* decode: in place */
+        decode_token(job, &sc, t_begin, h, exp(-slope), pooled, job->state_st[2], !has_init);
+        return;
+    }
     for (int64_t a = 0; a < Dk; a++) {
         float *s = sc.s + (size_t)(a * Dv);
         if (has_init)
@@ -286,14 +294,9 @@ static void lightning_item(void *ctx, size_t index, unsigned worker)
             memset(s, 0, (size_t)Dv * sizeof(float));
     }
 
-    const double slope = (double)job->slopes[h * job->slopes_st];
-    if (t_end - t_begin == 1) {
-        decode_token(job, &sc, t_begin, h, exp(-slope));
-    } else {
-        for (int64_t t0 = t_begin; t0 < t_end; t0 += CPU_LIGHTNING_CHUNK) {
-            const int64_t n = t_end - t0 < CPU_LIGHTNING_CHUNK ? t_end - t0 : CPU_LIGHTNING_CHUNK;
-            prefill_chunk(job, &sc, t0, n, h, slope);
-        }
+    for (int64_t t0 = t_begin; t0 < t_end; t0 += CPU_LIGHTNING_CHUNK) {
+        const int64_t n = t_end - t0 < CPU_LIGHTNING_CHUNK ? t_end - t0 : CPU_LIGHTNING_CHUNK;
+        prefill_chunk(job, &sc, t0, n, h, slope);
     }
 
     for (int64_t a = 0; a < Dk; a++)
