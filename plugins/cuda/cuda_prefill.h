@@ -13,7 +13,8 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d);
 
 /* The fast kernel for this call's prefill tiles, or NULL: 16-bit Q with a K/V cache of the same type,
  * Dqk = Dv in {64, 128, 256}, no soft-cap, no ALiBi, a positive (or default) scale. `t`: 0 f16, 1 bf16;
- * `di`: the head-dim index (cuda_mma_dim_index). The run still checks the cache's alignment. */
+ * `di`: the head-dim index (cuda_mma_dim_index). Sets *smem and *threads only when it returns a kernel
+ * (its tiles are CK_PF_ROWS rows). The run still checks the cache's alignment (else SIMT, as before). */
 CUfunction cuda_prefill_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int t, int di, uint32_t *smem,
                                uint32_t *threads);
 
