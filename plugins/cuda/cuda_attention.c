@@ -139,7 +139,7 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
     k.part_o = (float *)(void *)((char *)workspace + p->off_part_o);
     if (p->n_prefill) {
         k.items = items;
-        st = cuda_launch(p->f_prefill, p->n_prefill, 128, p->smem_prefill, stream, &k, "cuda paged attention (prefill tiles)");
+        st = cuda_launch(p->f_prefill, p->n_prefill, p->prefill_threads, p->smem_prefill, stream, &k, "cuda paged attention (prefill tiles)");
     }
     if (st == ATTNRT_OK && p->n_decode) {
         k.items = items + p->n_prefill;

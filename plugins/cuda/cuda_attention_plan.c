@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cuda_attention_plan.h"
+#include "cuda_prefill.h"
 #include "plugin_error.h"
 #include "plugin_query.h"
 #include "plugin_struct.h"
@@ -84,7 +85,7 @@ void cuda_attention_plan_destroy(cuda_dev_t *d, void *plan)
 
 /* Row tiles of every request, heads inner, with their key counts (host metadata). */
 static attnrt_status_t build_tiles(const attnrt_attention_args_t *a, const attnrt_batch_host_t *batch, int64_t Hkv,
-                                   int64_t G, row_tile_t **out, size_t *count)
+                                   int64_t G, int64_t prefill_rows, row_tile_t **out, size_t *count)
 {
     size_t n = 0, cap = 0;
     row_tile_t *tiles = NULL;
@@ -93,7 +94,7 @@ static attnrt_status_t build_tiles(const attnrt_attention_args_t *a, const attnr
         const int64_t S = batch->seq_lens[b];
         if (L <= 0) continue;
         const int cfg = L * G <= DECODE_ROWS ? CUDA_CFG_DECODE : CUDA_CFG_PREFILL;
-        const int64_t rows = cfg == CUDA_CFG_DECODE ? DECODE_ROWS : PREFILL_ROWS;
+        const int64_t rows = cfg == CUDA_CFG_DECODE ? DECODE_ROWS : prefill_rows;
         const int64_t hc_full = G < rows ? G : rows;
         for (int64_t h = 0; h < Hkv; h++)
             for (int64_t hf = 0; hf < G; hf += hc_full) {
@@ -170,10 +171,17 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     p->f_decode = d->k.mma[CUDA_CFG_DECODE][t][p->fp8][di];
     p->smem_prefill = d->k.mma_smem[CUDA_CFG_PREFILL][p->fp8][di];
     p->smem_decode = d->k.mma_smem[CUDA_CFG_DECODE][p->fp8][di];
+    p->prefill_threads = 128;
+    int64_t prefill_rows = PREFILL_ROWS;
+    CUfunction fast = cuda_prefill_kernel(d, &a, t, di, &p->smem_prefill, &p->prefill_threads);
+    if (fast) {
+        p->f_prefill = fast;
+        prefill_rows = CK_PF_ROWS;
+    }
 
     row_tile_t *tiles = NULL;
     size_t n_tiles = 0;
-    st = build_tiles(&a, &batch, Hkv, Hq / Hkv, &tiles, &n_tiles);
+    st = build_tiles(&a, &batch, Hkv, Hq / Hkv, prefill_rows, &tiles, &n_tiles);
     if (st != ATTNRT_OK) {
         free(p);
         return st;

@@ -23,6 +23,7 @@ typedef struct cuda_attn_plan {
     int     fp8;            /* cache is fp8 (mma path) */
     CUfunction f_prefill, f_decode;
     uint32_t smem_prefill, smem_decode;
+    uint32_t prefill_threads; /* 128, or the fast path's (cuda_prefill.c) */
     ck_work_item_t *list;   /* pinned host memory (cuMemAllocHost), list_bytes long */
     size_t   list_bytes;
     uint32_t n_prefill, n_decode, n_groups;

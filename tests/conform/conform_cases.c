@@ -431,6 +431,24 @@ static void directed_attention(cf_builder_t *b)
     cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
     c->padding_slots = 6;
     c->lse = 1;
+
+    /* prefill tiles of 128 rows (the cuda plugin's prefill fast path: 16-bit Q and K/V, D 64 / 128 /
+     * 256): block sizes 1 and odd, a group of 3 (126 rows a tile), several query and key tiles,
+     * chunked prefill (keys before the queries), non-causal, windows, sinks, f32 out */
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-bs1-g3", "70/70 33/90 1/20", 6, 2, 128, 128, 1);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-d256-bs7", "40/40 130/150", 4, 1, 256, 256, 7);
+    cf_directed_dtypes(c, CF_F16, CF_F32, CF_F16);
+    c->sinks = c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-noncausal", "50/80 200/200 3/0", 8, 2, 64, 64, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
+    c->causal = 0;
+    c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-window-mha", "300/300", 2, 2, 128, 128, 32);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c->window_left = 100;
+    c->lse = 1;
 }
 
 static void directed_cascade(cf_builder_t *b)

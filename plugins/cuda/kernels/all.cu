@@ -3,6 +3,7 @@
 #include "kv_write.cu"
 #include "attn_simt.cu"
 #include "attn_mma.cu"
+#include "attn_prefill.cu"
 #include "merge.cu"
 #include "mla.cu"
 #include "mla_mma.cu"

@@ -1,0 +1,21 @@
+/* cuda_prefill.h — the prefill fast path (kernels/attn_prefill.cuh): which kernel, whether a call may
+ * take it. Internal to the cuda plugin. */
+#ifndef ATTNRT_CUDA_PREFILL_H
+#define ATTNRT_CUDA_PREFILL_H
+
+#include "cuda_internal.h"
+#include "cuda_prefill_cfg.h"
+
+/* Finds ck_attn_prefill_<t>_d<D> in the loaded module and raises their shared-memory limit; a kernel
+ * the device cannot hold stays NULL. ATTNRT_CUDA_PREFILL=mma leaves them all NULL (every prefill on the
+ * general tensor-core kernel: for comparisons). */
+attnrt_status_t cuda_prefill_load(cuda_dev_t *d);
+
+/* The fast kernel for this call's prefill tiles, or NULL: 16-bit Q with a K/V cache of the same type,
+ * Dqk = Dv in {64, 128, 256}, no soft-cap, no ALiBi, a positive (or default) scale. `t`: 0 f16, 1 bf16;
+ * `di`: the head-dim index (cuda_mma_dim_index). Sets *smem and *threads only when it returns a kernel
+ * (its tiles are CK_PF_ROWS rows). The run still checks the cache's alignment (else SIMT, as before). */
+CUfunction cuda_prefill_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int t, int di, uint32_t *smem,
+                               uint32_t *threads);
+
+#endif /* ATTNRT_CUDA_PREFILL_H */

@@ -1,0 +1,18 @@
+/* attn_prefill.cu — the prefill fast path's kernels, picked by name by the host (cuda_prefill.c):
+ * ck_attn_prefill_<f16|bf16>_d<64|128|256>; shapes and blocks a SM in cuda_prefill_cfg.h. */
+#include "attn_prefill.cuh"
+
+#define CK_PF_KERNEL(tname, T, D)                                                                         \
+    extern "C" __global__ void __launch_bounds__(CK_PF_WARPS(D) * 32, CK_PF_BLOCKS_PER_SM(D))              \
+        ck_attn_prefill_##tname##_d##D(const __grid_constant__ ck_attn_args_t a)                            \
+    {                                                                                                     \
+        attn_prefill<T, D>(a);                                                                            \
+    }
+
+CK_PF_KERNEL(f16, __half, 64)
+CK_PF_KERNEL(f16, __half, 128)
+CK_PF_KERNEL(f16, __half, 256)
+CK_PF_KERNEL(bf16, __nv_bfloat16, 64)
+CK_PF_KERNEL(bf16, __nv_bfloat16, 128)
+CK_PF_KERNEL(bf16, __nv_bfloat16, 256)
+
