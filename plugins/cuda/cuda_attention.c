@@ -1,6 +1,7 @@
 /* cuda_attention.c — paged attention run: the args decoded into ck_attn_args_t, then either
  *   tensor cores: copy the plan's work list into the workspace (cuMemcpyHtoDAsync from pinned memory,
- *                 on the run's stream), the prefill launch, the decode launch, the split merge; or
+ *                 on the run's stream; none for a pure decode batch), the prefill launch, the decode
+ *                 launch (which merges its own key splits); or
  *   SIMT:         one launch, one warp per query row.
  * Nothing is allocated, nothing waits (except on the NULL stream, whose calls complete before they
  * return), and no device memory is read on the host: the run can be captured in a CUDA graph. The
@@ -141,13 +142,11 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
         k.items = items;
         st = cuda_launch(p->f_prefill, p->n_prefill, p->prefill_threads, p->smem_prefill, stream, &k, "cuda paged attention (prefill tiles)");
     }
-    if (st == ATTNRT_OK && p->n_decode) {
-        k.items = items + p->n_prefill;
+    if (st == ATTNRT_OK && p->n_decode) { /* split row tiles merged by their last block (split_count) */
+        k.items = p->dec_splits ? NULL : items + p->n_prefill;
+        k.dec_splits = p->dec_splits;
+        k.split_count = (uint32_t *)(uintptr_t)p->split_count;
         st = cuda_launch(p->f_decode, p->n_decode, 128, p->smem_decode, stream, &k, "cuda paged attention (decode tiles)");
-    }
-    if (st == ATTNRT_OK && p->n_groups) {
-        k.items = items + p->n_prefill + p->n_decode;
-        st = cuda_launch(d->k.split_merge, p->n_groups, 128, 0, stream, &k, "cuda paged attention (split merge)");
     }
     return st == ATTNRT_OK ? cuda_finish(stream, "cuda paged attention") : st;
 }

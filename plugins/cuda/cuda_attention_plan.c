@@ -79,7 +79,10 @@ void cuda_attention_plan_destroy(cuda_dev_t *d, void *plan)
 {
     cuda_attn_plan_t *p = plan;
     if (!p) return;
-    if (p->list && cuda_enter(d) == ATTNRT_OK) cuda_drv.MemFreeHost(p->list);
+    if ((p->list || p->split_count) && cuda_enter(d) == ATTNRT_OK) {
+        if (p->list) cuda_drv.MemFreeHost(p->list);
+        if (p->split_count) cuda_drv.MemFree(p->split_count);
+    }
     free(p);
 }
 
@@ -226,7 +229,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         }
         if (c == MIN_CHUNK) break;
     }
-    size_t n_prefill = 0, n_decode = 0, n_groups = 0;
+    size_t n_prefill = 0, n_decode = 0;
     for (size_t i = 0; i < n_tiles; i++) {
         row_tile_t *rt = &tiles[i];
         if (rt->cfg == CUDA_CFG_PREFILL) {
@@ -239,7 +242,6 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         if (ns > 1) {
             rt->w.part_index = (int32_t)p->num_parts;
             p->num_parts += ns;
-            n_groups++;
             rt->cost = rt->cost / ns + 1;
         }
         n_decode += (size_t)ns;
@@ -247,10 +249,36 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     }
     if (n_tiles > 1) qsort(tiles, n_tiles, sizeof *tiles, by_cost_desc);
 
+    /* A pure decode batch whose requests are each one row tile of all G heads, all with the same split
+     * count, needs no list: the kernel derives item (seq, kv head, split) from blockIdx.x (nothing to
+     * copy per run). Requests without query tokens get blocks that return at once. */
+    int uniform = n_prefill == 0 && n_tiles > 0 && Hq / Hkv <= DECODE_ROWS;
+    for (size_t i = 0; i < n_tiles && uniform; i++)
+        uniform = tiles[i].w.num_splits == tiles[0].w.num_splits;
+    if (uniform && (int64_t)batch.num_seqs * Hkv * tiles[0].w.num_splits <= 0x7fffffff) {
+        p->dec_splits = tiles[0].w.num_splits;
+        n_decode = (size_t)batch.num_seqs * (size_t)Hkv * (size_t)p->dec_splits;
+        p->num_parts = p->dec_splits > 1 ? (int64_t)n_decode : 0;
+    }
+
     p->n_prefill = (uint32_t)n_prefill;
     p->n_decode = (uint32_t)n_decode;
-    p->n_groups = (uint32_t)n_groups;
-    p->list_bytes = (n_prefill + n_decode + n_groups) * sizeof(ck_work_item_t);
+    p->list_bytes = p->dec_splits ? 0 : (n_prefill + n_decode) * sizeof(ck_work_item_t);
+    if (st == ATTNRT_OK && p->num_parts > 0) {
+        /* one arrival count per split row tile (indexed by its first partial); zero now, and the
+         * kernel's last block of each tile sets it back to zero, so every run and graph replay
+         * finds zeros */
+        CUdeviceptr cnt = 0;
+        const size_t bytes = (size_t)p->num_parts * sizeof(uint32_t);
+        CUresult r = cuda_drv.MemAlloc(&cnt, bytes);
+        if (r == CUDA_SUCCESS) {
+            p->split_count = cnt;
+            r = cuda_drv.MemsetD8Async(cnt, 0, bytes, NULL);
+            if (r == CUDA_SUCCESS) r = cuda_drv.StreamSynchronize(NULL);
+        }
+        if (r != CUDA_SUCCESS)
+            st = cuda_fail(r, "cuda paged attention plan: %zu bytes of split counters", bytes);
+    }
     if (st == ATTNRT_OK && p->list_bytes) {
         void *host = NULL;
         CUresult r = cuda_drv.MemAllocHost(&host, p->list_bytes);
@@ -263,9 +291,9 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         cuda_attention_plan_destroy(d, p);
         return st;
     }
-    /* prefill items, then every split of the decode tiles, then the split groups; costliest first */
-    ck_work_item_t *pre = p->list, *dec = p->list + n_prefill, *grp = dec + n_decode;
-    for (size_t i = 0; i < n_tiles; i++) {
+    /* prefill items, then every split of the decode tiles; costliest first */
+    ck_work_item_t *pre = p->list, *dec = p->list ? p->list + n_prefill : NULL;
+    for (size_t i = 0; i < n_tiles && p->list; i++) {
         const row_tile_t *rt = &tiles[i];
         if (rt->cfg == CUDA_CFG_PREFILL) {
             *pre++ = rt->w;
@@ -276,13 +304,12 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
             dec->split = s;
             dec++;
         }
-        if (rt->w.num_splits > 1) *grp++ = rt->w;
     }
     free(tiles);
 
     p->off_part_lse = align_up(p->list_bytes);
     p->off_part_o = p->off_part_lse + align_up((size_t)p->num_parts * DECODE_ROWS * sizeof(float));
-    p->workspace_bytes = p->list_bytes == 0 ? 0
+    p->workspace_bytes = p->list_bytes == 0 && p->num_parts == 0 ? 0
                          : p->off_part_o + (size_t)p->num_parts * DECODE_ROWS * (size_t)p->head_dim_v * sizeof(float);
     *plan_out = p;
     *workspace_bytes = p->workspace_bytes;

@@ -1,11 +1,15 @@
 /* cuda_attention_plan.h — what attention_plan leaves for attention_run. Internal to the cuda plugin.
  *
- * Tensor-core path: the plan builds the work list on the host (one ck_work_item_t per block of each
- * launch, then the split groups for the merge) in PINNED memory; run copies it into the head of the
- * caller's workspace with cuMemcpyHtoDAsync on the run's stream (capturable: a graph replays the copy
- * from the plan's buffer), then launches. The workspace also holds the split-KV partial states.
+ * Tensor-core path: a pure decode batch (every request one row tile, one split count) needs no list:
+ * the decode kernel derives its item from blockIdx. Otherwise the plan builds the work list on the
+ * host (one ck_work_item_t per block of each launch) in PINNED memory; run copies it into the head of
+ * the caller's workspace with cuMemcpyHtoDAsync on the run's stream (capturable: a graph replays the
+ * copy from the plan's buffer), then launches. The workspace also holds the split-KV partial states;
+ * the plan owns one arrival counter per split row tile (device memory), which the decode kernel's
+ * last block of the tile uses to merge the partials and resets, so runs of ONE plan must not overlap
+ * in time (on two streams at once).
  *
- *   workspace: [prefill items | decode items | merge groups] [part_lse] [part_o]
+ *   workspace: [prefill items | decode items] [part_lse] [part_o]
  */
 #ifndef ATTNRT_CUDA_ATTENTION_PLAN_H
 #define ATTNRT_CUDA_ATTENTION_PLAN_H
@@ -26,8 +30,10 @@ typedef struct cuda_attn_plan {
     uint32_t prefill_threads; /* 128, or the fast path's (cuda_prefill.c) */
     ck_work_item_t *list;   /* pinned host memory (cuMemAllocHost), list_bytes long */
     size_t   list_bytes;
-    uint32_t n_prefill, n_decode, n_groups;
+    uint32_t n_prefill, n_decode;
     int64_t  num_parts;     /* split partial states */
+    int32_t  dec_splits;    /* > 0: no list; decode items derived from blockIdx with this split count */
+    CUdeviceptr split_count; /* [num_parts] arrival counts of the split row tiles (device, zero between runs) */
     size_t   off_part_lse, off_part_o, workspace_bytes;
     /* what the plan decided, for notes and tests */
     int      max_splits;

@@ -76,6 +76,11 @@ typedef struct ck_attn_args {
     int32_t      causal, window_left, window_right;
     int32_t      part_rows;
     float        scale, softcap;
+    /* decode kernel: items == NULL derives item blockIdx.x = ((seq * hkv + kv_head) * dec_splits + split)
+     * (every request one decode row tile of all `group` heads); split_count [num_parts]: arrivals at
+     * each row tile's first partial, zero between runs (the last block merges, then resets it) */
+    uint32_t    *split_count;
+    int32_t      dec_splits, pad_;
 } ck_attn_args_t;
 
 /* ---- merge_states --------------------------------------------------------------------------- */
@@ -149,6 +154,37 @@ static inline CK_HD ck_mma_layout_t ck_mma_layout(int d, int rows, int bn, int w
                                  (uint32_t)warps_n * (uint32_t)rows * (uint32_t)d * 4u;
     at = ck_align16(at);
     l.total = combine_end > kv_end && combine_end > at ? ck_align16(combine_end) : at;
+    return l;
+}
+
+/* ---- the decode kernel's shared memory (attn_decode.cuh) ------------------------------------ */
+/* 4 warps; each warp streams its own tiles of CK_DEC_KPW keys through a private ring of CK_DEC_STAGES
+ * stages (no block barrier in the key loop). Tiles of 8 KB at D 128 (fp8 32 keys, bf16 16), three
+ * stages: ~100 KB a block, 2 blocks an SM, each warp with two tiles in flight while it computes one.
+ * Two stages and 3 blocks an SM (12 warps, one tile in flight each) measured slower (run 10 of
+ * docs/dev/cuda-decode.md: 96 against 128 KB in flight an SM). */
+#define CK_DEC_WARPS 4
+#define CK_DEC_KPW(d, fp8) ((fp8) ? ((d) <= 128 ? 32 : 16) : ((d) <= 64 ? 32 : 16))
+#define CK_DEC_STAGES(d, fp8) ((d) == 64 && (fp8) ? 4 : (d) == 256 && !(fp8) ? 2 : 3)
+
+typedef struct ck_dec_layout {
+    uint32_t ring, addr, scl, meta, combine, total;
+} ck_dec_layout_t;
+
+static inline CK_HD ck_dec_layout_t ck_dec_layout(int d, int fp8)
+{
+    ck_dec_layout_t l;
+    const uint32_t kpw = (uint32_t)CK_DEC_KPW(d, fp8), st = (uint32_t)CK_DEC_STAGES(d, fp8), w = CK_DEC_WARPS;
+    const uint32_t row = (uint32_t)d * (fp8 ? 1u : 2u);
+    uint32_t at = 0;
+    l.ring = at; at += w * st * 2u * kpw * row;  /* [warp][stage][K|V][kpw][row bytes], chunks swizzled */
+    l.addr = at; at += w * kpw * 16u;            /* [warp][kpw] {K row address, V row address} */
+    l.scl = at;  at += fp8 ? w * st * kpw * 8u : 0u; /* [warp][stage][kpw] {k scale, v scale} */
+    l.meta = at; at += w * st * 8u;              /* [warp][stage] {absent-key bits, largest |v scale|} */
+    /* after the loop: m, l per (warp, row), acc [warp][16 rows][d] f32, merge weights, from 0 */
+    l.combine = 0;
+    const uint32_t combine_end = 2u * w * 16u * 4u + w * 16u * (uint32_t)d * 4u;
+    l.total = ck_align16(at > combine_end ? at : combine_end);
     return l;
 }
 

@@ -1,12 +1,15 @@
 /* merge.cu — merging partial attention states.
  *   ck_merge_states: the merge_states op, n (<= CK_MERGE_MAX_STATES) states of any layout and format.
- *   ck_attn_split_merge: the split-KV partials of the decode kernel, one block per row tile.
+ *   ck_attn_split_merge: the split-KV partials of a decode row tile, one block each (split_merge.cuh;
+ *   the decode kernel itself merges in the last block of a row tile, so this runs only for lists
+ *   of items whose counters are not available).
  * m = max lse_i, w_i = e^{lse_i - m}, o = sum w_i o_i / sum w_i, lse = m + ln sum w_i; all states empty
  * gives (0, -inf). A state of weight 0 is never read (its o may be poison). Sinks once, after: the
  * normaliser gains e^{sink - m}. One thread owns each output element and reads every state's element
  * before writing it, and the row's LSE is written after a barrier, so out (and out_lse) may alias a
  * state (an in-place merge). */
 #include "ck_common.cuh"
+#include "split_merge.cuh"
 
 extern "C" __global__ void __launch_bounds__(128) ck_merge_states(const __grid_constant__ ck_merge_args_t a)
 {
@@ -49,47 +52,6 @@ extern "C" __global__ void __launch_bounds__(128) ck_merge_states(const __grid_c
 
 extern "C" __global__ void __launch_bounds__(128) ck_attn_split_merge(const __grid_constant__ ck_attn_args_t a)
 {
-    __shared__ float wts[CK_SPLIT_ROWS][CK_MAX_SPLITS];
-    const ck_work_item_t it = a.items[blockIdx.x];
-    const int64_t seq = it.seq;
-    const int64_t q_begin = ck_clamp(a.qsl[seq * a.qsl_st], 0, a.num_tokens);
-    const int64_t q_end = ck_clamp(a.qsl[(seq + 1) * a.qsl_st], q_begin, a.num_tokens);
-    const int hc = it.head_count, ns = min(it.num_splits, CK_MAX_SPLITS);
-    const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / hc), q_end - q_begin - it.q_first);
-    if (ntok <= 0) return;
-    const int nrows = (int)ntok * hc;
-    const int hbase = it.kv_head * a.group + it.head_first;
-    const int64_t tok0 = q_begin + it.q_first;
-    const float *plse = a.part_lse + (int64_t)it.part_index * CK_SPLIT_ROWS;
-    const float *po = a.part_o + (int64_t)it.part_index * CK_SPLIT_ROWS * a.dv;
-
-    if (threadIdx.x < nrows) {
-        const int row = threadIdx.x;
-        const int64_t tok = tok0 + row / hc;
-        const int h = hbase + row % hc;
-        float m = -CK_INF;
-        for (int s = 0; s < ns; s++) m = fmaxf(m, plse[s * CK_SPLIT_ROWS + row]);
-        float sum = 0.0f, lse = -CK_INF, post = 0.0f;
-        if (m != -CK_INF) {
-            for (int s = 0; s < ns; s++) sum += expf(plse[s * CK_SPLIT_ROWS + row] - m);
-            lse = m + logf(sum);
-            float den = sum;
-            if (a.sinks) den += expf(a.sinks[h * a.sinks_st] - m);
-            post = 1.0f / den;
-        }
-        for (int s = 0; s < ns; s++) wts[row][s] = m == -CK_INF ? 0.0f : expf(plse[s * CK_SPLIT_ROWS + row] - m) * post;
-        if (a.lse) a.lse[tok * a.lse_st[0] + (int64_t)h * a.lse_st[1]] = lse;
-    }
-    __syncthreads();
-    for (int idx = threadIdx.x; idx < nrows * a.dv; idx += blockDim.x) {
-        const int row = idx / a.dv, c = idx - row * a.dv;
-        float o = 0.0f;
-        for (int s = 0; s < ns; s++) {
-            const float ws = wts[row][s];
-            if (ws != 0.0f) o += ws * po[((int64_t)s * CK_SPLIT_ROWS + row) * a.dv + c];
-        }
-        const int64_t tok = tok0 + row / hc;
-        const int h = hbase + row % hc;
-        ck_store(a.out, tok * a.out_st[0] + (int64_t)h * a.out_st[1] + c, a.out_dtype, o);
-    }
+    __shared__ float wts[CK_SPLIT_ROWS * CK_MAX_SPLITS];
+    ck_split_merge_rows(a, a.items[blockIdx.x], wts);
 }

@@ -1,0 +1,565 @@
+/* attn_decode.cuh — paged decode attention on the tensor cores, keys in the M dimension.
+ *
+ * A block is one (request, KV head, key split) row tile: up to 16 rows = (token, query head) pairs of
+ * one KV head (decode: the GQA group of one token). With so few rows the products are computed
+ * transposed, S^T = K Q^T and O^T = V^T P^T (mma m16n8k16: 16 keys or 16 dims x 8 rows x 16), so a
+ * key costs half the mma, exp and softmax work of the 16-row prefill form (half of an n-tile of 8
+ * rows is padding at GQA 4, against three quarters of an m-tile of 16). Q^T's fragments stay in
+ * registers for the whole block.
+ *
+ * Each of the 4 warps streams its own tiles of KPW keys (warp w takes tiles w, w + 4, ...) through a
+ * private ring of cp.async stages: a lane looks up one key's block (block ids a tile ahead), the
+ * warp publishes the tile's row addresses through shared memory and copies the rows in 16-byte
+ * chunks, XOR-swizzled so ldmatrix reads them without bank conflicts. No block barrier in the key
+ * loop; the warps' (m, l, acc) are combined through shared memory at the end.
+ *
+ * fp8 caches land raw and are widened in registers: K by ldmatrix of the bytes + one cvt per pair
+ * (the QK^T product is f16 x f16, exact widening; Q in f16 times a power of two, qmul, keeping it in
+ * range; Q's columns permuted within each 16 to match the bytes a lane holds), V by ldmatrix.trans +
+ * one prmt per register to pair two keys of a dim. Scales: per tensor folded into the score scale
+ * and the final output; per (block, KV head) K's scale multiplies the scores and V's the
+ * probabilities, divided by the warp's running largest |V scale| so P stays <= 1 in f16.
+ *
+ * Softmax: scores in the log2 domain; a row's reference maximum only moves when some lane sees a
+ * larger score (a warp vote), so most tiles pay no shuffles and no rescale; the row sums stay
+ * per lane until the end.
+ *
+ * Split-KV: each split writes its partial (o, lse); the last block of a row tile to finish (an
+ * atomic count per row tile, reset by that block) merges them, so there is no second launch.
+ */
+#ifndef ATTNRT_ATTN_DECODE_CUH
+#define ATTNRT_ATTN_DECODE_CUH
+
+#include "attn_mma.cuh"
+#include "split_merge.cuh"
+
+/* Both fp8 pairs of a register widened to f16x2 (lo: bytes 0-1, hi: bytes 2-3). sm_89+: the 32-bit
+ * register split into its 16-bit halves in PTX, so no shift is spent on the high pair. */
+template <bool E4M3> __device__ __forceinline__ void ck_fp8x4_to_h2x2(uint32_t x, uint32_t &lo, uint32_t &hi)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    if (E4M3)
+        asm("{ .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e4m3x2 %0, l;\n cvt.rn.f16x2.e4m3x2 %1, h;\n}"
+            : "=r"(lo), "=r"(hi) : "r"(x));
+    else
+        asm("{ .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e5m2x2 %0, l;\n cvt.rn.f16x2.e5m2x2 %1, h;\n}"
+            : "=r"(lo), "=r"(hi) : "r"(x));
+#else
+    lo = ck_fp8x2_to_h2bits((uint16_t)(x & 0xffffu), E4M3);
+    hi = ck_fp8x2_to_h2bits((uint16_t)(x >> 16), E4M3);
+#endif
+}
+
+__device__ __forceinline__ uint32_t ck_movmatrix_trans(uint32_t x)
+{
+    uint32_t y;
+    asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+    return y;
+}
+
+/* The item of this block: from the plan's list, or derived from blockIdx.x (see ck_attn_args_t). */
+__device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
+{
+    if (a.items) return a.items[blockIdx.x];
+    ck_work_item_t it;
+    const int ns = a.dec_splits, tile = (int)blockIdx.x / ns;
+    it.split = (int)blockIdx.x - tile * ns;
+    it.seq = tile / a.hkv;
+    it.kv_head = tile - it.seq * a.hkv;
+    it.q_first = 0;
+    it.head_first = 0;
+    it.head_count = a.group;
+    it.num_splits = ns;
+    it.part_index = ns > 1 ? tile * ns : -1;
+    return it;
+}
+
+template <typename T, bool FP8, int D, int NR, bool E4M3>
+__device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
+{
+    constexpr int NW = CK_DEC_WARPS, KPW = CK_DEC_KPW(D, FP8), STAGES = CK_DEC_STAGES(D, FP8);
+    constexpr int ES = FP8 ? 1 : 2, ROWB = D * ES, CPR = ROWB / 16; /* bytes, 16-byte chunks a row */
+    constexpr int MT = KPW / 16, MO = D / 16;                        /* key m-tiles a tile, dim m-tiles */
+    constexpr int TILEB = 2 * KPW * ROWB;                            /* one stage: K rows then V rows */
+    static_assert(KPW % 16 == 0 && KPW <= 32 && 32 % CPR == 0 && KPW % (32 / CPR) == 0, "tile shape");
+    typedef typename ck_qk_type<T, FP8>::type TK; /* QK^T operands */
+    typedef typename ck_qk_type<T, FP8>::type TP; /* PV operands: f16 for fp8 (V widened to f16), else T */
+
+    extern __shared__ __align__(16) unsigned char smem[];
+    const ck_dec_layout_t lay = ck_dec_layout(D, FP8);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
+    unsigned char *ring = smem + lay.ring + warp * STAGES * TILEB;
+    ulonglong2 *addr = (ulonglong2 *)(smem + lay.addr) + warp * KPW;
+    float2 *scl = (float2 *)(smem + lay.scl) + warp * STAGES * KPW;
+    uint2 *meta = (uint2 *)(smem + lay.meta) + warp * STAGES; /* {absent bits, largest |v scale| bits} */
+
+    const int64_t seq = it.seq;
+    const int64_t q_begin = ck_clamp(a.qsl[seq * a.qsl_st], 0, a.num_tokens);
+    const int64_t q_end = ck_clamp(a.qsl[(seq + 1) * a.qsl_st], q_begin, a.num_tokens);
+    const int64_t L = q_end - q_begin;
+    const int64_t S = ck_clamp(a.seq_lens[seq * a.sl_st], 0, a.bt_cols * a.block_size);
+    const int hc = it.head_count;
+    const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / hc), L - it.q_first);
+    const int nrows = (int)ntok * hc;
+    const int kvh = it.kv_head, hbase = kvh * a.group + it.head_first;
+    const int64_t tok0 = q_begin + it.q_first, pq0 = S - L + it.q_first;
+    const int64_t wl = a.window_left, wr = a.window_right;
+
+    int64_t lo, hi, unused;
+    ck_key_range(pq0, S, a.causal, wl, wr, &lo, &unused);
+    ck_key_range(pq0 + ntok - 1, S, a.causal, wl, wr, &unused, &hi);
+    int64_t kbeg = lo, kend = hi;
+    if (it.num_splits > 1) { /* split s of n: whole block tiles, the last split takes the rest */
+        constexpr int BT = NW * KPW;
+        const int64_t nkeys = hi >= lo ? hi - lo + 1 : 0;
+        const int64_t chunk = ((nkeys + it.num_splits - 1) / it.num_splits + BT - 1) / BT * BT;
+        kbeg = lo + (int64_t)it.split * chunk;
+        kend = min(hi, kbeg + chunk - 1);
+    }
+    /* this warp's tiles: keys kbeg + (warp + NW j) KPW .. + KPW - 1, j < n_j */
+    const int64_t n_all = kend >= kbeg ? (kend - kbeg + KPW) / KPW : 0;
+    const int n_j = n_all > warp ? (int)((n_all - warp + NW - 1) / NW) : 0;
+
+    /* Block id of this lane's key (lane < KPW) of the warp's next tile to look up; (logical block, row)
+     * advance by (STEP / bs, STEP % bs) a tile from one division at the start. */
+    constexpr int64_t STEP = (int64_t)NW * KPW;
+    const int64_t bsz = a.block_size, step_lb = STEP / bsz, step_r = STEP - step_lb * bsz;
+    const int64_t key_first = kbeg + (int64_t)warp * KPW + lane;
+    int64_t cur_lb = ck_div_bs(key_first, bsz), cur_r = key_first - cur_lb * bsz, cur_key = key_first;
+    /* ld.global.nc in a volatile asm: issued where it stands (two tiles before its use), not sunk by
+     * the compiler past the cp.async wait to just before the copies that need it */
+    auto bt_load = [&](int32_t &r_out) -> int32_t {
+        const int64_t lb = cur_lb, key = cur_key;
+        r_out = (int32_t)cur_r;
+        cur_key += STEP;
+        cur_lb += step_lb;
+        cur_r += step_r;
+        if (cur_r >= bsz) {
+            cur_r -= bsz;
+            cur_lb++;
+        }
+        int32_t b = -1;
+        if (lane < KPW && key <= kend)
+            asm volatile("ld.global.nc.b32 %0, [%1];" : "=r"(b) : "l"(a.block_table + seq * a.bt_st[0] + lb * a.bt_st[1]));
+        return b;
+    };
+    const bool kpk = FP8 && a.k_scale && (a.ks_st[0] | a.ks_st[1]); /* per-key K / V scales */
+    const bool vpk = FP8 && a.v_scale && (a.vs_st[0] | a.vs_st[1]);
+    /* Row addresses of a tile into addr (0: absent), its scales into stage st, its absent bits and
+     * largest |v scale| into meta[st]; then the copies into stage st. Warp-collective. */
+    const int cp_ch = lane % CPR, cp_r0 = lane / CPR;
+    const bool cp_k = cp_ch < a.dqk * ES / 16, cp_v = cp_ch < a.dv * ES / 16;
+    auto sw = [](int row) -> int { return CPR >= 8 ? row & 7 : (row >> 1) & 3; };
+    auto fetch = [&](int st, int jt, int32_t blk, int32_t r, bool real) {
+        __syncwarp(); /* every lane is done with stage st (and its scales) from the last tile */
+        if (real) {
+            uint64_t kp = 0, vp = 0;
+            float ksv = 1.0f, vsv = 0.0f;
+            const int64_t key = kbeg + (int64_t)(warp + NW * jt) * KPW + lane;
+            if (lane < KPW && key <= kend && blk >= 0 && blk < a.num_blocks) {
+                kp = (uint64_t)(uintptr_t)a.kc + (uint64_t)(((int64_t)blk * a.kc_st[0] + r * a.kc_st[1] + kvh * a.kc_st[2]) * ES);
+                vp = (uint64_t)(uintptr_t)a.vc + (uint64_t)(((int64_t)blk * a.vc_st[0] + r * a.vc_st[1] + kvh * a.vc_st[2]) * ES);
+                if (kpk) ksv = a.k_scale[(int64_t)blk * a.ks_st[0] + kvh * a.ks_st[1]];
+                if (vpk) vsv = a.v_scale[(int64_t)blk * a.vs_st[0] + kvh * a.vs_st[1]];
+            }
+            const uint32_t absent = __ballot_sync(0xffffffffu, kp == 0) & (KPW == 32 ? ~0u : (1u << KPW) - 1u);
+            const bool skip_k = !cp_k, skip_v = !cp_v; /* pad chunks: zero-filled, never read */
+            if (lane < KPW) {
+                addr[lane] = make_ulonglong2(kp, vp);
+                if (FP8) scl[st * KPW + lane] = make_float2(ksv, vsv);
+            }
+            uint32_t vmax = 0;
+            if (vpk) vmax = __reduce_max_sync(0xffffffffu, __float_as_uint(fabsf(vsv)));
+            if (lane == 0) meta[st] = make_uint2(absent, vmax);
+            __syncwarp();
+            const uint32_t kdst = ck_smem(ring + st * TILEB), vdst = kdst + KPW * ROWB;
+#pragma unroll
+            for (int i = 0; i < KPW / (32 / CPR); i++) {
+                const int row = cp_r0 + i * (32 / CPR);
+                const ulonglong2 p = addr[row];
+                const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
+                const bool gone = (absent >> row) & 1u;
+                ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(p.x + cp_ch * 16), gone || skip_k);
+                ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(p.y + cp_ch * 16), gone || skip_v);
+            }
+        }
+        ck_cp_async_commit();
+        __syncwarp(); /* addr is rewritten by the next call */
+    };
+
+    /* Q^T fragments (B operand, k = dims, n = rows): row nr * 8 + g, dims of k-step kk: fp8 4t4 .. 4t4+3
+     * (K's byte order), else 2t4, 2t4+1 and 2t4+8, 2t4+9. Zeros past the rows and dqk. */
+    float qv[NR][MO][4];
+#pragma unroll
+    for (int nr = 0; nr < NR; nr++) {
+        const int row = nr * 8 + g;
+        const int64_t qbase = (tok0 + row / hc) * a.q_st[0] + (int64_t)(hbase + row % hc) * a.q_st[1];
+#pragma unroll
+        for (int kk = 0; kk < MO; kk++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int d = kk * 16 + (FP8 ? 4 * t4 + e : 2 * t4 + (e & 1) + (e >> 1) * 8);
+                qv[nr][kk][e] = row < nrows && d < a.dqk ? ck_load(a.q, qbase + d, a.q_dtype) : 0.0f;
+            }
+    }
+    /* fp8: Q times qmul, a power of two bringing the largest finite |q| to [2^13, 2^14) (the warp holds
+     * all of Q, so one reduction); scores are divided by it again through the scale. */
+    float qmul = 1.0f;
+    if (FP8) {
+        uint32_t my_exp = 0;
+#pragma unroll
+        for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+            for (int kk = 0; kk < MO; kk++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const uint32_t ex = (__float_as_uint(qv[nr][kk][e]) >> 23) & 0xffu;
+                    if (ex < 255u) my_exp = max(my_exp, ex);
+                }
+        const uint32_t e = __reduce_max_sync(0xffffffffu, my_exp);
+        if (e > 0) {
+            const int k = (int)e - 140;
+            qmul = __uint_as_float((uint32_t)min(max(127 - k, 1), 187) << 23);
+        }
+    }
+    uint32_t qf[NR][MO][2];
+#pragma unroll
+    for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+        for (int kk = 0; kk < MO; kk++) {
+            qf[nr][kk][0] = ck_pack2<TK>(qv[nr][kk][0] * qmul, qv[nr][kk][1] * qmul);
+            qf[nr][kk][1] = ck_pack2<TK>(qv[nr][kk][2] * qmul, qv[nr][kk][3] * qmul);
+        }
+
+    /* This lane's rows nr * 8 + 2t4 + c: position, key range, ALiBi slope. */
+    int64_t rlo[NR][2], rhi[NR][2], rpq[NR][2];
+    float slope[NR][2];
+#pragma unroll
+    for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+        for (int c = 0; c < 2; c++) {
+            const int row = nr * 8 + 2 * t4 + c;
+            rpq[nr][c] = pq0 + row / hc;
+            ck_key_range(rpq[nr][c], S, a.causal, wl, wr, &rlo[nr][c], &rhi[nr][c]);
+            if (row >= nrows) {
+                rlo[nr][c] = 1;
+                rhi[nr][c] = 0;
+            }
+            slope[nr][c] = a.alibi && row < nrows ? a.alibi[(int64_t)(hbase + row % hc) * a.alibi_st] : 0.0f;
+        }
+    int64_t all_lo, all_hi; /* a tile inside [all_lo, all_hi] with every key present needs no mask */
+    ck_key_range(pq0 + ntok - 1, S, a.causal, wl, wr, &all_lo, &unused);
+    ck_key_range(pq0, S, a.causal, wl, wr, &unused, &all_hi);
+    const bool plain = !(a.softcap > 0.0f) && !a.alibi;
+    float sc_mul = a.scale / qmul; /* per tensor K scale folded in */
+    if (FP8 && a.k_scale && !kpk) sc_mul *= a.k_scale[0];
+    const float scale2 = sc_mul * CK_LOG2E;
+    constexpr bool e4m3 = E4M3; /* a template flag: one cvt form in the hot loop, not a select of two */
+
+    /* Pipeline prologue: tiles 0 .. STAGES-2 in flight, the block ids of tiles STAGES-1 and STAGES
+     * loaded (each is loaded two tiles before its copies are issued). */
+    {
+        int32_t b0[STAGES - 1], r0[STAGES - 1];
+#pragma unroll
+        for (int j = 0; j < STAGES - 1; j++) b0[j] = bt_load(r0[j]);
+#pragma unroll
+        for (int j = 0; j < STAGES - 1; j++) fetch(j, j, b0[j], r0[j], j < n_j);
+    }
+    int32_t r_n, r_nn;
+    int32_t blk_n = bt_load(r_n), blk_nn = bt_load(r_nn);
+
+    float o[MO][NR][4];
+#pragma unroll
+    for (int m = 0; m < MO; m++)
+#pragma unroll
+        for (int nr = 0; nr < NR; nr++) o[m][nr][0] = o[m][nr][1] = o[m][nr][2] = o[m][nr][3] = 0.0f;
+    float m_r[NR][2], l_r[NR][2];
+#pragma unroll
+    for (int nr = 0; nr < NR; nr++) m_r[nr][0] = m_r[nr][1] = -CK_INF, l_r[nr][0] = l_r[nr][1] = 0.0f;
+    float vu = 0.0f; /* per-key V scales: the warp's running largest |v scale| (o = vu * acc) */
+
+    int st = 0, st_f = STAGES - 1;
+    for (int j = 0; j < n_j; j++) {
+        /* refill the stage consumed last iteration with tile j + STAGES - 1; look up tile j + STAGES + 1 */
+        fetch(st_f, j + STAGES - 1, blk_n, r_n, j + STAGES - 1 < n_j);
+        blk_n = blk_nn;
+        r_n = r_nn;
+        blk_nn = bt_load(r_nn);
+        ck_cp_async_wait<STAGES - 1>();
+        __syncwarp();
+
+        const int64_t k0 = kbeg + (int64_t)(warp + NW * j) * KPW;
+        const uint2 mt_info = meta[st];
+        const bool interior = mt_info.x == 0u && k0 >= all_lo && k0 + KPW - 1 <= all_hi;
+        const uint32_t rbase = ck_smem(ring + st * TILEB), vbase = rbase + KPW * ROWB;
+
+        /* S^T = K Q^T: per m-tile of 16 keys, ldmatrix.x4 of 16 key rows x 32 bytes (fp8: two k-steps,
+         * bytes of 4t4..4t4+3 per lane widened by two cvt each; 16-bit: one k-step). */
+        float s[MT][NR][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+            for (int nr = 0; nr < NR; nr++) s[mt][nr][0] = s[mt][nr][1] = s[mt][nr][2] = s[mt][nr][3] = 0.0f;
+            const int krow = mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+            for (int cp = 0; cp < CPR / 2; cp++) {
+                uint32_t kr[4];
+                ck_ldmatrix_x4(kr, rbase + krow * ROWB + (((cp * 2 + (lane >> 4)) ^ sw(krow)) * 16));
+                if (FP8) {
+#pragma unroll
+                    for (int h = 0; h < 2; h++) { /* k-step 2cp + h: kr[2h] keys 0-7, kr[2h+1] keys 8-15 */
+                        uint32_t af[4]; /* a0 / a2: keys 0-7 lo / hi pair, a1 / a3: keys 8-15 */
+                        ck_fp8x4_to_h2x2<e4m3>(kr[2 * h], af[0], af[2]);
+                        ck_fp8x4_to_h2x2<e4m3>(kr[2 * h + 1], af[1], af[3]);
+#pragma unroll
+                        for (int nr = 0; nr < NR; nr++)
+                            ck_mma16816<__half>(s[mt][nr], af, qf[nr][cp * 2 + h][0], qf[nr][cp * 2 + h][1]);
+                    }
+                } else {
+#pragma unroll
+                    for (int nr = 0; nr < NR; nr++) ck_mma16816<T>(s[mt][nr], kr, qf[nr][cp][0], qf[nr][cp][1]);
+                }
+            }
+        }
+
+        /* Scores (log2 domain) and the row maxima. s[mt][nr][e]: key mt*16 + g + 8(e>>1), row nr*8 + 2t4 + (e&1). */
+        float kscl[MT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) kscl[mt][h] = kpk ? scl[st * KPW + mt * 16 + g + 8 * h].x : 1.0f;
+        if (plain && interior) {
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) s[mt][nr][e] *= scale2 * kscl[mt][e >> 1];
+        } else {
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int jk = mt * 16 + g + 8 * (e >> 1), c = e & 1;
+                        const int64_t key = k0 + jk;
+                        float x = s[mt][nr][e] * (sc_mul * kscl[mt][e >> 1]);
+                        if (a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
+                        if (a.alibi) x -= slope[nr][c] * (float)(rpq[nr][c] > key ? rpq[nr][c] - key : key - rpq[nr][c]);
+                        x *= CK_LOG2E;
+                        if (!interior && (((mt_info.x >> jk) & 1u) || key < rlo[nr][c] || key > rhi[nr][c])) x = -CK_INF;
+                        s[mt][nr][e] = x;
+                    }
+        }
+        float lm[NR][2];
+        bool up = false;
+#pragma unroll
+        for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+                float x = -CK_INF;
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) x = fmaxf(x, fmaxf(s[mt][nr][c], s[mt][nr][c + 2]));
+                lm[nr][c] = x;
+                up |= x > m_r[nr][c];
+            }
+        /* per-key V scales: a tile whose largest |v scale| passes the warp's running one rescales acc */
+        float ofac = 1.0f;
+        if (vpk) {
+            const float tv = __uint_as_float(mt_info.y);
+            if (tv > vu) { /* warp-uniform */
+                ofac = vu / tv;
+                vu = tv;
+            }
+        }
+        if (__any_sync(0xffffffffu, up) || ofac != 1.0f) {
+            float alpha[NR][2];
+#pragma unroll
+            for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+                    float x = lm[nr][c];
+                    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 4));
+                    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 8));
+                    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 16));
+                    const float m_new = fmaxf(m_r[nr][c], x);
+                    const float u_old = m_r[nr][c] == -CK_INF ? 0.0f : m_r[nr][c];
+                    const float u_new = m_new == -CK_INF ? 0.0f : m_new;
+                    alpha[nr][c] = m_r[nr][c] == -CK_INF ? 0.0f : ck_exp2(u_old - u_new);
+                    m_r[nr][c] = m_new;
+                    l_r[nr][c] *= alpha[nr][c];
+                }
+#pragma unroll
+            for (int m = 0; m < MO; m++)
+#pragma unroll
+                for (int nr = 0; nr < NR; nr++) {
+                    o[m][nr][0] *= alpha[nr][0] * ofac;
+                    o[m][nr][1] *= alpha[nr][1] * ofac;
+                    o[m][nr][2] *= alpha[nr][0] * ofac;
+                    o[m][nr][3] *= alpha[nr][1] * ofac;
+                }
+        }
+        float mu[NR][2];
+#pragma unroll
+        for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+            for (int c = 0; c < 2; c++) mu[nr][c] = m_r[nr][c] == -CK_INF ? 0.0f : m_r[nr][c];
+        float vw[MT][2];
+        const float vinv = vu > 0.0f ? 1.0f / vu : 0.0f; /* vu 0: every v scale so far is 0 */
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) vw[mt][h] = vpk ? scl[st * KPW + mt * 16 + g + 8 * h].y * vinv : 1.0f;
+
+        /* P, then O^T += V^T P^T per m-tile of 16 keys: P^T's B fragments by movmatrix of P's packed
+         * accumulators (key-major -> row-major). */
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            uint32_t pb[NR][2];
+#pragma unroll
+            for (int nr = 0; nr < NR; nr++) {
+                float p[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    p[e] = ck_exp2(s[mt][nr][e] - mu[nr][e & 1]);
+                    l_r[nr][e & 1] += p[e];
+                }
+                if (vpk) {
+                    p[0] *= vw[mt][0];
+                    p[1] *= vw[mt][0];
+                    p[2] *= vw[mt][1];
+                    p[3] *= vw[mt][1];
+                }
+                pb[nr][0] = ck_movmatrix_trans(ck_pack2<TP>(p[0], p[1]));
+                pb[nr][1] = ck_movmatrix_trans(ck_pack2<TP>(p[2], p[3]));
+            }
+            if (FP8) {
+                /* ldmatrix.trans of raw V: lane (g, t4) gets bytes 2g, 2g+1 of keys 2t4, 2t4+1; prmt pairs
+                 * the keys per dim: A rows g / g+8 of m-tile c are dims c*16 + 2g / 2g+1. */
+                const int vrow = mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+                for (int cp = 0; cp < CPR / 2; cp++) {
+                    uint32_t vr[4];
+                    ck_ldmatrix_x4_trans(vr, vbase + vrow * ROWB + (((cp * 2 + (lane >> 4)) ^ sw(vrow)) * 16));
+#pragma unroll
+                    for (int h = 0; h < 2; h++) { /* dim chunk 2cp + h: vr[2h] keys 0-7, vr[2h+1] keys 8-15 */
+                        uint32_t p0, p1;
+                        asm("prmt.b32 %0, %1, 0, 0x3120;" : "=r"(p0) : "r"(vr[2 * h]));
+                        asm("prmt.b32 %0, %1, 0, 0x3120;" : "=r"(p1) : "r"(vr[2 * h + 1]));
+                        uint32_t af[4]; /* a0 / a1: keys 0-7 dims 2g / 2g+1, a2 / a3: keys 8-15 */
+                        ck_fp8x4_to_h2x2<e4m3>(p0, af[0], af[1]);
+                        ck_fp8x4_to_h2x2<e4m3>(p1, af[2], af[3]);
+#pragma unroll
+                        for (int nr = 0; nr < NR; nr++) ck_mma16816<__half>(o[cp * 2 + h][nr], af, pb[nr][0], pb[nr][1]);
+                    }
+                }
+            } else {
+                /* ldmatrix.trans of 16-bit V: matrices (keys 0-7, dims 0-7 / 8-15), (keys 8-15, ...) */
+                const int vrow = mt * 16 + (lane & 7) + (lane >> 4) * 8;
+#pragma unroll
+                for (int m = 0; m < MO; m++) {
+                    uint32_t vr[4];
+                    ck_ldmatrix_x4_trans(vr, vbase + vrow * ROWB + (((m * 2 + ((lane >> 3) & 1)) ^ sw(vrow)) * 16));
+#pragma unroll
+                    for (int nr = 0; nr < NR; nr++) ck_mma16816<T>(o[m][nr], vr, pb[nr][0], pb[nr][1]);
+                }
+            }
+        }
+        st = st + 1 == STAGES ? 0 : st + 1;
+        st_f = st_f + 1 == STAGES ? 0 : st_f + 1;
+    }
+    ck_cp_async_wait<0>(); /* only empty groups can be left; the ring is reused below */
+
+    /* Combine the warps: m (log2 domain), l, acc through shared memory, then one thread an element. */
+    float lsum[NR][2];
+#pragma unroll
+    for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+        for (int c = 0; c < 2; c++) {
+            float x = l_r[nr][c];
+            x += __shfl_xor_sync(0xffffffffu, x, 4);
+            x += __shfl_xor_sync(0xffffffffu, x, 8);
+            x += __shfl_xor_sync(0xffffffffu, x, 16);
+            lsum[nr][c] = x;
+        }
+    float ofin = 1.0f; /* the V scale still owed to the accumulators */
+    if (FP8) ofin = vpk ? vu : a.v_scale ? a.v_scale[0] : 1.0f;
+    __syncthreads();
+    float *cm = (float *)(smem + lay.combine), *cl = cm + NW * 16, *co = cl + NW * 16;
+#pragma unroll
+    for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+        for (int c = 0; c < 2; c++) {
+            const int row = nr * 8 + 2 * t4 + c;
+            if (g == 0) {
+                cm[warp * 16 + row] = m_r[nr][c];
+                cl[warp * 16 + row] = lsum[nr][c];
+            }
+#pragma unroll
+            for (int m = 0; m < MO; m++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int d = FP8 ? m * 16 + 2 * g + h : m * 16 + g + 8 * h;
+                    co[(warp * 16 + row) * D + d] = o[m][nr][2 * h + c] * ofin;
+                }
+        }
+    __syncthreads();
+    for (int idx = tid; idx < nrows * a.dv; idx += NW * 32) {
+        const int row = idx / a.dv, c = idx - row * a.dv;
+        float mm = -CK_INF;
+#pragma unroll
+        for (int w = 0; w < NW; w++) mm = fmaxf(mm, cm[w * 16 + row]);
+        float l = 0.0f, acc = 0.0f;
+        if (mm != -CK_INF) {
+#pragma unroll
+            for (int w = 0; w < NW; w++) {
+                const float mw = cm[w * 16 + row];
+                if (mw == -CK_INF) continue; /* that warp saw no key: its acc holds nothing */
+                const float f = exp2f(mw - mm);
+                l += cl[w * 16 + row] * f;
+                acc += co[(w * 16 + row) * D + c] * f;
+            }
+        }
+        mma_emit<CK_SPLIT_ROWS>(a, it, tok0, hbase, row, c, acc, mm * CK_LN2, l);
+        if (c == 0) mma_emit_lse<CK_SPLIT_ROWS>(a, it, tok0, hbase, row, mm * CK_LN2, l);
+    }
+
+    /* Split-KV: the last block of the row tile to get here merges the partials and resets the count. */
+    if (it.num_splits > 1 && a.split_count) {
+        __shared__ int last;
+        __threadfence(); /* this block's partials, device-wide, before its arrival is counted */
+        __syncthreads();
+        if (tid == 0) last = atomicAdd(a.split_count + it.part_index, 1u) == (uint32_t)it.num_splits - 1u;
+        __syncthreads();
+        if (!last) return;
+        __threadfence(); /* the other splits' partials are read after their arrivals */
+        ck_split_merge_rows(a, it, (float *)smem);
+        if (tid == 0) a.split_count[it.part_index] = 0u;
+    }
+}
+
+/* NR = 1 (rows <= 8: one n-tile, every GQA group up to 8 at one token) or 2; picked per block. */
+template <typename T, bool FP8, int D> __device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
+{
+    const ck_work_item_t it = dec_item(a);
+    const int64_t seq = it.seq;
+    const int64_t q_begin = ck_clamp(a.qsl[seq * a.qsl_st], 0, a.num_tokens);
+    const int64_t q_end = ck_clamp(a.qsl[(seq + 1) * a.qsl_st], q_begin, a.num_tokens);
+    const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / it.head_count), q_end - q_begin - it.q_first);
+    if (ntok <= 0) return; /* the planned rows are not in this batch (every split of the tile agrees) */
+    const bool e5 = FP8 && a.kv_dtype == CK_E5M2;
+    if (ntok * it.head_count <= 8) {
+        if (e5)
+            attn_decode<T, FP8, D, 1, false>(a, it);
+        else
+            attn_decode<T, FP8, D, 1, FP8>(a, it);
+    } else {
+        if (e5)
+            attn_decode<T, FP8, D, 2, false>(a, it);
+        else
+            attn_decode<T, FP8, D, 2, FP8>(a, it);
+    }
+}
+
+#endif /* ATTNRT_ATTN_DECODE_CUH */
