@@ -94,10 +94,8 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     uint2 *meta = (uint2 *)(smem + lay.meta) + warp * STAGES; /* {absent bits, largest |v scale| bits} */
 
     const int64_t seq = it.seq;
-    const int64_t q_begin = ck_clamp(a.qsl[seq * a.qsl_st], 0, a.num_tokens);
-    const int64_t q_end = ck_clamp(a.qsl[(seq + 1) * a.qsl_st], q_begin, a.num_tokens);
-    const int64_t L = q_end - q_begin;
-    const int64_t S = ck_clamp(a.seq_lens[seq * a.sl_st], 0, a.bt_cols * a.block_size);
+    const ck_request_t rq = ck_request(a, seq);
+    const int64_t q_begin = rq.q_begin, L = rq.L, S = rq.S;
     const int hc = it.head_count;
     const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / hc), L - it.q_first);
     const int nrows = (int)ntok * hc;
@@ -105,17 +103,8 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     const int64_t tok0 = q_begin + it.q_first, pq0 = S - L + it.q_first;
     const int64_t wl = a.window_left, wr = a.window_right;
 
-    int64_t lo, hi, unused;
-    ck_key_range(pq0, S, a.causal, wl, wr, &lo, &unused);
-    ck_key_range(pq0 + ntok - 1, S, a.causal, wl, wr, &unused, &hi);
-    int64_t kbeg = lo, kend = hi;
-    if (it.num_splits > 1) { /* split s of n: whole block tiles, the last split takes the rest */
-        constexpr int BT = NW * KPW;
-        const int64_t nkeys = hi >= lo ? hi - lo + 1 : 0;
-        const int64_t chunk = ((nkeys + it.num_splits - 1) / it.num_splits + BT - 1) / BT * BT;
-        kbeg = lo + (int64_t)it.split * chunk;
-        kend = min(hi, kbeg + chunk - 1);
-    }
+    int64_t kbeg, kend; /* splits cut at whole block tiles (NW x KPW keys) */
+    ck_item_keys(pq0, ntok, S, a.causal, wl, wr, it.num_splits, it.split, NW * KPW, &kbeg, &kend);
     /* this warp's tiles: keys kbeg + (warp + NW j) KPW .. + KPW - 1, j < n_j */
     const int64_t n_all = kend >= kbeg ? (kend - kbeg + KPW) / KPW : 0;
     const int n_j = n_all > warp ? (int)((n_all - warp + NW - 1) / NW) : 0;
@@ -247,7 +236,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             }
             slope[nr][c] = a.alibi && row < nrows ? a.alibi[(int64_t)(hbase + row % hc) * a.alibi_st] : 0.0f;
         }
-    int64_t all_lo, all_hi; /* a tile inside [all_lo, all_hi] with every key present needs no mask */
+    int64_t all_lo, all_hi, unused; /* a tile inside [all_lo, all_hi] with every key present needs no mask */
     ck_key_range(pq0 + ntok - 1, S, a.causal, wl, wr, &all_lo, &unused);
     ck_key_range(pq0, S, a.causal, wl, wr, &unused, &all_hi);
     const bool plain = !(a.softcap > 0.0f) && !a.alibi;
@@ -543,10 +532,8 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 template <typename T, bool FP8, int D> __device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
 {
     const ck_work_item_t it = dec_item(a);
-    const int64_t seq = it.seq;
-    const int64_t q_begin = ck_clamp(a.qsl[seq * a.qsl_st], 0, a.num_tokens);
-    const int64_t q_end = ck_clamp(a.qsl[(seq + 1) * a.qsl_st], q_begin, a.num_tokens);
-    const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / it.head_count), q_end - q_begin - it.q_first);
+    const ck_request_t rq = ck_request(a, it.seq);
+    const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / it.head_count), rq.L - it.q_first);
     if (ntok <= 0) return; /* the planned rows are not in this batch (every split of the tile agrees) */
     const bool e5 = FP8 && a.kv_dtype == CK_E5M2;
     if (ntok * it.head_count <= 8) {

@@ -140,10 +140,8 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
 
     /* The request, read on the device and clamped to the tensors. */
     const int64_t seq = it.seq;
-    const int64_t q_begin = ck_clamp(a.qsl[seq * a.qsl_st], 0, a.num_tokens);
-    const int64_t q_end = ck_clamp(a.qsl[(seq + 1) * a.qsl_st], q_begin, a.num_tokens);
-    const int64_t L = q_end - q_begin;
-    const int64_t S = ck_clamp(a.seq_lens[seq * a.sl_st], 0, a.bt_cols * a.block_size);
+    const ck_request_t rq = ck_request(a, seq);
+    const int64_t q_begin = rq.q_begin, L = rq.L, S = rq.S;
     const int hc = it.head_count;
     const int64_t ntok = min((int64_t)(ROWS / hc), L - it.q_first);
     if (ntok <= 0) return; /* the planned rows are not in this batch */
@@ -152,16 +150,8 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
     const int64_t tok0 = q_begin + it.q_first, pq0 = S - L + it.q_first;
     const int64_t wl = a.window_left, wr = a.window_right;
 
-    int64_t lo, hi, unused;
-    ck_key_range(pq0, S, a.causal, wl, wr, &lo, &unused);
-    ck_key_range(pq0 + ntok - 1, S, a.causal, wl, wr, &unused, &hi);
-    int64_t kbeg = lo, kend = hi;
-    if (it.num_splits > 1) { /* split s of n: whole tiles, the last split takes the rest */
-        const int64_t nkeys = hi >= lo ? hi - lo + 1 : 0;
-        const int64_t chunk = ((nkeys + it.num_splits - 1) / it.num_splits + BN - 1) / BN * BN;
-        kbeg = lo + (int64_t)it.split * chunk;
-        kend = min(hi, kbeg + chunk - 1);
-    }
+    int64_t kbeg, kend; /* splits cut at whole tiles */
+    ck_item_keys(pq0, ntok, S, a.causal, wl, wr, it.num_splits, it.split, BN, &kbeg, &kend);
     const int64_t n_tiles = kend >= kbeg ? (kend - kbeg + BN) / BN : 0;
 
     /* Block id of key k0 + tid (thread tid < BN), -1 past the range: loaded a tile before its offsets
@@ -387,7 +377,7 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
 
     /* A tile needs no per-element mask when every key exists and lies in every row's range: ranges grow
      * with the position, so that is [lo of the last token, hi of the first]. */
-    int64_t all_lo, all_hi;
+    int64_t all_lo, all_hi, unused;
     ck_key_range(pq0 + ntok - 1, S, a.causal, wl, wr, &all_lo, &unused);
     ck_key_range(pq0, S, a.causal, wl, wr, &unused, &all_hi);
 

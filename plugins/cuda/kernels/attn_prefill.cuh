@@ -63,10 +63,8 @@ __device__ __forceinline__ void attn_prefill(const ck_attn_args_t &a)
 
     /* The request, read on the device and clamped to the tensors (a replayed graph sees grown lengths). */
     const int64_t seq = it.seq;
-    const int64_t q_begin = ck_clamp(a.qsl[seq * a.qsl_st], 0, a.num_tokens);
-    const int64_t q_end = ck_clamp(a.qsl[(seq + 1) * a.qsl_st], q_begin, a.num_tokens);
-    const int64_t L = q_end - q_begin;
-    const int64_t S = ck_clamp(a.seq_lens[seq * a.sl_st], 0, a.bt_cols * a.block_size);
+    const ck_request_t rq = ck_request(a, seq);
+    const int64_t q_begin = rq.q_begin, L = rq.L, S = rq.S;
     const int hc = it.head_count;
     const int64_t ntok = min((int64_t)(ROWS / hc), L - it.q_first);
     if (ntok <= 0) return;

@@ -128,6 +128,36 @@ __device__ __forceinline__ void ck_key_range(int64_t pq, int64_t seq_len, int ca
 
 __device__ __forceinline__ int64_t ck_clamp(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
+/* The keys [*kbeg, *kend] an item's tokens pq0 .. pq0 + ntok - 1 see: the union of the first token's and the
+ * last token's ranges, cut for split `split` of `num_splits` into whole tiles of `tile` keys (the last
+ * split takes the rest). Empty when *kend < *kbeg. */
+__device__ __forceinline__ void ck_item_keys(int64_t pq0, int64_t ntok, int64_t S, int causal, int64_t wl, int64_t wr,
+                                             int num_splits, int split, int64_t tile, int64_t *kbeg, int64_t *kend)
+{
+    int64_t lo, hi, unused;
+    ck_key_range(pq0, S, causal, wl, wr, &lo, &unused);
+    ck_key_range(pq0 + ntok - 1, S, causal, wl, wr, &unused, &hi);
+    *kbeg = lo, *kend = hi;
+    if (num_splits > 1) {
+        const int64_t nkeys = hi >= lo ? hi - lo + 1 : 0;
+        const int64_t chunk = ((nkeys + num_splits - 1) / num_splits + tile - 1) / tile * tile;
+        *kbeg = lo + (int64_t)split * chunk;
+        *kend = min(hi, *kbeg + chunk - 1);
+    }
+}
+
+/* Request seq's query rows [q_begin, q_begin + L) and key count S, read on the device and clamped to the
+ * tensors (a replayed graph may see grown lengths). A: any kernel's args (qsl, seq_lens, their strides). */
+struct ck_request_t {
+    int64_t q_begin, L, S;
+};
+template <class A> __device__ __forceinline__ ck_request_t ck_request(const A &a, int64_t seq)
+{
+    const int64_t q_begin = ck_clamp(a.qsl[seq * a.qsl_st], 0, a.num_tokens);
+    const int64_t q_end = ck_clamp(a.qsl[(seq + 1) * a.qsl_st], q_begin, a.num_tokens);
+    return {q_begin, q_end - q_begin, ck_clamp(a.seq_lens[seq * a.sl_st], 0, a.bt_cols * a.block_size)};
+}
+
 /* ---- PTX wrappers --------------------------------------------------------------------------- */
 __device__ __forceinline__ uint32_t ck_smem(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 

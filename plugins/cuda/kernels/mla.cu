@@ -38,10 +38,8 @@ extern "C" __global__ void __launch_bounds__(CK_MLA_THREADS) ck_mla_simt(const _
     const ck_mla_item_t it = a.items[blockIdx.x];
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int64_t seq = it.seq;
-    const int64_t q_begin = ck_clamp(a.qsl[seq * a.qsl_st], 0, a.num_tokens);
-    const int64_t q_end = ck_clamp(a.qsl[(seq + 1) * a.qsl_st], q_begin, a.num_tokens);
-    const int64_t L = q_end - q_begin;
-    const int64_t S = ck_clamp(a.seq_lens[seq * a.sl_st], 0, a.bt_cols * a.block_size);
+    const ck_request_t rq = ck_request(a, seq);
+    const int64_t q_begin = rq.q_begin, L = rq.L, S = rq.S;
     const int hc = it.head_count;
     const int64_t ntok = min((int64_t)it.q_count, L - it.q_first);
     if (ntok <= 0) return;
@@ -210,10 +208,10 @@ extern "C" __global__ void __launch_bounds__(CK_MLA_THREADS) ck_mla_split_merge(
     const int PR = a.part_rows;
     const ck_mla_item_t it = a.items[blockIdx.x];
     const int64_t seq = it.seq;
-    const int64_t q_begin = ck_clamp(a.qsl[seq * a.qsl_st], 0, a.num_tokens);
-    const int64_t q_end = ck_clamp(a.qsl[(seq + 1) * a.qsl_st], q_begin, a.num_tokens);
+    const ck_request_t rq = ck_request(a, seq);
+    const int64_t q_begin = rq.q_begin;
     const int hc = it.head_count, ns = min(it.num_splits, CK_MLA_MAX_SPLITS);
-    const int64_t ntok = min((int64_t)it.q_count, q_end - q_begin - it.q_first);
+    const int64_t ntok = min((int64_t)it.q_count, rq.L - it.q_first);
     if (ntok <= 0) return;
     const int nrows = (int)ntok * hc;
     const int64_t tok0 = q_begin + it.q_first;

@@ -36,10 +36,8 @@ template <typename T, bool FP8> __device__ __forceinline__ void ck_mla_mma_body(
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int mt = warp & 3, half = warp >> 2, g = lane >> 2, t4 = lane & 3;
     const int64_t seq = it.seq;
-    const int64_t q_begin = ck_clamp(a.qsl[seq * a.qsl_st], 0, a.num_tokens);
-    const int64_t q_end = ck_clamp(a.qsl[(seq + 1) * a.qsl_st], q_begin, a.num_tokens);
-    const int64_t L = q_end - q_begin;
-    const int64_t S = ck_clamp(a.seq_lens[seq * a.sl_st], 0, a.bt_cols * a.block_size);
+    const ck_request_t rq = ck_request(a, seq);
+    const int64_t q_begin = rq.q_begin, L = rq.L, S = rq.S;
     const int hc = it.head_count;
     const int64_t ntok = min((int64_t)it.q_count, L - it.q_first);
     if (ntok <= 0) return;

@@ -12,10 +12,10 @@
 __device__ __forceinline__ void ck_split_merge_rows(const ck_attn_args_t &a, const ck_work_item_t &it, float *wts)
 {
     const int64_t seq = it.seq;
-    const int64_t q_begin = ck_clamp(a.qsl[seq * a.qsl_st], 0, a.num_tokens);
-    const int64_t q_end = ck_clamp(a.qsl[(seq + 1) * a.qsl_st], q_begin, a.num_tokens);
+    const ck_request_t rq = ck_request(a, seq);
+    const int64_t q_begin = rq.q_begin;
     const int hc = it.head_count, ns = min(it.num_splits, CK_MAX_SPLITS);
-    const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / hc), q_end - q_begin - it.q_first);
+    const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / hc), rq.L - it.q_first);
     if (ntok <= 0) return;
     const int nrows = (int)ntok * hc;
     const int hbase = it.kv_head * a.group + it.head_first;
