@@ -15,6 +15,7 @@
  * Query rows: r = token_in_tile * head_count + head_in_group. The key range of a split is derived on
  * the device from seq_lens (or topk), so a graph replayed with grown sequences stays correct. */
 #include "ck_common.cuh"
+#include "mla_common.cuh"
 #include "../cuda_ops12.h"
 
 __device__ __forceinline__ float ck_mla_scale_of(const ck_mla_args_t &a, int64_t block)
@@ -46,23 +47,8 @@ extern "C" __global__ void __launch_bounds__(CK_MLA_THREADS) ck_mla_simt(const _
     const int nrows = (int)ntok * hc;
     const int64_t tok0 = q_begin + it.q_first;
 
-    /* keys of the item (positions for dense, list entries for sparse) and this split's share */
-    int64_t nkeys;
-    if (a.sparse) {
-        nkeys = a.topk;
-    } else {
-        nkeys = S;
-        const int64_t last_pq = S - L + it.q_first + ntok - 1;
-        if (a.causal && last_pq + 1 < nkeys) nkeys = last_pq + 1;
-        if (nkeys < 0) nkeys = 0;
-    }
-    int64_t k_lo = 0, k_hi = nkeys;
-    if (it.num_splits > 1) {
-        int64_t chunk = (nkeys + it.num_splits - 1) / it.num_splits;
-        chunk = (chunk + CK_MLA_KC - 1) / CK_MLA_KC * CK_MLA_KC;
-        k_lo = min((int64_t)it.split * chunk, nkeys);
-        k_hi = min(k_lo + chunk, nkeys);
-    }
+    int64_t k_lo, k_hi; /* positions (dense) or list entries (sparse): this split's share */
+    ck_mla_item_keys(a, it, rq, ntok, CK_MLA_KC, &k_lo, &k_hi);
 
     /* query rows, f32 */
     for (int r = warp; r < nrows; r += CK_MLA_THREADS / 32) {

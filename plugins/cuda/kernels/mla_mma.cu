@@ -13,6 +13,7 @@
  * Dense items walk key positions (causal per row); sparse items are one token each and walk its index
  * list (negative, >= seq_len or an absent block: no key; a repeated index counts each time). */
 #include "ck_common.cuh"
+#include "mla_common.cuh"
 #include "../cuda_ops12.h"
 
 #define CK_MLA_LOG2E 1.4426950408889634f
@@ -44,22 +45,8 @@ template <typename T, bool FP8> __device__ __forceinline__ void ck_mla_mma_body(
     const int nrows = (int)ntok * hc;
     const int64_t tok0 = q_begin + it.q_first;
 
-    int64_t nkeys;
-    if (a.sparse) {
-        nkeys = a.topk;
-    } else {
-        nkeys = S;
-        const int64_t last_pq = S - L + it.q_first + ntok - 1;
-        if (a.causal && last_pq + 1 < nkeys) nkeys = last_pq + 1;
-        if (nkeys < 0) nkeys = 0;
-    }
-    int64_t k_lo = 0, k_hi = nkeys;
-    if (it.num_splits > 1) {
-        int64_t chunk = (nkeys + it.num_splits - 1) / it.num_splits;
-        chunk = (chunk + BN - 1) / BN * BN;
-        k_lo = min((int64_t)it.split * chunk, nkeys);
-        k_hi = min(k_lo + chunk, nkeys);
-    }
+    int64_t k_lo, k_hi; /* positions (dense) or list entries (sparse): this split's share */
+    ck_mla_item_keys(a, it, rq, ntok, BN, &k_lo, &k_hi);
     const int64_t n_tiles = (k_hi - k_lo + BN - 1) / BN;
     const int32_t *idx_row = a.sparse ? a.indices + tok0 * a.idx_st[0] : nullptr;
 
