@@ -213,7 +213,7 @@ static int attn_build(attnrt_context_t *ctx, const bench_options_t *o, int64_t n
     s->batch = (attnrt_batch_host_t){.struct_size = sizeof s->batch, .num_seqs = (int32_t)n, .query_start_loc = s->qsl_h,
                                      .seq_lens = s->sl_h, .block_table = s->bt_h, .block_table_stride = max_blocks};
     /* Decode reads every block of its requests once, in table order: the paged-read ceiling's walk.
-       Whole 64-byte lines only (the ceiling's loads are aligned). */
+       Blocks of whole 256-byte steps on 64-byte boundaries only (the ceiling reads 256 bytes a step, aligned). */
     const size_t block_bytes = (size_t)(bs * Hkv * D) * attnrt_dtype_size(o->kv_dtype);
     if (o->op == BENCH_DECODE && block_bytes % 256 == 0 && (uintptr_t)kc % 64 == 0 && (uintptr_t)vc % 64 == 0 &&
         (s->paged_blocks = malloc((size_t)blocks * sizeof *s->paged_blocks)) != NULL) {
