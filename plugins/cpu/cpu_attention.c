@@ -135,6 +135,29 @@ static void set_prefetch(const attn_job_t *job, cpu_kv_chunk_t *cur, const cpu_k
     memcpy(cur->pf_value, src->v, (size_t)src->n * sizeof src->v[0]);
 }
 
+/* Chunks ahead of the one being worked on whose blocks key-major decode touches (touch_ahead). */
+#define DECODE_TOUCH_CHUNKS 2
+
+/* Touches one line in each 4 KiB of the K and V rows of keys [pos, pos + CPU_ATTN_CHUNK) (all heads:
+ * key-major decode), so that the address translation and the first lines of blocks the table scatters
+ * are under way before the chunk's own prefetches (set_prefetch) ask for all of its rows. Decode B 8,
+ * ctx 32768, block 16: ~10 % faster on the Zen 5 machine (A/B, session 4); block 256: unchanged. */
+static void touch_ahead(const attn_job_t *job, int64_t seq, int64_t pos, int64_t end)
+{
+    const int64_t bs = job->block_size, last = pos + CPU_ATTN_CHUNK - 1 < end ? pos + CPU_ATTN_CHUNK - 1 : end;
+    const size_t es = job->kv_es, krow = (size_t)job->kc_st[1] * es, vrow = (size_t)job->vc_st[1] * es;
+    for (int64_t logical = pos / bs; pos <= last && logical <= last / bs; logical++) {
+        const int64_t block = job->bt[seq * job->bt_st[0] + logical * job->bt_st[1]];
+        if (block < 0 || block >= job->num_blocks) continue;
+        const int64_t r0 = logical * bs < pos ? pos - logical * bs : 0;
+        const int64_t rows = ((logical + 1) * bs - 1 < last ? bs : last - logical * bs + 1) - r0;
+        const char *k = job->kc + (size_t)(block * job->kc_st[0]) * es + (size_t)r0 * krow;
+        const char *v = job->vc + (size_t)(block * job->vc_st[0]) * es + (size_t)r0 * vrow;
+        for (size_t off = 0; off < (size_t)rows * krow; off += 4096) __builtin_prefetch(k + off, 0, 3);
+        for (size_t off = 0; off < (size_t)rows * vrow; off += 4096) __builtin_prefetch(v + off, 0, 3);
+    }
+}
+
 /* The scores of row r of token ti and head h over the chunk, at s[r * rs + j * js]: softcap and ALiBi
  * in the contract's order, then -inf outside the token's key range [lo, hi]. */
 static void fix_scores(const attn_job_t *job, const cpu_kv_chunk_t *c, float *s, int64_t rs, int64_t js, int64_t r,
@@ -297,6 +320,7 @@ static void attn_item(void *ctx, size_t index, unsigned worker)
         if (p <= end) build_chunk(job, seq, kv0, &p, end, next);
         const int fix = fix_all || c->pos[0] < inner_lo || c->pos[c->n - 1] > inner_hi;
         if (key_major) {
+            touch_ahead(job, seq, c->pos[0] + DECODE_TOUCH_CHUNKS * CPU_ATTN_CHUNK, end);
             set_prefetch(job, c, next->n > 0 ? next : NULL, NULL, 0, units, 1);
             job->simd->decode_scores(tiles, (int)units, c, (size_t)job->kc_st[2] * job->kv_es);
             for (int64_t u = 0; u < units && fix; u++)
