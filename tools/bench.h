@@ -98,6 +98,21 @@ void *bench_dev_random(attnrt_context_t *ctx, size_t n, attnrt_dtype_t dt, int z
 void *bench_dev_copy(attnrt_context_t *ctx, const void *host, size_t bytes);
 int bench_time(attnrt_context_t *ctx, const bench_options_t *o, int (*fn)(attnrt_context_t *ctx, void *what),
                void *what, bench_ceiling_t *c, bench_result_t *r);
+/* The device buffers, plan and workspace an op's set-up makes, released together by bench_res_free. */
+typedef struct bench_res {
+    void *bufs[12];
+    int nbufs;
+    attnrt_plan_t *plan;
+    void *ws;
+    size_t ws_bytes;
+} bench_res_t;
+/* Keeps device buffer p for bench_res_free and returns it; a NULL p (a failed allocation) is not kept,
+ * so the caller sees it as a short nbufs. */
+void *bench_keep(bench_res_t *res, void *p);
+/* Allocates the workspace res->plan asks for: ATTNRT_OK or the failed call's status. */
+attnrt_status_t bench_res_workspace(attnrt_context_t *ctx, bench_res_t *res);
+/* Destroys the plan, frees the buffers and the workspace, and zeroes res. */
+void bench_res_free(attnrt_context_t *ctx, bench_res_t *res);
 /* In the ops' set-up code: on a failed libattnrt call, says which and why, sets rc = -1, goes to done. */
 #define BENCH_CHECK(call, what)                                                                            \
     do {                                                                                                   \

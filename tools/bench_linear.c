@@ -20,26 +20,16 @@ typedef struct lin_bench {
     attnrt_state_pool_t *pool;
     int32_t *qsl_h, *idx_h;
     uint8_t *init_h;
-    void *bufs[10];
-    int nbufs;
-    attnrt_plan_t *plan;
-    void *ws;
-    size_t ws_bytes;
+    bench_res_t res;
 } lin_bench_t;
 
 static int run_linear(attnrt_context_t *ctx, void *what)
 {
     lin_bench_t *s = what;
     (void)ctx;
-    const attnrt_status_t st = s->gdn ? attnrt_gated_delta_run(s->plan, &s->ga, s->ws, s->ws_bytes, NULL)
-                                      : attnrt_lightning_run(s->plan, &s->la, s->ws, s->ws_bytes, NULL);
+    const attnrt_status_t st = s->gdn ? attnrt_gated_delta_run(s->res.plan, &s->ga, s->res.ws, s->res.ws_bytes, NULL)
+                                      : attnrt_lightning_run(s->res.plan, &s->la, s->res.ws, s->res.ws_bytes, NULL);
     return st == ATTNRT_OK ? 0 : -1;
-}
-
-static void *keep(lin_bench_t *s, void *p)
-{
-    if (p) s->bufs[s->nbufs++] = p;
-    return p;
 }
 
 int bench_linear(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *c, bench_result_t *r)
@@ -82,18 +72,18 @@ int bench_linear(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_
     r->flops = (s.gdn ? 6.0 : 4.0) * (double)B * (double)HV * (double)Dk * (double)Dv;
 
     const int64_t qk[3] = {B, H, Dk}, vo[3] = {B, HV, Dv}, gb[2] = {B, HV}, hs[1] = {H}, qs[1] = {B + 1}, bs[1] = {B};
-    void *q = keep(&s, bench_dev_random(ctx, (size_t)(B * H * Dk), o->dtype, 0));
-    void *k = keep(&s, bench_dev_random(ctx, (size_t)(B * H * Dk), o->dtype, 0));
-    void *v = keep(&s, bench_dev_random(ctx, (size_t)(B * HV * Dv), o->dtype, 0));
-    void *out = keep(&s, bench_dev_random(ctx, (size_t)(B * HV * Dv), o->dtype, 1));
+    void *q = bench_keep(&s.res, bench_dev_random(ctx, (size_t)(B * H * Dk), o->dtype, 0));
+    void *k = bench_keep(&s.res, bench_dev_random(ctx, (size_t)(B * H * Dk), o->dtype, 0));
+    void *v = bench_keep(&s.res, bench_dev_random(ctx, (size_t)(B * HV * Dv), o->dtype, 0));
+    void *out = bench_keep(&s.res, bench_dev_random(ctx, (size_t)(B * HV * Dv), o->dtype, 1));
     /* g = log decay <= 0 and beta in [0, 1] keep the GDN state bounded over many runs: zeros do */
-    void *g = keep(&s, bench_dev_random(ctx, (size_t)(B * HV), o->dtype, 1));
-    void *beta = keep(&s, bench_dev_random(ctx, (size_t)(B * HV), o->dtype, 1));
-    void *slopes = keep(&s, bench_dev_random(ctx, (size_t)H, ATTNRT_F32, 1));
-    void *qsl = keep(&s, bench_dev_copy(ctx, s.qsl_h, (size_t)(B + 1) * sizeof(int32_t)));
-    void *idx = keep(&s, bench_dev_copy(ctx, s.idx_h, (size_t)B * sizeof(int32_t)));
-    void *init = keep(&s, bench_dev_copy(ctx, s.init_h, (size_t)B));
-    if (s.nbufs != 10) {
+    void *g = bench_keep(&s.res, bench_dev_random(ctx, (size_t)(B * HV), o->dtype, 1));
+    void *beta = bench_keep(&s.res, bench_dev_random(ctx, (size_t)(B * HV), o->dtype, 1));
+    void *slopes = bench_keep(&s.res, bench_dev_random(ctx, (size_t)H, ATTNRT_F32, 1));
+    void *qsl = bench_keep(&s.res, bench_dev_copy(ctx, s.qsl_h, (size_t)(B + 1) * sizeof(int32_t)));
+    void *idx = bench_keep(&s.res, bench_dev_copy(ctx, s.idx_h, (size_t)B * sizeof(int32_t)));
+    void *init = bench_keep(&s.res, bench_dev_copy(ctx, s.init_h, (size_t)B));
+    if (s.res.nbufs != 10) {
         fprintf(stderr, "attnrt-bench: %s: cannot allocate the device buffers: %s\n", name, attnrt_last_error());
         rc = -1;
         goto done;
@@ -116,21 +106,18 @@ int bench_linear(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_
                                            .g = &s.g, .beta = &s.beta, .out = &s.out, .state = &s.state,
                                            .query_start_loc = &s.qsl, .state_indices = &s.idx,
                                            .has_initial_state = &s.init, .use_l2norm = 1};
-        BENCH_CHECK(attnrt_gated_delta_plan(ctx, &s.ga, &s.batch, &s.states, s.pool, &s.plan), "attnrt_gated_delta_plan");
+        BENCH_CHECK(attnrt_gated_delta_plan(ctx, &s.ga, &s.batch, &s.states, s.pool, &s.res.plan), "attnrt_gated_delta_plan");
     } else {
         s.la = (attnrt_lightning_args_t){.struct_size = sizeof s.la, .query = &s.q, .key = &s.k, .value = &s.v,
                                          .out = &s.out, .slopes = &s.slopes, .state = &s.state,
                                          .query_start_loc = &s.qsl, .state_indices = &s.idx,
                                          .has_initial_state = &s.init};
-        BENCH_CHECK(attnrt_lightning_plan(ctx, &s.la, &s.batch, &s.states, s.pool, &s.plan), "attnrt_lightning_plan");
+        BENCH_CHECK(attnrt_lightning_plan(ctx, &s.la, &s.batch, &s.states, s.pool, &s.res.plan), "attnrt_lightning_plan");
     }
-    BENCH_CHECK(attnrt_plan_workspace_size(s.plan, &s.ws_bytes), "attnrt_plan_workspace_size");
-    if (s.ws_bytes) BENCH_CHECK(attnrt_mem_alloc(ctx, s.ws_bytes, &s.ws), "workspace");
+    BENCH_CHECK(bench_res_workspace(ctx, &s.res), "workspace");
     rc = bench_time(ctx, o, run_linear, &s, c, r);
 done:
-    if (s.plan) attnrt_plan_destroy(s.plan);
-    for (int i = 0; i < s.nbufs; i++) attnrt_mem_free(ctx, s.bufs[i]);
-    if (s.ws) attnrt_mem_free(ctx, s.ws);
+    bench_res_free(ctx, &s.res);
     if (s.pool) attnrt_state_pool_destroy(s.pool);
     free(s.qsl_h), free(s.idx_h), free(s.init_h);
     return rc;

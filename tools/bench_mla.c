@@ -15,24 +15,14 @@ typedef struct mla_bench {
     attnrt_mla_args_t args;
     attnrt_batch_host_t batch;
     int32_t *qsl_h, *sl_h, *bt_h, *idx_h;
-    void *bufs[8];
-    int nbufs;
-    attnrt_plan_t *plan;
-    void *ws;
-    size_t ws_bytes;
+    bench_res_t res;
 } mla_bench_t;
 
 static int run_mla(attnrt_context_t *ctx, void *what)
 {
     mla_bench_t *s = what;
     (void)ctx;
-    return attnrt_mla_run(s->plan, &s->args, s->ws, s->ws_bytes, NULL) == ATTNRT_OK ? 0 : -1;
-}
-
-static void *keep(mla_bench_t *s, void *p)
-{
-    if (p) s->bufs[s->nbufs++] = p;
-    return p;
+    return attnrt_mla_run(s->res.plan, &s->args, s->res.ws, s->res.ws_bytes, NULL) == ATTNRT_OK ? 0 : -1;
 }
 
 static uint64_t mla_rng = 0x2545f4914f6cdd1dull;
@@ -84,16 +74,16 @@ int bench_mla(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *
 
     const int64_t qshape[3] = {B, Hq, D}, oshape[3] = {B, Hq, Dv}, cshape[4] = {blocks, bs, 1, D};
     const int64_t btshape[2] = {B, nb}, qslshape[1] = {B + 1}, slshape[1] = {B}, ishape[2] = {B, K}, one[1] = {1};
-    void *q = keep(&s, bench_dev_random(ctx, (size_t)(B * Hq * D), o->dtype, 0));
-    void *kv = keep(&s, bench_dev_random(ctx, (size_t)(blocks * bs * D), o->kv_dtype, 0));
-    void *out = keep(&s, bench_dev_random(ctx, (size_t)(B * Hq * Dv), o->dtype, 1));
-    void *bt = keep(&s, bench_dev_copy(ctx, s.bt_h, (size_t)blocks * sizeof(int32_t)));
-    void *qsl = keep(&s, bench_dev_copy(ctx, s.qsl_h, (size_t)(B + 1) * sizeof(int32_t)));
-    void *sl = keep(&s, bench_dev_copy(ctx, s.sl_h, (size_t)B * sizeof(int32_t)));
+    void *q = bench_keep(&s.res, bench_dev_random(ctx, (size_t)(B * Hq * D), o->dtype, 0));
+    void *kv = bench_keep(&s.res, bench_dev_random(ctx, (size_t)(blocks * bs * D), o->kv_dtype, 0));
+    void *out = bench_keep(&s.res, bench_dev_random(ctx, (size_t)(B * Hq * Dv), o->dtype, 1));
+    void *bt = bench_keep(&s.res, bench_dev_copy(ctx, s.bt_h, (size_t)blocks * sizeof(int32_t)));
+    void *qsl = bench_keep(&s.res, bench_dev_copy(ctx, s.qsl_h, (size_t)(B + 1) * sizeof(int32_t)));
+    void *sl = bench_keep(&s.res, bench_dev_copy(ctx, s.sl_h, (size_t)B * sizeof(int32_t)));
     const float unit = 1.0f;
-    void *scale = keep(&s, bench_dev_copy(ctx, &unit, sizeof unit));
-    void *idx = K > 0 ? keep(&s, bench_dev_copy(ctx, s.idx_h, (size_t)(B * K) * sizeof(int32_t))) : NULL;
-    if (s.nbufs != (K > 0 ? 8 : 7)) {
+    void *scale = bench_keep(&s.res, bench_dev_copy(ctx, &unit, sizeof unit));
+    void *idx = K > 0 ? bench_keep(&s.res, bench_dev_copy(ctx, s.idx_h, (size_t)(B * K) * sizeof(int32_t))) : NULL;
+    if (s.res.nbufs != (K > 0 ? 8 : 7)) {
         fprintf(stderr, "attnrt-bench: mla_decode: cannot allocate the device buffers: %s\n", attnrt_last_error());
         rc = -1;
         goto done;
@@ -112,14 +102,11 @@ int bench_mla(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *
                                  .scale = (float)(1.0 / sqrt(192.0)), .causal = o->causal};
     s.batch = (attnrt_batch_host_t){.struct_size = sizeof s.batch, .num_seqs = (int32_t)B, .query_start_loc = s.qsl_h,
                                     .seq_lens = s.sl_h, .block_table = s.bt_h, .block_table_stride = nb};
-    BENCH_CHECK(attnrt_mla_plan(ctx, &s.args, &s.batch, &s.plan), "attnrt_mla_plan");
-    BENCH_CHECK(attnrt_plan_workspace_size(s.plan, &s.ws_bytes), "attnrt_plan_workspace_size");
-    if (s.ws_bytes) BENCH_CHECK(attnrt_mem_alloc(ctx, s.ws_bytes, &s.ws), "workspace");
+    BENCH_CHECK(attnrt_mla_plan(ctx, &s.args, &s.batch, &s.res.plan), "attnrt_mla_plan");
+    BENCH_CHECK(bench_res_workspace(ctx, &s.res), "workspace");
     rc = bench_time(ctx, o, run_mla, &s, c, r);
 done:
-    if (s.plan) attnrt_plan_destroy(s.plan);
-    for (int i = 0; i < s.nbufs; i++) attnrt_mem_free(ctx, s.bufs[i]);
-    if (s.ws) attnrt_mem_free(ctx, s.ws);
+    bench_res_free(ctx, &s.res);
     free(s.qsl_h), free(s.sl_h), free(s.bt_h), free(s.idx_h);
     return rc;
 }

@@ -114,27 +114,36 @@ typedef struct attn_setup {
     int32_t *qsl_h, *sl_h, *bt_h;
     bench_paged_t paged;      /* decode: the blocks the op reads, for the paged-read ceiling (n 0: none) */
     int32_t *paged_blocks;
-    void *bufs[9];
-    int nbufs;
-    attnrt_plan_t *plan;
-    void *ws;
-    size_t ws_bytes;
+    bench_res_t res;
     double bytes, flops;
 } attn_setup_t;
 
-static void attn_free(attnrt_context_t *ctx, attn_setup_t *s)
+void *bench_keep(bench_res_t *res, void *p)
 {
-    if (s->plan) attnrt_plan_destroy(s->plan);
-    for (int i = 0; i < s->nbufs; i++) attnrt_mem_free(ctx, s->bufs[i]);
-    if (s->ws) attnrt_mem_free(ctx, s->ws);
-    free(s->qsl_h), free(s->sl_h), free(s->bt_h), free(s->paged_blocks);
-    memset(s, 0, sizeof *s);
+    if (p && res->nbufs < (int)(sizeof res->bufs / sizeof res->bufs[0])) res->bufs[res->nbufs++] = p;
+    return p;
 }
 
-static void *keep(attn_setup_t *s, void *p)
+attnrt_status_t bench_res_workspace(attnrt_context_t *ctx, bench_res_t *res)
 {
-    if (p) s->bufs[s->nbufs++] = p;
-    return p;
+    attnrt_status_t st = attnrt_plan_workspace_size(res->plan, &res->ws_bytes);
+    if (st == ATTNRT_OK && res->ws_bytes) st = attnrt_mem_alloc(ctx, res->ws_bytes, &res->ws);
+    return st;
+}
+
+void bench_res_free(attnrt_context_t *ctx, bench_res_t *res)
+{
+    if (res->plan) attnrt_plan_destroy(res->plan);
+    for (int i = 0; i < res->nbufs; i++) attnrt_mem_free(ctx, res->bufs[i]);
+    if (res->ws) attnrt_mem_free(ctx, res->ws);
+    memset(res, 0, sizeof *res);
+}
+
+static void attn_free(attnrt_context_t *ctx, attn_setup_t *s)
+{
+    bench_res_free(ctx, &s->res);
+    free(s->qsl_h), free(s->sl_h), free(s->bt_h), free(s->paged_blocks);
+    memset(s, 0, sizeof *s);
 }
 
 /* Requests r < n with qlen[r] query tokens over kvlen[r] keys, causal as the options say. */
@@ -181,16 +190,16 @@ static int attn_build(attnrt_context_t *ctx, const bench_options_t *o, int64_t n
     const int64_t cshape[4] = {blocks, bs, Hkv, D};
     const int64_t btshape[2] = {n, max_blocks}, qslshape[1] = {n + 1}, slshape[1] = {n}, one[1] = {1};
     const size_t cache_elems = (size_t)(blocks * bs * Hkv * D);
-    void *q = keep(s, dev_random(ctx, (size_t)(T * Hq * D), o->dtype, 0));
-    void *kc = keep(s, dev_random(ctx, cache_elems, o->kv_dtype, 0));
-    void *vc = keep(s, dev_random(ctx, cache_elems, o->kv_dtype, 0));
-    void *out = keep(s, dev_random(ctx, (size_t)(T * Hq * D), o->dtype, 1));
-    void *bt = keep(s, dev_copy(ctx, s->bt_h, (size_t)(n * max_blocks) * sizeof(int32_t)));
-    void *qsl = keep(s, dev_copy(ctx, s->qsl_h, (size_t)(n + 1) * sizeof(int32_t)));
-    void *sl = keep(s, dev_copy(ctx, s->sl_h, (size_t)n * sizeof(int32_t)));
+    void *q = bench_keep(&s->res, dev_random(ctx, (size_t)(T * Hq * D), o->dtype, 0));
+    void *kc = bench_keep(&s->res, dev_random(ctx, cache_elems, o->kv_dtype, 0));
+    void *vc = bench_keep(&s->res, dev_random(ctx, cache_elems, o->kv_dtype, 0));
+    void *out = bench_keep(&s->res, dev_random(ctx, (size_t)(T * Hq * D), o->dtype, 1));
+    void *bt = bench_keep(&s->res, dev_copy(ctx, s->bt_h, (size_t)(n * max_blocks) * sizeof(int32_t)));
+    void *qsl = bench_keep(&s->res, dev_copy(ctx, s->qsl_h, (size_t)(n + 1) * sizeof(int32_t)));
+    void *sl = bench_keep(&s->res, dev_copy(ctx, s->sl_h, (size_t)n * sizeof(int32_t)));
     const float unit = 1.0f;
-    void *scale = keep(s, dev_copy(ctx, &unit, sizeof unit));
-    if (s->nbufs != 8) return -1;
+    void *scale = bench_keep(&s->res, dev_copy(ctx, &unit, sizeof unit));
+    if (s->res.nbufs != 8) return -1;
     TRY(attnrt_tensor_init(&s->q, q, o->dtype, 3, qshape));
     TRY(attnrt_tensor_init(&s->out, out, o->dtype, 3, qshape));
     TRY(attnrt_tensor_init(&s->kc, kc, o->kv_dtype, 4, cshape));
@@ -222,9 +231,8 @@ static int attn_build(attnrt_context_t *ctx, const bench_options_t *o, int64_t n
             for (int64_t k = 0; k < (kvlen[b] + bs - 1) / bs; k++) s->paged_blocks[m++] = s->bt_h[b * max_blocks + k];
         s->paged = (bench_paged_t){.k = kc, .v = vc, .block_bytes = block_bytes, .blocks = s->paged_blocks, .n = m};
     }
-    TRY(attnrt_attention_plan(ctx, &s->args, &s->batch, &s->plan));
-    TRY(attnrt_plan_workspace_size(s->plan, &s->ws_bytes));
-    if (s->ws_bytes) TRY(attnrt_mem_alloc(ctx, s->ws_bytes, &s->ws));
+    TRY(attnrt_attention_plan(ctx, &s->args, &s->batch, &s->res.plan));
+    TRY(bench_res_workspace(ctx, &s->res));
     return 0;
 }
 
@@ -236,7 +244,7 @@ static int run_attention(attnrt_context_t *ctx, void *what)
 {
     attn_setup_t *s = what;
     (void)ctx;
-    return attnrt_attention_run(s->plan, &s->args, s->ws, s->ws_bytes, NULL) == ATTNRT_OK ? 0 : -1;
+    return attnrt_attention_run(s->res.plan, &s->args, s->res.ws, s->res.ws_bytes, NULL) == ATTNRT_OK ? 0 : -1;
 }
 
 typedef struct timer {
@@ -345,8 +353,8 @@ typedef struct simple_op {
     attnrt_tensor_t t[8];
     const attnrt_tensor_t *states[2], *lses[2];
     int64_t *slots_h;
-    void *bufs[8];
-    int nbufs, is_merge;
+    bench_res_t res;
+    int is_merge;
 } simple_op_t;
 
 static int run_simple(attnrt_context_t *ctx, void *what)
@@ -356,62 +364,67 @@ static int run_simple(attnrt_context_t *ctx, void *what)
     return st == ATTNRT_OK ? 0 : -1;
 }
 
-static int bench_simple(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *c, bench_result_t *r)
+/* The buffers and arguments of kv_write or merge; on failure what was made stays in s for the caller
+ * to free. */
+static int simple_build(attnrt_context_t *ctx, const bench_options_t *o, simple_op_t *s, bench_result_t *r)
 {
-    simple_op_t s;
-    memset(&s, 0, sizeof s);
     const int64_t T = o->batch * o->new_tokens, Hq = o->heads, Hkv = o->kv_heads, D = o->head_dim, bs = o->block_size;
     const double es = (double)attnrt_dtype_size(o->dtype), kv_es = (double)attnrt_dtype_size(o->kv_dtype);
-    int rc = 0;
     if (o->op == BENCH_MERGE) {
         const int64_t sh[3] = {T, Hq, D}, lsh[2] = {T, Hq};
-        s.is_merge = 1;
+        s->is_merge = 1;
         for (int i = 0; i < 2; i++) {
-            s.bufs[s.nbufs++] = dev_random(ctx, (size_t)(T * Hq * D), o->dtype, 0);
-            s.bufs[s.nbufs++] = dev_random(ctx, (size_t)(T * Hq), ATTNRT_F32, 0);
+            bench_keep(&s->res, dev_random(ctx, (size_t)(T * Hq * D), o->dtype, 0));
+            bench_keep(&s->res, dev_random(ctx, (size_t)(T * Hq), ATTNRT_F32, 0));
         }
-        s.bufs[s.nbufs++] = dev_random(ctx, (size_t)(T * Hq * D), o->dtype, 1);
-        for (int i = 0; i < 5; i++) rc |= s.bufs[i] ? 0 : -1;
-        if (rc) return -1;
+        bench_keep(&s->res, dev_random(ctx, (size_t)(T * Hq * D), o->dtype, 1));
+        if (s->res.nbufs != 5) return -1;
         for (int i = 0; i < 2; i++) {
-            TRY(attnrt_tensor_init(&s.t[2 * i], s.bufs[2 * i], o->dtype, 3, sh));
-            TRY(attnrt_tensor_init(&s.t[2 * i + 1], s.bufs[2 * i + 1], ATTNRT_F32, 2, lsh));
-            s.states[i] = &s.t[2 * i];
-            s.lses[i] = &s.t[2 * i + 1];
+            TRY(attnrt_tensor_init(&s->t[2 * i], s->res.bufs[2 * i], o->dtype, 3, sh));
+            TRY(attnrt_tensor_init(&s->t[2 * i + 1], s->res.bufs[2 * i + 1], ATTNRT_F32, 2, lsh));
+            s->states[i] = &s->t[2 * i];
+            s->lses[i] = &s->t[2 * i + 1];
         }
-        TRY(attnrt_tensor_init(&s.t[4], s.bufs[4], o->dtype, 3, sh));
-        s.mg = (attnrt_merge_args_t){.struct_size = sizeof s.mg, .num_states = 2, .states = s.states, .lses = s.lses,
-                                     .out = &s.t[4]};
+        TRY(attnrt_tensor_init(&s->t[4], s->res.bufs[4], o->dtype, 3, sh));
+        s->mg = (attnrt_merge_args_t){.struct_size = sizeof s->mg, .num_states = 2, .states = s->states, .lses = s->lses,
+                                      .out = &s->t[4]};
         r->bytes = 3.0 * (double)(T * Hq * D) * es + 2.0 * (double)(T * Hq) * 4.0;
     } else {
         const int64_t blocks = (T + bs - 1) / bs, rows[3] = {T, Hkv, D}, cache[4] = {blocks, bs, Hkv, D}, one[1] = {1};
         const int64_t sm[1] = {T};
-        s.slots_h = malloc((size_t)T * sizeof *s.slots_h);
-        if (!s.slots_h) return -1;
-        for (int64_t i = 0; i < T; i++) s.slots_h[i] = i;
-        s.bufs[s.nbufs++] = dev_random(ctx, (size_t)(T * Hkv * D), o->dtype, 0);
-        s.bufs[s.nbufs++] = dev_random(ctx, (size_t)(T * Hkv * D), o->dtype, 0);
-        s.bufs[s.nbufs++] = dev_random(ctx, (size_t)(blocks * bs * Hkv * D), o->kv_dtype, 1);
-        s.bufs[s.nbufs++] = dev_random(ctx, (size_t)(blocks * bs * Hkv * D), o->kv_dtype, 1);
-        s.bufs[s.nbufs++] = dev_copy(ctx, s.slots_h, (size_t)T * sizeof *s.slots_h);
+        s->slots_h = malloc((size_t)T * sizeof *s->slots_h);
+        if (!s->slots_h) return -1;
+        for (int64_t i = 0; i < T; i++) s->slots_h[i] = i;
+        bench_keep(&s->res, dev_random(ctx, (size_t)(T * Hkv * D), o->dtype, 0));
+        bench_keep(&s->res, dev_random(ctx, (size_t)(T * Hkv * D), o->dtype, 0));
+        bench_keep(&s->res, dev_random(ctx, (size_t)(blocks * bs * Hkv * D), o->kv_dtype, 1));
+        bench_keep(&s->res, dev_random(ctx, (size_t)(blocks * bs * Hkv * D), o->kv_dtype, 1));
+        bench_keep(&s->res, dev_copy(ctx, s->slots_h, (size_t)T * sizeof *s->slots_h));
         const float unit = 1.0f;
-        s.bufs[s.nbufs++] = dev_copy(ctx, &unit, sizeof unit);
-        for (int i = 0; i < 6; i++) rc |= s.bufs[i] ? 0 : -1;
-        if (rc) return -1;
-        TRY(attnrt_tensor_init(&s.t[0], s.bufs[0], o->dtype, 3, rows));
-        TRY(attnrt_tensor_init(&s.t[1], s.bufs[1], o->dtype, 3, rows));
-        TRY(attnrt_tensor_init(&s.t[2], s.bufs[2], o->kv_dtype, 4, cache));
-        TRY(attnrt_tensor_init(&s.t[3], s.bufs[3], o->kv_dtype, 4, cache));
-        TRY(attnrt_tensor_init(&s.t[4], s.bufs[4], ATTNRT_I64, 1, sm));
-        TRY(attnrt_tensor_init(&s.t[5], s.bufs[5], ATTNRT_F32, 1, one));
+        bench_keep(&s->res, dev_copy(ctx, &unit, sizeof unit));
+        if (s->res.nbufs != 6) return -1;
+        TRY(attnrt_tensor_init(&s->t[0], s->res.bufs[0], o->dtype, 3, rows));
+        TRY(attnrt_tensor_init(&s->t[1], s->res.bufs[1], o->dtype, 3, rows));
+        TRY(attnrt_tensor_init(&s->t[2], s->res.bufs[2], o->kv_dtype, 4, cache));
+        TRY(attnrt_tensor_init(&s->t[3], s->res.bufs[3], o->kv_dtype, 4, cache));
+        TRY(attnrt_tensor_init(&s->t[4], s->res.bufs[4], ATTNRT_I64, 1, sm));
+        TRY(attnrt_tensor_init(&s->t[5], s->res.bufs[5], ATTNRT_F32, 1, one));
         const int fp8 = o->kv_dtype.bits == 8;
-        s.kw = (attnrt_kv_write_args_t){.struct_size = sizeof s.kw, .key = &s.t[0], .value = &s.t[1],
-                                        .slot_mapping = &s.t[4], .key_cache = &s.t[2], .value_cache = &s.t[3],
-                                        .key_scale = fp8 ? &s.t[5] : NULL, .value_scale = fp8 ? &s.t[5] : NULL};
+        s->kw = (attnrt_kv_write_args_t){.struct_size = sizeof s->kw, .key = &s->t[0], .value = &s->t[1],
+                                         .slot_mapping = &s->t[4], .key_cache = &s->t[2], .value_cache = &s->t[3],
+                                         .key_scale = fp8 ? &s->t[5] : NULL, .value_scale = fp8 ? &s->t[5] : NULL};
         r->bytes = 2.0 * (double)(T * Hkv * D) * (es + kv_es) + (double)T * 8.0;
     }
-    rc = time_op(ctx, o, run_simple, &s, c, NULL, &r->time, r);
-    for (int i = 0; i < s.nbufs; i++) attnrt_mem_free(ctx, s.bufs[i]);
+    return 0;
+}
+
+static int bench_simple(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *c, bench_result_t *r)
+{
+    simple_op_t s;
+    memset(&s, 0, sizeof s);
+    int rc = simple_build(ctx, o, &s, r);
+    if (rc == 0) rc = time_op(ctx, o, run_simple, &s, c, NULL, &r->time, r);
+    bench_res_free(ctx, &s.res);
     free(s.slots_h);
     return rc;
 }
