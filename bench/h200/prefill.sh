@@ -32,7 +32,7 @@ grep -E "^FAIL|^fail" "$W/conform-cuda-fa2.txt" | head -10
 
 echo "=== [$(el)s] prefill timings (attnrt-bench, median of 20)"
 for d in 128 64 256; do
-    for path in fast fa2 mma; do # fast: wgmma on the H200; fa2 / mma: ATTNRT_CUDA_PREFILL
+    for path in ${PATHS:-fast fa2 mma}; do # fast: wgmma on the H200; fa2 / mma: ATTNRT_CUDA_PREFILL
         env_=(); [ $path != fast ] && env_=(ATTNRT_CUDA_PREFILL=$path)
         env "${env_[@]}" timeout 120 "$BUILD/tools/attnrt-bench" --plugin cuda --op prefill --batch 4 --ctx 4096 \
             --new-tokens 4096 --heads 32 --kv-heads 8 --head-dim $d --block-size 16 --dtype bf16 --kv-dtype bf16 \
@@ -40,10 +40,12 @@ for d in 128 64 256; do
         echo "D$d $path exit $?: $(grep -E '"median"|gflop_per_s"' "$W/pre_d${d}_$path.json" | head -2 | tr -s ' ' | tr '\n' ' ')"
     done
 done
-# ALT=dir: a second build of the plugin (attnrt_cuda.so of a variant), conformance and the same rows
+# ALT=dir: a second build of the plugin (attnrt_cuda.so of a variant), conformance (ALT_FILTER: of those
+# cases only) and the same rows
 for alt in ${ALT:-}; do
     [ -f "$BUILD/$alt/attnrt_cuda.so" ] || continue
-    ATTNRT_PLUGIN_PATH="$BUILD/$alt:$BUILD/plugins/cpu" timeout 300 "$BUILD/tools/attnrt-conform" --plugin cuda > "$W/conform-$alt.txt" 2>&1
+    ATTNRT_PLUGIN_PATH="$BUILD/$alt:$BUILD/plugins/cpu" timeout 300 "$BUILD/tools/attnrt-conform" --plugin cuda \
+        ${ALT_FILTER:+--filter "$ALT_FILTER"} > "$W/conform-$alt.txt" 2>&1
     echo "$alt conformance exit $?: $(tail -1 "$W/conform-$alt.txt")"
     for d in 128 64 256; do
         ATTNRT_PLUGIN_PATH="$BUILD/$alt:$BUILD/plugins/cpu" timeout 120 "$BUILD/tools/attnrt-bench" --plugin cuda --op prefill \
@@ -89,7 +91,7 @@ done
 echo "=== [$(el)s] sanitizers on the fast path's cases"
 timeout 90 compute-sanitizer --tool memcheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn-pf > "$W/memcheck.txt" 2>&1
 echo "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$W/memcheck.txt" | tail -1) $(tail -1 "$W/memcheck.txt")"
-timeout 90 compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn-pf-bs1 > "$W/racecheck.txt" 2>&1
+timeout 60 compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn-pf-bs1 > "$W/racecheck.txt" 2>&1
 echo "racecheck exit $?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$W/racecheck.txt" | tail -1)"
 echo "=== [$(el)s] done"
 cp "$W/conform-cuda.txt" "$W/conform-cuda-fa2.txt" "$OUT/" 2>/dev/null

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cuda_prefill.h"
+#include "cuda_prefill_wg_cfg.h"
 #include "plugin_error.h"
 
 static const int pf_dims[CUDA_MMA_DIMS] = {64, 128, 256};

@@ -20,6 +20,7 @@
 #ifndef ATTNRT_ATTN_PREFILL_SM90A_CUH
 #define ATTNRT_ATTN_PREFILL_SM90A_CUH
 
+#include "../cuda_prefill_wg_cfg.h"
 #include "attn_prefill.cuh" /* ck_pf_cp16_row, CK_PF_RESCALE_LOG2, the common helpers */
 #include "wgmma_sm90a.cuh"
 
@@ -28,12 +29,18 @@ __device__ __forceinline__ void ck_wg_commit() { asm volatile("wgmma.commit_grou
 template <int N> __device__ __forceinline__ void ck_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
 __device__ __forceinline__ void ck_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
-/* Ties the accumulator registers to this point of the program: reads of x after the wgmma's wait_group
- * cannot move above it (the compiler sees x rewritten here). */
+/* Ties registers that an in-flight wgmma reads or writes to this point of the program (after its
+ * wait_group): reads of the accumulators cannot move above it, and the A fragments stay live (their
+ * registers are not reused for other values) until it. The compiler sees x rewritten here. */
 template <int N> __device__ __forceinline__ void ck_wg_pin(float (&x)[N])
 {
 #pragma unroll
     for (int i = 0; i < N; i++) asm volatile("" : "+f"(x[i])::"memory");
+}
+template <int N> __device__ __forceinline__ void ck_wg_pin(uint32_t (&x)[N][4])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+r"(x[i][0]), "+r"(x[i][1]), "+r"(x[i][2]), "+r"(x[i][3])::"memory");
 }
 
 /* Shared-memory matrix descriptor, 128-byte swizzle: start address, leading and stride byte offsets (all
@@ -44,7 +51,11 @@ __device__ __forceinline__ uint64_t ck_wg_desc(uint32_t addr, uint32_t lbo, uint
            (uint64_t)((sbo >> 4) & 0x3fffu) << 32 | 1ull << 62;
 }
 
-template <typename T, int D>
+/* OV (CK_PFW_OVERLAP): O += P V of tile kt-1 runs on the tensor cores while the warpgroup does tile kt's
+ * softmax (FA3's intra-warpgroup overlap). V then lags K by a tile: iteration kt copies K of tile kt+1
+ * and V of tile kt (each into the stage its tile-2 used), and P of the previous tile stays in registers
+ * until its wgmma completes. Without OV each tile's S, softmax and O run in order. */
+template <typename T, int D, bool OV>
 __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
 {
     constexpr int NT = CK_PFW_WARPS * 32, ROWS = CK_PF_ROWS, BN = CK_PFW_BN(D);
@@ -147,14 +158,17 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
     /* Thread tid copies chunk tid % CPR of rows tid / CPR + i x RPP (RPP a multiple of 8: one swizzle). */
     const int cp_c = tid % CPR, cp_r0 = tid / CPR;
     const uint32_t cp_dst = swz(BN, cp_r0, cp_c);
-    auto issue = [&](int slot, int st) {
-        const uint64_t *ka = kaddr + slot * BN + cp_r0, *va = vaddr + slot * BN + cp_r0;
-        const uint32_t kd = sK0 + (uint32_t)st * KV_BYTES + cp_dst, vd = sV0 + (uint32_t)st * KV_BYTES + cp_dst;
+    auto issue_k = [&](int slot, int st) {
+        const uint64_t *ka = kaddr + slot * BN + cp_r0;
+        const uint32_t kd = sK0 + (uint32_t)st * KV_BYTES + cp_dst;
 #pragma unroll
         for (int i = 0; i < BN / RPP; i++) ck_pf_cp16_row(kd + i * RPP * 128, ka[i * RPP], cp_c * 16);
+    };
+    auto issue_v = [&](int slot, int st) {
+        const uint64_t *va = vaddr + slot * BN + cp_r0;
+        const uint32_t vd = sV0 + (uint32_t)st * KV_BYTES + cp_dst;
 #pragma unroll
         for (int i = 0; i < BN / RPP; i++) ck_pf_cp16_row(vd + i * RPP * 128, va[i * RPP], cp_c * 16);
-        ck_cp_async_commit();
     };
 
     bool pending = false, absent_saved = false;
@@ -164,7 +178,11 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
         pending = addr_write(kbeg, 0, blk, r_pf);
     }
     absent_saved = __syncthreads_or(pending);
-    if (n_tiles > 0) issue(0, 0);
+    if (n_tiles > 0) {
+        issue_k(0, 0);
+        if (!OV) issue_v(0, 0);
+        ck_cp_async_commit();
+    }
     if (n_tiles > 1) {
         const int64_t blk = bt_fetch(kbeg + BN, r_pf);
         pending = addr_write(kbeg + BN, 1, blk, r_pf);
@@ -189,21 +207,36 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
     const float scale2 = a.scale * CK_LOG2E;
     /* This warpgroup's 64 Q rows: row block (warp / 4) x 64 of each column block. */
     const uint32_t q_wg = sQ0 + (uint32_t)(warp >> 2) * 64u * 128u;
+    uint32_t pa[BN / 16][4]; /* P as wgmma's A fragments: k-step k2 = column groups 2 k2, 2 k2 + 1 */
+    /* O += P V of the tile whose V is in stage vst: k-step k2 reads keys 16 k2 .. 16 k2 + 15 (two 8-row
+     * groups, 2048 bytes in); N = D spans D / 64 column blocks, BN x 128 bytes apart. */
+    auto issue_pv = [&](int vst) {
+        const uint32_t vb = sV0 + (uint32_t)vst * KV_BYTES;
+        ck_wg_fence();
+#pragma unroll
+        for (int k2 = 0; k2 < BN / 16; k2++)
+            ck_wg_rs<T, D>(o, pa[k2], ck_wg_desc(vb + (uint32_t)k2 * 2048u, (uint32_t)BN * 128u, 1024u));
+        ck_wg_commit();
+    };
 
     for (int kt = 0; kt < n_tiles; kt++) {
         const int st = kt & 1, slot = kt % SLOTS;
         ck_cp_async_wait<0>();
         ck_fence_proxy_async(); /* this thread's copies (generic proxy) visible to wgmma (async proxy) */
-        /* After this barrier: tile kt (and Q) landed; every warpgroup's wgmma of tile kt-1 completed (each
-         * waited before), so its stage takes tile kt+1; tile kt+1's addresses are visible. */
+        /* After this barrier: K of tile kt (and Q; OV: V of tile kt-1, else of tile kt) landed; every
+         * warpgroup's wgmma of tile kt-1 (OV: its S, and O of tile kt-2) completed (each waited before), so
+         * their stages take the next copies; tile kt+1's addresses are visible. */
         const bool absent_next = __syncthreads_or(pending);
         const bool absent_cur = absent_saved;
         absent_saved = absent_next;
-        if (kt + 1 < n_tiles) issue((kt + 1) % SLOTS, st ^ 1);
+        if (kt + 1 < n_tiles) issue_k((kt + 1) % SLOTS, st ^ 1);
+        if (OV) issue_v(slot, st);
+        else if (kt + 1 < n_tiles) issue_v((kt + 1) % SLOTS, st ^ 1);
+        ck_cp_async_commit();
         pending = false;
         const int64_t k0 = kbeg + (int64_t)kt * BN;
         const bool interior = !absent_cur && k0 >= all_lo && k0 + BN - 1 <= all_hi;
-        const uint32_t kb = sK0 + (uint32_t)st * KV_BYTES, vb = sV0 + (uint32_t)st * KV_BYTES;
+        const uint32_t kb = sK0 + (uint32_t)st * KV_BYTES;
 
         /* S = Q K^T: k-step kk reads 16 dims: column block kk / 4, 32 bytes in (the hardware applies the
          * swizzle to the address it forms). */
@@ -217,7 +250,12 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
             ck_wg_ss<T, BN>(s, da, db, kk > 0);
         }
         ck_wg_commit();
-        ck_wg_wait<0>();
+        if (OV && kt > 0) {
+            issue_pv(st ^ 1); /* tile kt-1's O, under this tile's softmax */
+            ck_wg_wait<1>();
+        } else {
+            ck_wg_wait<0>();
+        }
         ck_wg_pin(s);
 
         if (!interior) {
@@ -258,21 +296,18 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
             mx[r] = v;
             grow |= v * scale2 > m[r] * scale2 + CK_PF_RESCALE_LOG2;
         }
-        if (__any_sync(0xffffffffu, grow)) {
+        const bool rescale = __any_sync(0xffffffffu, grow);
+        float alpha[2] = {1.0f, 1.0f};
+        if (rescale) {
 #pragma unroll
             for (int r = 0; r < 2; r++) {
                 const float mn = fmaxf(m[r], mx[r]);
-                const float alpha = mn == -CK_INF ? 0.0f : ck_exp2((m[r] - mn) * scale2);
+                alpha[r] = mn == -CK_INF ? 0.0f : ck_exp2((m[r] - mn) * scale2);
                 m[r] = mn;
-                l[r] *= alpha;
-#pragma unroll
-                for (int n = 0; n < NO; n++) {
-                    o[4 * n + 2 * r] *= alpha;
-                    o[4 * n + 2 * r + 1] *= alpha;
-                }
+                l[r] *= alpha[r];
             }
         }
-        uint32_t pa[BN / 16][4]; /* P as wgmma's A fragments: k-step k2 = column groups 2 k2, 2 k2 + 1 */
+        uint32_t pn[BN / 16][4]; /* this tile's P (OV: pa still feeds the previous tile's O) */
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             const float msc = m[r] == -CK_INF ? 0.0f : m[r] * scale2;
@@ -281,7 +316,7 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
             for (int n = 0; n < NS; n++) {
                 const float p0 = ck_exp2(fmaf(s[4 * n + 2 * r], scale2, -msc));
                 const float p1 = ck_exp2(fmaf(s[4 * n + 2 * r + 1], scale2, -msc));
-                pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0, p1);
+                pn[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0, p1);
                 t[n] = p0 + p1;
             }
 #pragma unroll
@@ -291,22 +326,45 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
             l[r] += t[0];
         }
 
-        /* O += P V: k-step k2 reads keys 16 k2 .. 16 k2 + 15 (two 8-row groups, 2048 bytes in); N = D
-         * spans D / 64 column blocks, BN x 128 bytes apart. */
-        ck_wg_fence();
+        if (OV) {
+            ck_wg_wait<0>(); /* tile kt-1's O is complete: rescale it, and pa is free */
+            ck_wg_pin(o);
+            ck_wg_pin(pa);
+        }
+        if (rescale) {
+#pragma unroll
+            for (int r = 0; r < 2; r++)
+#pragma unroll
+                for (int n = 0; n < NO; n++) {
+                    o[4 * n + 2 * r] *= alpha[r];
+                    o[4 * n + 2 * r + 1] *= alpha[r];
+                }
+        }
 #pragma unroll
         for (int k2 = 0; k2 < BN / 16; k2++)
-            ck_wg_rs<T, D>(o, pa[k2], ck_wg_desc(vb + (uint32_t)k2 * 2048u, (uint32_t)BN * 128u, 1024u));
-        ck_wg_commit();
+#pragma unroll
+            for (int i = 0; i < 4; i++) pa[k2][i] = pn[k2][i];
+        if (!OV) issue_pv(st);
 
         if (kt + 2 < n_tiles) {
             pending = addr_write(k0 + 2 * BN, (kt + 2) % SLOTS, blk_pf, r_pf);
             blk_pf = kt + 3 < n_tiles ? bt_fetch(k0 + 3 * BN, r_pf) : -1;
         }
-        ck_wg_wait<0>();
-        ck_wg_pin(o);
+        if (!OV) {
+            ck_wg_wait<0>();
+            ck_wg_pin(o);
+            ck_wg_pin(pa);
+        }
     }
     ck_cp_async_wait<0>();
+    if (OV && n_tiles > 0) { /* the last tile's O: its V landed for every thread after a barrier */
+        ck_fence_proxy_async();
+        __syncthreads();
+        issue_pv((n_tiles - 1) & 1);
+        ck_wg_wait<0>();
+        ck_wg_pin(o);
+        ck_wg_pin(pa);
+    }
 
     /* Epilogue: as attn_prefill. */
     const bool pair16 = a.out_dtype == a.q_dtype &&
