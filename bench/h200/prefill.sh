@@ -47,6 +47,10 @@ for alt in ${ALT:-}; do
     ATTNRT_PLUGIN_PATH="$BUILD/$alt:$BUILD/plugins/cpu" timeout 300 "$BUILD/tools/attnrt-conform" --plugin cuda \
         ${ALT_FILTER:+--filter "$ALT_FILTER"} > "$W/conform-$alt.txt" 2>&1
     echo "$alt conformance exit $?: $(tail -1 "$W/conform-$alt.txt")"
+    grep -E "^FAIL" "$W/conform-$alt.txt" | head -10 | cut -c1-200
+    ATTNRT_PLUGIN_PATH="$BUILD/$alt:$BUILD/plugins/cpu" timeout 60 compute-sanitizer --tool memcheck --print-limit 10 \
+        "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn-pf > "$W/memcheck-$alt.txt" 2>&1
+    echo "$alt memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$W/memcheck-$alt.txt" | tail -1)"
     for d in 128 64 256; do
         ATTNRT_PLUGIN_PATH="$BUILD/$alt:$BUILD/plugins/cpu" timeout 120 "$BUILD/tools/attnrt-bench" --plugin cuda --op prefill \
             --batch 4 --ctx 4096 --new-tokens 4096 --heads 32 --kv-heads 8 --head-dim $d --block-size 16 --dtype bf16 \
