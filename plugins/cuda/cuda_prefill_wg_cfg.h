@@ -14,9 +14,13 @@
  * of 128-byte rows with the 128-byte swizzle (chunk c of row r at c ^ (r & 7)), wgmma's canonical layout;
  * the region starts 1024-byte aligned (the slack below). */
 #define CK_PFW_WARPS 8
-#define CK_PFW_BN(d) ((d) == 256 ? 64 : 128) /* D 256: 128 keys would need S (64) + O (128) + P (32) registers */
-#define CK_PFW_BLOCKS_PER_SM(d) ((d) == 64 ? 2 : 1) /* registers: 128 a thread at D 64 (H200 run 7: 1 a SM, 32% slower) */
-#define CK_PFW_OVERLAP(d) 0 /* 1: O of a tile under the next tile's softmax (attn_prefill_wg's OV) */
+/* Keys a tile: 128 at D 64; 64 at D 128 and 256, where S (BN / 2) + O (D / 2) + P (BN / 4) registers
+ * must fit two blocks a SM (D 128: 128 registers a thread) or one (D 256). */
+#define CK_PFW_BN(d) ((d) == 64 ? 128 : 64)
+/* Blocks a SM: two (16 warps) at D 64 and D 128 — the softmax's latency is hidden by the other block's
+ * warps (H200 run 8, D 128: 431 TFLOP/s with 64-key tiles x 2 blocks, 318 with 128-key tiles x 1; run 7,
+ * D 64: 1 block 32% slower) — one at D 256 (200 KB of shared memory). */
+#define CK_PFW_BLOCKS_PER_SM(d) ((d) == 256 ? 1 : 2)
 
 static inline uint32_t ck_pfw_smem_bytes(int d)
 {

@@ -23,7 +23,8 @@ ROWS, NT = 128, 256
 
 
 def bn_of(d):
-    return 64 if d == 256 else 128
+    """CK_PFW_BN (plugins/cuda/cuda_prefill_wg_cfg.h)."""
+    return 128 if d == 64 else 64
 
 
 def swz(rows, r, c):

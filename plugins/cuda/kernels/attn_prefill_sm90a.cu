@@ -7,7 +7,7 @@
     extern "C" __global__ void __launch_bounds__(CK_PFW_WARPS * 32, CK_PFW_BLOCKS_PER_SM(D))              \
         ck_attn_prefill_wg_##tname##_d##D(const __grid_constant__ ck_attn_args_t a)                        \
     {                                                                                                     \
-        attn_prefill_wg<T, D, CK_PFW_OVERLAP(D)>(a);                                                                         \
+        attn_prefill_wg<T, D>(a);                                                                         \
     }
 
 CK_PFW_KERNEL(f16, __half, 64)

@@ -16,6 +16,8 @@
  *     tests/cuda/model_wgmma_layout.py checks these descriptors against the PTX canonical layouts.
  * cp.async writes through the generic proxy and wgmma reads through the async proxy: each thread fences
  * (fence.proxy.async.shared::cta) after its copies landed, before the barrier that publishes them.
+ * BN and the blocks a SM: cuda_prefill_wg_cfg.h. Each tile's S, softmax and O run in order (FA3's overlap
+ * of a tile's O with the next tile's softmax gained nothing here: docs/dev/cuda-prefill.md, run 8).
  */
 #ifndef ATTNRT_ATTN_PREFILL_SM90A_CUH
 #define ATTNRT_ATTN_PREFILL_SM90A_CUH
@@ -51,11 +53,7 @@ __device__ __forceinline__ uint64_t ck_wg_desc(uint32_t addr, uint32_t lbo, uint
            (uint64_t)((sbo >> 4) & 0x3fffu) << 32 | 1ull << 62;
 }
 
-/* OV (CK_PFW_OVERLAP): O += P V of tile kt-1 runs on the tensor cores while the warpgroup does tile kt's
- * softmax (FA3's intra-warpgroup overlap). V then lags K by a tile: iteration kt copies K of tile kt+1
- * and V of tile kt (each into the stage its tile-2 used), and P of the previous tile stays in registers
- * until its wgmma completes. Without OV each tile's S, softmax and O run in order. */
-template <typename T, int D, bool OV>
+template <typename T, int D>
 __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
 {
     constexpr int NT = CK_PFW_WARPS * 32, ROWS = CK_PF_ROWS, BN = CK_PFW_BN(D);
@@ -180,7 +178,7 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
     absent_saved = __syncthreads_or(pending);
     if (n_tiles > 0) {
         issue_k(0, 0);
-        if (!OV) issue_v(0, 0);
+        issue_v(0, 0);
         ck_cp_async_commit();
     }
     if (n_tiles > 1) {
@@ -223,15 +221,15 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
         const int st = kt & 1, slot = kt % SLOTS;
         ck_cp_async_wait<0>();
         ck_fence_proxy_async(); /* this thread's copies (generic proxy) visible to wgmma (async proxy) */
-        /* After this barrier: K of tile kt (and Q; OV: V of tile kt-1, else of tile kt) landed; every
-         * warpgroup's wgmma of tile kt-1 (OV: its S, and O of tile kt-2) completed (each waited before), so
-         * their stages take the next copies; tile kt+1's addresses are visible. */
+        /* After this barrier: tile kt (and Q) landed; every warpgroup's wgmma of tile kt-1 completed (each
+         * waited before), so its stage takes tile kt+1; tile kt+1's addresses are visible. */
         const bool absent_next = __syncthreads_or(pending);
         const bool absent_cur = absent_saved;
         absent_saved = absent_next;
-        if (kt + 1 < n_tiles) issue_k((kt + 1) % SLOTS, st ^ 1);
-        if (OV) issue_v(slot, st);
-        else if (kt + 1 < n_tiles) issue_v((kt + 1) % SLOTS, st ^ 1);
+        if (kt + 1 < n_tiles) {
+            issue_k((kt + 1) % SLOTS, st ^ 1);
+            issue_v((kt + 1) % SLOTS, st ^ 1);
+        }
         ck_cp_async_commit();
         pending = false;
         const int64_t k0 = kbeg + (int64_t)kt * BN;
@@ -250,12 +248,7 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
             ck_wg_ss<T, BN>(s, da, db, kk > 0);
         }
         ck_wg_commit();
-        if (OV && kt > 0) {
-            issue_pv(st ^ 1); /* tile kt-1's O, under this tile's softmax */
-            ck_wg_wait<1>();
-        } else {
-            ck_wg_wait<0>();
-        }
+        ck_wg_wait<0>();
         ck_wg_pin(s);
 
         if (!interior) {
@@ -307,7 +300,7 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
                 l[r] *= alpha[r];
             }
         }
-        uint32_t pn[BN / 16][4]; /* this tile's P (OV: pa still feeds the previous tile's O) */
+        uint32_t pn[BN / 16][4]; /* this tile's P */
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             const float msc = m[r] == -CK_INF ? 0.0f : m[r] * scale2;
@@ -326,11 +319,6 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
             l[r] += t[0];
         }
 
-        if (OV) {
-            ck_wg_wait<0>(); /* tile kt-1's O is complete: rescale it, and pa is free */
-            ck_wg_pin(o);
-            ck_wg_pin(pa);
-        }
         if (rescale) {
 #pragma unroll
             for (int r = 0; r < 2; r++)
@@ -344,27 +332,17 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
         for (int k2 = 0; k2 < BN / 16; k2++)
 #pragma unroll
             for (int i = 0; i < 4; i++) pa[k2][i] = pn[k2][i];
-        if (!OV) issue_pv(st);
+        issue_pv(st);
 
         if (kt + 2 < n_tiles) {
             pending = addr_write(k0 + 2 * BN, (kt + 2) % SLOTS, blk_pf, r_pf);
             blk_pf = kt + 3 < n_tiles ? bt_fetch(k0 + 3 * BN, r_pf) : -1;
         }
-        if (!OV) {
-            ck_wg_wait<0>();
-            ck_wg_pin(o);
-            ck_wg_pin(pa);
-        }
-    }
-    ck_cp_async_wait<0>();
-    if (OV && n_tiles > 0) { /* the last tile's O: its V landed for every thread after a barrier */
-        ck_fence_proxy_async();
-        __syncthreads();
-        issue_pv((n_tiles - 1) & 1);
-        ck_wg_wait<0>();
+        ck_wg_wait<0>(); /* before the next barrier: the stage is then free for tile kt+2 */
         ck_wg_pin(o);
         ck_wg_pin(pa);
     }
+    ck_cp_async_wait<0>();
 
     /* Epilogue: as attn_prefill. */
     const bool pair16 = a.out_dtype == a.q_dtype &&
