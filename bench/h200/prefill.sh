@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/h200/prefill.sh — the prefill fast path in ONE device call (~2-3 minutes): conformance of the
-# cuda plugin (full set), the causal prefill rows (B4 x S4096, Hq 32 / Hkv 8, D 64 / 128 / 256, bs 16,
-# bf16) on the fast path and on the general kernel (ATTNRT_CUDA_PREFILL=mma), PyTorch SDPA on the same
-# shapes, resources and SASS counts of the fast kernels, ncu of one D 128 launch, sanitizers on the
+# cuda plugin (full set: the wgmma kernel; attention cases again with ATTNRT_CUDA_PREFILL=fa2: the FA2
+# kernel), the causal prefill rows (B4 x S4096, Hq 32 / Hkv 8, D 64 / 128 / 256, bs 16, bf16) on the fast
+# path (wgmma), the FA2 kernel and the general kernel (ATTNRT_CUDA_PREFILL=fa2 / mma), PyTorch SDPA on the
+# same shapes, resources and SASS counts of the fast kernels, ncu of one D 128 launch, sanitizers on the
 # fast path's directed cases. Run from the repository root; BUILD_DIR (build-cuda) must be carried.
 # Results: $OUT/prefill.log (the summary) and $OUT/prefill.tgz (everything).
 set -u
@@ -24,22 +25,32 @@ timeout 300 "$BUILD/tools/attnrt-conform" --plugin cuda > "$W/conform-cuda.txt" 
 echo "exit $?: $(tail -1 "$W/conform-cuda.txt")"
 grep -E "^FAIL|^fail|unsupported " "$W/conform-cuda.txt" | head -20
 grep -E "attn-pf|attn-long-prefill|attn-d128-gqa8|attn-d256" "$W/conform-cuda.txt" | cut -c1-150
+echo "=== [$(el)s] conformance (cuda, attention cases, ATTNRT_CUDA_PREFILL=fa2: the FA2 kernel on the H200)"
+ATTNRT_CUDA_PREFILL=fa2 timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$W/conform-cuda-fa2.txt" 2>&1
+echo "exit $?: $(tail -1 "$W/conform-cuda-fa2.txt")"
+grep -E "^FAIL|^fail" "$W/conform-cuda-fa2.txt" | head -10
 
 echo "=== [$(el)s] prefill timings (attnrt-bench, median of 20)"
 for d in 128 64 256; do
-    for path in fast mma; do
-        env_=(); [ $path = mma ] && env_=(ATTNRT_CUDA_PREFILL=mma)
+    for path in ${PATHS:-fast fa2 mma}; do # fast: wgmma on the H200; fa2 / mma: ATTNRT_CUDA_PREFILL
+        env_=(); [ $path != fast ] && env_=(ATTNRT_CUDA_PREFILL=$path)
         env "${env_[@]}" timeout 120 "$BUILD/tools/attnrt-bench" --plugin cuda --op prefill --batch 4 --ctx 4096 \
             --new-tokens 4096 --heads 32 --kv-heads 8 --head-dim $d --block-size 16 --dtype bf16 --kv-dtype bf16 \
             --iters 20 --warmup 3 --json > "$W/pre_d${d}_$path.json" 2> "$W/pre_d${d}_$path.err"
         echo "D$d $path exit $?: $(grep -E '"median"|gflop_per_s"' "$W/pre_d${d}_$path.json" | head -2 | tr -s ' ' | tr '\n' ' ')"
     done
 done
-# ALT=dir: a second build of the plugin (attnrt_cuda.so of a variant), conformance and the same rows
+# ALT=dir: a second build of the plugin (attnrt_cuda.so of a variant), conformance (ALT_FILTER: of those
+# cases only) and the same rows
 for alt in ${ALT:-}; do
     [ -f "$BUILD/$alt/attnrt_cuda.so" ] || continue
-    ATTNRT_PLUGIN_PATH="$BUILD/$alt:$BUILD/plugins/cpu" timeout 300 "$BUILD/tools/attnrt-conform" --plugin cuda > "$W/conform-$alt.txt" 2>&1
+    ATTNRT_PLUGIN_PATH="$BUILD/$alt:$BUILD/plugins/cpu" timeout 300 "$BUILD/tools/attnrt-conform" --plugin cuda \
+        ${ALT_FILTER:+--filter "$ALT_FILTER"} > "$W/conform-$alt.txt" 2>&1
     echo "$alt conformance exit $?: $(tail -1 "$W/conform-$alt.txt")"
+    grep -E "^FAIL" "$W/conform-$alt.txt" | head -10 | cut -c1-200
+    ATTNRT_PLUGIN_PATH="$BUILD/$alt:$BUILD/plugins/cpu" timeout 60 compute-sanitizer --tool memcheck --print-limit 10 \
+        "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn-pf > "$W/memcheck-$alt.txt" 2>&1
+    echo "$alt memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$W/memcheck-$alt.txt" | tail -1)"
     for d in 128 64 256; do
         ATTNRT_PLUGIN_PATH="$BUILD/$alt:$BUILD/plugins/cpu" timeout 120 "$BUILD/tools/attnrt-bench" --plugin cuda --op prefill \
             --batch 4 --ctx 4096 --new-tokens 4096 --heads 32 --kv-heads 8 --head-dim $d --block-size 16 --dtype bf16 \
@@ -59,11 +70,13 @@ timeout 150 python3 bench/h200/peer_sdpa.py "$W/peer.jsonl" pre_d128:prefill:4:4
 echo "exit $?"; cat "$W/peer.jsonl" 2>/dev/null | cut -c1-400
 
 echo "=== [$(el)s] resources and SASS of the fast kernels"
-FB=$BUILD/plugins/cuda/attnrt_cuda_kernels.fatbin
-cuobjdump -res-usage "$FB" 2>/dev/null | grep -A1 -E "ck_attn_prefill_" > "$W/res.txt"; cat "$W/res.txt"
-for f in ck_attn_prefill_bf16_d128 ck_attn_prefill_bf16_d64 ck_attn_prefill_bf16_d256; do
-    cuobjdump -sass -arch sm_90 -fun "$f" "$FB" > "$W/sass-$f.txt" 2>/dev/null
-    echo "$f: $(grep -cE '^ +/\*[0-9a-f]{4,}\*/' "$W/sass-$f.txt") instr, HMMA $(grep -c HMMA "$W/sass-$f.txt"), LDSM $(grep -c LDSM "$W/sass-$f.txt"), STL $(grep -c 'STL' "$W/sass-$f.txt"), LDL $(grep -c 'LDL' "$W/sass-$f.txt"), BAR $(grep -c 'BAR' "$W/sass-$f.txt")"
+FB=$BUILD/plugins/cuda/attnrt_cuda_kernels.fatbin FBW=$BUILD/plugins/cuda/attnrt_cuda_kernels_sm90a.fatbin
+cuobjdump -res-usage "$FB" "$FBW" 2>/dev/null | grep -A1 -E "ck_attn_prefill_" > "$W/res.txt"; cat "$W/res.txt"
+for f in ck_attn_prefill_bf16_d128 ck_attn_prefill_bf16_d64 ck_attn_prefill_bf16_d256 ck_attn_prefill_wg_bf16_d128 \
+         ck_attn_prefill_wg_bf16_d64 ck_attn_prefill_wg_bf16_d256; do
+    case $f in *_wg_*) cuobjdump -sass -fun "$f" "$FBW" > "$W/sass-$f.txt" 2>/dev/null ;;
+               *) cuobjdump -sass -arch sm_90 -fun "$f" "$FB" > "$W/sass-$f.txt" 2>/dev/null ;; esac
+    echo "$f: $(grep -cE '^ +/\*[0-9a-f]{4,}\*/' "$W/sass-$f.txt") instr, HMMA $(grep -c HMMA "$W/sass-$f.txt"), HGMMA $(grep -c HGMMA "$W/sass-$f.txt"), LDSM $(grep -c LDSM "$W/sass-$f.txt"), STL $(grep -c 'STL' "$W/sass-$f.txt"), LDL $(grep -c 'LDL' "$W/sass-$f.txt"), BAR $(grep -c 'BAR' "$W/sass-$f.txt"), WARPGROUP $(grep -c 'WARPGROUP' "$W/sass-$f.txt")"
 done
 
 for d in ${NCU_DIMS:-128 256}; do
@@ -82,8 +95,8 @@ done
 echo "=== [$(el)s] sanitizers on the fast path's cases"
 timeout 90 compute-sanitizer --tool memcheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn-pf > "$W/memcheck.txt" 2>&1
 echo "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$W/memcheck.txt" | tail -1) $(tail -1 "$W/memcheck.txt")"
-timeout 90 compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn-pf-bs1 > "$W/racecheck.txt" 2>&1
+timeout 60 compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn-pf-bs1 > "$W/racecheck.txt" 2>&1
 echo "racecheck exit $?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$W/racecheck.txt" | tail -1)"
 echo "=== [$(el)s] done"
-cp "$W/conform-cuda.txt" "$OUT/" 2>/dev/null
+cp "$W/conform-cuda.txt" "$W/conform-cuda-fa2.txt" "$OUT/" 2>/dev/null
 tar czf "$OUT/prefill.tgz" -C "$W" .

@@ -22,7 +22,7 @@ typedef struct cuda_kernels {
     uint32_t   mma_smem[2][2][CUDA_MMA_DIMS];  /* dynamic shared memory: [cfg][fp8][d] */
     int        mma_ok;                         /* 0: the device cannot run them (SIMT only) */
     CUfunction prefill[2][CUDA_MMA_DIMS];      /* prefill fast path (cuda_prefill.c): [0 f16 / 1 bf16][d] */
-    uint32_t   prefill_smem[CUDA_MMA_DIMS];
+    uint32_t   prefill_smem[CUDA_MMA_DIMS], prefill_threads[CUDA_MMA_DIMS]; /* of the kernel in prefill[][d] */
 } cuda_kernels_t;
 
 typedef struct cuda_dev {
@@ -30,6 +30,7 @@ typedef struct cuda_dev {
     CUdevice       dev;
     CUcontext      ctx;        /* the device's primary context, retained until close */
     CUmodule       module;
+    CUmodule       module_sm90a; /* the second fatbin (sm_90a: wgmma kernels), compute capability 9.0 only */
     cuda_kernels_t k;
     int            sm_count, cc_major, cc_minor;
     int            force_simt; /* ATTNRT_CUDA_KERNELS=simt: every attention on the CUDA cores */

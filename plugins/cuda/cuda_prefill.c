@@ -1,37 +1,52 @@
 /* cuda_prefill.c — the prefill fast path's host side: loading its kernels and deciding which calls it
- * takes. What it leaves to the general kernel (fp8 caches, soft-cap, ALiBi, other head dims) is rare in
+ * takes. Two kernels take the same calls: the wgmma kernel (kernels/attn_prefill_sm90a.cuh, the second
+ * fatbin, compute capability 9.0 only) and the FA2 mma.sync kernel (kernels/attn_prefill.cuh) everywhere
+ * else. What both leave to the general kernel (fp8 caches, soft-cap, ALiBi, other head dims) is rare in
  * prefill; docs/dev/cuda-prefill.md has the measurements. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_prefill.h"
+#include "cuda_prefill_wg_cfg.h"
 #include "plugin_error.h"
 
 static const int pf_dims[CUDA_MMA_DIMS] = {64, 128, 256};
+
+/* Finds `name` in `module` and raises its shared-memory limit to smem. */
+static attnrt_status_t pf_function(const cuda_dev_t *d, CUmodule module, const char *name, uint32_t smem, CUfunction *f)
+{
+    CUresult r = cuda_drv.ModuleGetFunction(f, module, name);
+    if (r != CUDA_SUCCESS)
+        return cuda_fail(r, "cuda:%u: kernel %s is not in the embedded fatbin (rebuild the plugin)", d->index, name);
+    r = cuda_drv.FuncSetAttribute(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
+    if (r != CUDA_SUCCESS) return cuda_fail(r, "cuda:%u: %s needs %u bytes of shared memory", d->index, name, smem);
+    (void)cuda_drv.FuncSetAttribute(*f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100); /* a hint */
+    return ATTNRT_OK;
+}
 
 attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
 {
     const char *env = secure_getenv("ATTNRT_CUDA_PREFILL");
     if (!d->k.mma_ok || (env && strcmp(env, "mma") == 0)) return ATTNRT_OK;
+    const int wgmma = d->module_sm90a != NULL && !(env && strcmp(env, "fa2") == 0);
     int optin = 0;
     cuda_drv.DeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d->dev);
     static const char *const t_name[2] = {"f16", "bf16"};
     for (int di = 0; di < CUDA_MMA_DIMS; di++) {
-        const uint32_t smem = ck_pf_smem_bytes(pf_dims[di]);
+        const int D = pf_dims[di];
+        /* the wgmma kernel where the device holds it, else the FA2 kernel, else (NULL) the general one */
+        const uint32_t smem_wg = ck_pfw_smem_bytes(D), smem_fa2 = ck_pf_smem_bytes(D);
+        const int use_wg = wgmma && (int)smem_wg <= optin;
+        const uint32_t smem = use_wg ? smem_wg : smem_fa2;
+        if ((int)smem > optin) continue;
         d->k.prefill_smem[di] = smem;
-        if ((int)smem > optin) continue; /* left NULL: the general kernel takes these prefills */
+        d->k.prefill_threads[di] = use_wg ? CK_PFW_WARPS * 32u : (uint32_t)CK_PF_WARPS(D) * 32u;
         for (int t = 0; t < 2; t++) {
             char name[48];
-            snprintf(name, sizeof name, "ck_attn_prefill_%s_d%d", t_name[t], pf_dims[di]);
-            CUfunction f;
-            CUresult r = cuda_drv.ModuleGetFunction(&f, d->module, name);
-            if (r != CUDA_SUCCESS)
-                return cuda_fail(r, "cuda:%u: kernel %s is not in the embedded fatbin (rebuild the plugin)", d->index, name);
-            r = cuda_drv.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
-            if (r != CUDA_SUCCESS) return cuda_fail(r, "cuda:%u: %s needs %u bytes of shared memory", d->index, name, smem);
-            (void)cuda_drv.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100); /* a hint */
-            d->k.prefill[t][di] = f;
+            snprintf(name, sizeof name, use_wg ? "ck_attn_prefill_wg_%s_d%d" : "ck_attn_prefill_%s_d%d", t_name[t], D);
+            attnrt_status_t st = pf_function(d, use_wg ? d->module_sm90a : d->module, name, smem, &d->k.prefill[t][di]);
+            if (st != ATTNRT_OK) return st;
         }
     }
     return ATTNRT_OK;
@@ -44,12 +59,12 @@ CUfunction cuda_prefill_kernel(const cuda_dev_t *d, const attnrt_attention_args_
     if (di < 0 || di >= CUDA_MMA_DIMS || dqk != dv || dqk != pf_dims[di]) return NULL;
     const int qk = cuda_ck_dtype(a->query->dtype);
     if ((qk != CK_F16 && qk != CK_BF16) || cuda_ck_dtype(a->key_cache->dtype) != qk) return NULL;
-    /* the kernel takes the row max of the raw scores: the scale must not flip their order */
+    /* the kernels take the row max of the raw scores: the scale must not flip their order */
     if (a->softcap > 0.0f || a->alibi_slopes || !(a->scale >= 0.0f)) return NULL;
     CUfunction f = d->k.prefill[t][di];
     if (f) { /* the outputs stay the general kernel's otherwise */
         *smem = d->k.prefill_smem[di];
-        *threads = (uint32_t)CK_PF_WARPS(pf_dims[di]) * 32u;
+        *threads = d->k.prefill_threads[di];
     }
     return f;
 }

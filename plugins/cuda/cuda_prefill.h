@@ -6,15 +6,18 @@
 #include "cuda_internal.h"
 #include "cuda_prefill_cfg.h"
 
-/* Finds ck_attn_prefill_<t>_d<D> in the loaded module and raises their shared-memory limit; a kernel
- * the device cannot hold stays NULL. ATTNRT_CUDA_PREFILL=mma leaves them all NULL (every prefill on the
- * general tensor-core kernel: for comparisons). */
+/* Finds the fast prefill kernels and raises their shared-memory limit: ck_attn_prefill_wg_<t>_d<D>
+ * (wgmma) in the sm_90a module when the device has one (compute capability 9.0), else
+ * ck_attn_prefill_<t>_d<D> (FA2, mma.sync) in the main module; a kernel the device cannot hold stays
+ * NULL. ATTNRT_CUDA_PREFILL=fa2 takes the FA2 kernels everywhere; =mma leaves them all NULL (every
+ * prefill on the general tensor-core kernel). Both for comparisons and for proving each path. */
 attnrt_status_t cuda_prefill_load(cuda_dev_t *d);
 
-/* The fast kernel for this call's prefill tiles, or NULL: 16-bit Q with a K/V cache of the same type,
- * Dqk = Dv in {64, 128, 256}, no soft-cap, no ALiBi, a positive (or default) scale. `t`: 0 f16, 1 bf16;
- * `di`: the head-dim index (cuda_mma_dim_index). Sets *smem and *threads only when it returns a kernel
- * (its tiles are CK_PF_ROWS rows). The run still checks the cache's alignment (else SIMT, as before). */
+/* The fast kernel (wgmma or FA2: they take the same calls) for this call's prefill tiles, or NULL: 16-bit Q
+ * with a K/V cache of the same type, Dqk = Dv in {64, 128, 256}, no soft-cap, no ALiBi, a positive (or
+ * default) scale. `t`: 0 f16, 1 bf16; `di`: the head-dim index (cuda_mma_dim_index). Sets *smem and
+ * *threads only when it returns a kernel (its tiles are CK_PF_ROWS rows). The run still checks the
+ * cache's alignment (else SIMT, as before). */
 CUfunction cuda_prefill_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int t, int di, uint32_t *smem,
                                uint32_t *threads);
 

@@ -449,6 +449,16 @@ static void directed_attention(cf_builder_t *b)
     cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
     c->window_left = 100;
     c->lse = 1;
+    /* the wgmma kernel's shapes (attn_prefill_sm90a.cuh, H200): 128-key tiles at D 64 / 128 that a block
+     * size of 48 does not divide, chunked prefill over several tiles, an HND cache; D 256's 64-key tiles
+     * with 128 tokens a block (both warpgroups' rows), a window and sinks */
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-wg-bs48-hnd", "400/400 150/390", 8, 2, 128, 128, 48);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
+    c->hnd = c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-wg-d256-window", "260/260", 2, 2, 256, 256, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c->window_left = 90;
+    c->sinks = c->lse = 1;
 }
 
 static void directed_cascade(cf_builder_t *b)

@@ -1,0 +1,31 @@
+/* cuda_prefill_wg_cfg.h — the shapes of the Hopper prefill kernel (kernels/attn_prefill_sm90a.cuh, built for
+ * sm_90a into the second fatbin), shared by the host (C11: threads, shared memory) and the kernel. Kept
+ * apart from cuda_prefill_cfg.h (the FA2 kernel's, a dependency of the main fatbin) so that changing
+ * one rebuilds only its own fatbin.
+ */
+#ifndef ATTNRT_CUDA_PREFILL_WG_CFG_H
+#define ATTNRT_CUDA_PREFILL_WG_CFG_H
+
+#include "cuda_prefill_cfg.h"
+
+/* The Hopper kernel (kernels/attn_prefill_sm90a.cuh, sm_90a only): the same CK_PF_ROWS rows a block, two
+ * warpgroups of 64 rows each on wgmma (S = Q K^T with Q and K from shared memory, O += P V with P from
+ * registers), K/V tiles of CK_PFW_BN(d) keys. Every tile (Q, K, V) is stored as 64-element column blocks
+ * of 128-byte rows with the 128-byte swizzle (chunk c of row r at c ^ (r & 7)), wgmma's canonical layout;
+ * the region starts 1024-byte aligned (the slack below). */
+#define CK_PFW_WARPS 8
+/* Keys a tile: 128 at D 64; 64 at D 128 and 256, where S (BN / 2) + O (D / 2) + P (BN / 4) registers
+ * must fit two blocks a SM (D 128: 128 registers a thread) or one (D 256). */
+#define CK_PFW_BN(d) ((d) == 64 ? 128 : 64)
+/* Blocks a SM: two (16 warps) at D 64 and D 128 — the softmax's latency is hidden by the other block's
+ * warps (H200 run 8, D 128: 431 TFLOP/s with 64-key tiles x 2 blocks, 318 with 128-key tiles x 1; run 7,
+ * D 64: 1 block 32% slower) — one at D 256 (200 KB of shared memory). */
+#define CK_PFW_BLOCKS_PER_SM(d) ((d) == 256 ? 1 : 2)
+
+static inline uint32_t ck_pfw_smem_bytes(int d)
+{
+    return 1024u + (uint32_t)(CK_PF_ROWS + 4 * CK_PFW_BN(d)) * (uint32_t)d * 2u +
+           2u * CK_PF_ADDR_SLOTS * (uint32_t)CK_PFW_BN(d) * 8u + CK_PF_ROWS * 8u;
+}
+
+#endif /* ATTNRT_CUDA_PREFILL_WG_CFG_H */
