@@ -145,6 +145,14 @@ static int64_t mla_splits(int64_t keys, int64_t per, int64_t cap)
     return ns < 1 ? 1 : ns > cap ? cap : ns;
 }
 
+/* Pieces of the items cut by `per`. */
+static int64_t mla_pieces(const mla_tile_t *tiles, size_t n, int64_t per, int64_t cap)
+{
+    int64_t pieces = 0;
+    for (size_t i = 0; i < n; i++) pieces += mla_splits(tiles[i].keys, per, cap);
+    return pieces;
+}
+
 /* Estimated time, in chunks, of the items cut by `per` on `resident` blocks: the longer of the costliest
  * piece and the whole work spread evenly. A piece also pays its item's fixed work (Q, epilogue) and, when
  * split, writing and merging its partial state. */
@@ -207,12 +215,18 @@ static attnrt_status_t mla_build(cuda_dev_t *d, const attnrt_mla_args_t *a, cons
     /* splits of at most chunk_per_split chunks: none, or sized for one or MLA_WAVES waves of resident
      * blocks, whichever mla_makespan rates fastest (ties: fewer splits; e.g. 128 whole items on 132 SMs
      * beat 384 thirds that add a merge and a partial wave) */
-    int64_t chunk_per_split = 0, best = INT64_MAX;
+    int64_t chunk_per_split = 0, best = INT64_MAX, max_chunks = 1;
+    for (size_t i = 0; i < n_tiles; i++)
+        if ((tiles[i].keys + CK_MLA_KC - 1) / CK_MLA_KC > max_chunks) max_chunks = (tiles[i].keys + CK_MLA_KC - 1) / CK_MLA_KC;
     for (int64_t w = 0; w <= MLA_WAVES; w++) {
         int64_t per = 0;
         if (w > 0) {
             per = (work + w * resident - 1) / (w * resident);
             if (per < MLA_MIN_SPLIT_CHUNKS) per = MLA_MIN_SPLIT_CHUNKS;
+            /* rounding each item up adds pieces: grow the size until they fill at most w waves (when
+             * whole items do) */
+            if ((int64_t)n_tiles <= w * resident)
+                while (per < max_chunks && mla_pieces(tiles, n_tiles, per, cap) > w * resident) per++;
         }
         const int64_t est = mla_makespan(tiles, n_tiles, per, cap, resident);
         if (est < best) best = est, chunk_per_split = per;
@@ -232,7 +246,7 @@ static attnrt_status_t mla_build(cuda_dev_t *d, const attnrt_mla_args_t *a, cons
         n_items += (size_t)ns;
     }
     if (n_tiles > 1) qsort(tiles, n_tiles, sizeof *tiles, by_cost_desc);
-    if (n_items + n_groups > 0x7fffffff) {
+    if (n_items + n_groups > 0x7fffffff || n_groups * (size_t)(cf->rows / CK_MLA_MERGE_ROWS) > 0x7fffffff) {
         free(tiles);
         return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda mla plan: %zu work items are too many for one launch", n_items);
     }
@@ -445,7 +459,8 @@ attnrt_status_t cuda_mla_run(cuda_dev_t *d, const void *plan, const attnrt_mla_a
                      cf == &p->cfg[MLA_MMA] ? "cuda mla (tensor cores)" : "cuda mla (CUDA cores)");
     if (st == ATTNRT_OK && cf->n_groups) {
         k.items = items + cf->n_items;
-        st = cuda_launch(p->f_merge, cf->n_groups, CK_MLA_THREADS, 0, stream, &k, "cuda mla (split merge)");
+        st = cuda_launch(p->f_merge, cf->n_groups * (uint32_t)(cf->rows / CK_MLA_MERGE_ROWS), CK_MLA_THREADS, 0, stream,
+                         &k, "cuda mla (split merge)");
     }
     return st == ATTNRT_OK ? cuda_finish(stream, "cuda mla") : st;
 }

@@ -24,6 +24,7 @@
 #define CK_MLA_MAX_DIM 1024  /* kv_dim at most                                                       */
 #define CK_MLA_MAX_DV 1024   /* v_dim at most (4 columns per thread of 256)                          */
 #define CK_MLA_MAX_SPLITS 32
+#define CK_MLA_MERGE_ROWS 8  /* rows of one ck_mla_split_merge block (divides both kernels' rows)   */
 #define CK_MLA_THREADS 256
 
 typedef struct ck_mla_item {
@@ -78,13 +79,13 @@ static inline uint32_t ck_mla_mma_smem(int fp8)
 {
     /* sQ, the 16-bit latent tiles (one a stage; fp8: one, converted from the raw stages), the partial
      * scores [DQ][ROWS][BN] (f32), P [ROWS][PLD] (16-bit), the rescale and final factors [ROWS] (f32),
-     * then soff / spos [STAGES][BN] (int64) and the fp8 scales [STAGES][BN]: 227,200 bytes for a 16-bit
-     * latent, 207,744 for fp8 (the H100 / H200 opt-in limit is 232,448) */
+     * then [STAGES][BN] row offsets (int64), key positions (int32) and fp8 scales (f32): 226,816 bytes
+     * for a 16-bit latent, 207,360 for fp8 (the H100 / H200 opt-in limit is 232,448) */
     const uint32_t st = CK_MLA_MMA_STAGES, tiles16 = fp8 ? 1u : st;
     return (uint32_t)((CK_MLA_MMA_ROWS + tiles16 * CK_MLA_MMA_BN) * CK_MLA_MMA_LD * 2 +
                       (fp8 ? st * CK_MLA_MMA_BN * CK_MLA_MMA_D : 0u) +
                       CK_MLA_MMA_DQ * CK_MLA_MMA_ROWS * CK_MLA_MMA_BN * 4 + CK_MLA_MMA_ROWS * CK_MLA_MMA_PLD * 2 +
-                      2 * CK_MLA_MMA_ROWS * 4 + st * 2 * CK_MLA_MMA_BN * 8 + st * CK_MLA_MMA_BN * 4);
+                      2 * CK_MLA_MMA_ROWS * 4 + st * CK_MLA_MMA_BN * (8 + 4 + 4));
 }
 
 /* ---- lightning / gated delta ----------------------------------------------------------------- */

@@ -20,6 +20,14 @@
 #define CK_MLA_LN2 0.6931471805599453f
 #define CK_MLA_LAZY 8.0f /* log2 units the running max may lag the true max by */
 
+/* 2^x by the SFU (x <= 8 here; -inf gives 0) */
+__device__ __forceinline__ float ck_mla_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 template <typename T, bool FP8> __device__ __forceinline__ void ck_mla_mma_body(const ck_mla_args_t &a)
 {
     constexpr int ROWS = CK_MLA_MMA_ROWS, BN = CK_MLA_MMA_BN, D = CK_MLA_MMA_D, LD = CK_MLA_MMA_LD;
@@ -34,7 +42,7 @@ template <typename T, bool FP8> __device__ __forceinline__ void ck_mla_mma_body(
     float *sAlpha = (float *)(sP + ROWS * PLD);            /* [ROWS] this tile's rescale factor */
     float *sMul = sAlpha + ROWS;                           /* [ROWS] final 1 / denominator */
     int64_t *soff = (int64_t *)(sMul + ROWS);              /* [ST][BN] element offset of the row, -1: none */
-    int64_t *spos = soff + ST * BN;                        /* [ST][BN] key position */
+    int32_t *spos = (int32_t *)(soff + ST * BN);           /* [ST][BN] key position (< seq_len), -1: none */
     float *sscl = (float *)(spos + ST * BN);               /* [ST][BN] fp8 scale of the row */
 
     const ck_mla_item_t it = a.items[blockIdx.x];
@@ -69,46 +77,52 @@ template <typename T, bool FP8> __device__ __forceinline__ void ck_mla_mma_body(
     auto store = [&](int slot, int64_t pk, int64_t blk) {
         if (tid >= BN) return;
         int64_t off = -1;
+        float sc = 0.0f; /* an absent row's scale: 0, never stale (its p is 0, and 0 x NaN is not) */
         if (pk >= 0 && blk >= 0 && blk < a.num_blocks) {
             off = blk * a.kv_st[0] + (pk - (pk / a.block_size) * a.block_size) * a.kv_st[1];
-            if (FP8) sscl[slot * BN + tid] = a.kv_scale ? a.kv_scale[blk * a.ks_st] : 1.0f;
+            sc = FP8 && a.kv_scale ? a.kv_scale[blk * a.ks_st] : 1.0f;
         }
+        if (FP8) sscl[slot * BN + tid] = sc;
         soff[slot * BN + tid] = off;
-        spos[slot * BN + tid] = off >= 0 ? pk : -1;
+        spos[slot * BN + tid] = off >= 0 ? (int32_t)pk : -1;
     };
+    /* warp w copies rows w * 4 .. + 3, a row's 16-byte chunks by consecutive lanes (one offset and base a
+     * row, not a chunk) */
     auto issue = [&](int st) {
-        if (FP8) { /* raw rows, 16 codes a copy */
-            const unsigned char *kv = (const unsigned char *)a.kv;
-#pragma unroll 3
-            for (int c = tid; c < BN * (D / 16); c += NT) {
-                const int j = c / (D / 16), ch = c - j * (D / 16);
-                const int64_t o = soff[st * BN + j];
-                ck_cp_async16(ck_smem(sRaw + (st * BN + j) * D + ch * 16), kv + (o >= 0 ? o + ch * 16 : 0), o >= 0 ? 16 : 0);
-            }
-        } else {
-            const T *kv = (const T *)a.kv;
-#pragma unroll 3
-            for (int c = tid; c < BN * CPR; c += NT) {
-                const int j = c / CPR, ch = c - j * CPR;
-                const int64_t o = soff[st * BN + j];
-                ck_cp_async16(ck_smem(sK + (st * BN + j) * LD + ch * 8), kv + (o >= 0 ? o + ch * 8 : 0), o >= 0 ? 16 : 0);
+#pragma unroll
+        for (int r = 0; r < BN / 8; r++) {
+            const int j = warp * (BN / 8) + r;
+            const int64_t o = soff[st * BN + j];
+            const int n = o >= 0 ? 16 : 0;
+            if (FP8) { /* raw rows, 16 codes a copy */
+                const unsigned char *src = (const unsigned char *)a.kv + (o >= 0 ? o : 0);
+                const uint32_t dst = ck_smem(sRaw + (st * BN + j) * D);
+#pragma unroll
+                for (int k = 0; k < (D / 16 + 31) / 32; k++)
+                    if (lane + 32 * k < D / 16) ck_cp_async16(dst + (lane + 32 * k) * 16, src + (lane + 32 * k) * 16, n);
+            } else {
+                const T *src = (const T *)a.kv + (o >= 0 ? o : 0);
+                const uint32_t dst = ck_smem(sK + (st * BN + j) * LD);
+#pragma unroll
+                for (int k = 0; k < (CPR + 31) / 32; k++)
+                    if (lane + 32 * k < CPR) ck_cp_async16(dst + (lane + 32 * k) * 16, src + (lane + 32 * k) * 8, n);
             }
         }
     };
-    /* fp8: stage st's raw rows -> the 16-bit tile, times the row's scale (absent rows: zeros) */
+    /* fp8: stage st's raw rows -> the 16-bit tile, exactly (e4m3 / e5m2 values are 16-bit values); the
+     * row's scale multiplies its score and its probability instead (absent rows: zeros, masked) */
     auto convert = [&](int st) {
         const bool e4m3 = a.kv_dtype == CK_E4M3;
 #pragma unroll 3
         for (int c = tid; c < BN * (D / 8); c += NT) {
             const int j = c / (D / 8), ch = c - j * (D / 8);
             const uint2 bytes = *(const uint2 *)(sRaw + (st * BN + j) * D + ch * 8);
-            const float sc = soff[st * BN + j] >= 0 ? sscl[st * BN + j] : 0.0f;
             uint32_t packed[4];
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const uint32_t word = e < 2 ? bytes.x : bytes.y;
                 const float2 f = ck_fp8x2_to_f32x2((uint16_t)(word >> ((e & 1) * 16)), e4m3);
-                packed[e] = ck_pack2<T>(f.x * sc, f.y * sc);
+                packed[e] = ck_pack2<T>(f.x, f.y);
             }
             *(uint4 *)(sK + j * LD + ch * 8) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
         }
@@ -160,7 +174,10 @@ template <typename T, bool FP8> __device__ __forceinline__ void ck_mla_mma_body(
      * row live in its four lanes (sq = 0..3) alike */
     const int srow = warp * 8 + (lane & 7), sq = lane >> 3;
     const bool srow_ok = srow < nrows;
-    const int64_t srow_lim = !a.sparse && a.causal ? S - L + it.q_first + srow / hc : INT64_MAX;
+    /* the last key position row srow sees, as unsigned: an absent key (-1) compares above every limit */
+    const int64_t srow_lim64 = !a.sparse && a.causal ? S - L + it.q_first + srow / hc : INT32_MAX;
+    const uint32_t srow_lim = srow_ok && srow_lim64 >= 0 ? (uint32_t)min(srow_lim64, (int64_t)INT32_MAX) : 0u;
+    const bool srow_any = srow_ok && srow_lim64 >= 0;
     const int sw = srow & 3, shi = (srow >> 2) & 1; /* the swizzle of its partial-score row */
     const float scale2 = a.scale * CK_MLA_LOG2E;
     float m_run = -CK_INF, l_run = 0.0f;
@@ -245,11 +262,19 @@ template <typename T, bool FP8> __device__ __forceinline__ void ck_mla_mma_body(
             }
             float v8[8] = {shi ? y.x : x.x, shi ? y.y : x.y, shi ? y.z : x.z, shi ? y.w : x.w,
                            shi ? x.x : y.x, shi ? x.y : y.y, shi ? x.z : y.z, shi ? x.w : y.w};
+            const int4 pa = *(const int4 *)(spos + st * BN + sq * 8), pb = *(const int4 *)(spos + st * BN + sq * 8 + 4);
+            const int32_t pos[8] = {pa.x, pa.y, pa.z, pa.w, pb.x, pb.y, pb.z, pb.w};
+            float sc8[8];
+            if (FP8) {
+                const float4 ca = *(const float4 *)(sscl + st * BN + sq * 8), cb = *(const float4 *)(sscl + st * BN + sq * 8 + 4);
+                sc8[0] = ca.x, sc8[1] = ca.y, sc8[2] = ca.z, sc8[3] = ca.w;
+                sc8[4] = cb.x, sc8[5] = cb.y, sc8[6] = cb.z, sc8[7] = cb.w;
+            }
             float mx = -CK_INF;
 #pragma unroll
             for (int i = 0; i < 8; i++) {
-                const int64_t pk = spos[st * BN + sq * 8 + i];
-                v8[i] = srow_ok && pk >= 0 && pk <= srow_lim ? v8[i] * scale2 : -CK_INF;
+                const bool ok = srow_any && (uint32_t)pos[i] <= srow_lim;
+                v8[i] = ok ? v8[i] * (FP8 ? scale2 * sc8[i] : scale2) : -CK_INF;
                 mx = fmaxf(mx, v8[i]);
             }
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
@@ -257,14 +282,15 @@ template <typename T, bool FP8> __device__ __forceinline__ void ck_mla_mma_body(
             const float m_new = mx > m_run + CK_MLA_LAZY ? mx : m_run;
             const float m_use = m_new == -CK_INF ? 0.0f : m_new;
             /* a row with no key yet has O = 0 and l = 0: factor 1, so absent rows never force a rescale */
-            const float alpha = m_run == -CK_INF ? 1.0f : exp2f(m_run - m_use);
+            const float alpha = m_run == -CK_INF ? 1.0f : ck_mla_exp2(m_run - m_use);
             float ls = 0.0f;
             uint32_t pk2[4];
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                const float p0 = exp2f(v8[2 * i] - m_use), p1 = exp2f(v8[2 * i + 1] - m_use);
+                const float p0 = ck_mla_exp2(v8[2 * i] - m_use), p1 = ck_mla_exp2(v8[2 * i + 1] - m_use);
                 ls += p0 + p1;
-                pk2[i] = ck_pack2<T>(p0, p1);
+                /* fp8: P V with V unscaled = sum p scale v (p <= 2^8: f16 holds p scale for scales < 255) */
+                pk2[i] = FP8 ? ck_pack2<T>(p0 * sc8[2 * i], p1 * sc8[2 * i + 1]) : ck_pack2<T>(p0, p1);
             }
             ls += __shfl_xor_sync(0xffffffffu, ls, 8);
             ls += __shfl_xor_sync(0xffffffffu, ls, 16);
