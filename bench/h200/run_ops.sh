@@ -7,6 +7,7 @@
 #   MLA decode 576/512, block 64, Hq 128, B 64 x ctx 4096 (bf16 and fp8 latent; sparse top-2048);
 #   lightning and GDN decode, Dk = Dv = 128, B 64-256, H 16-32 (bytes = the f32 state read + written).
 #
+# MLA_NCU=1 adds ncu hardware counters of one MLA tensor-core launch and its SASS counts (~20 s).
 # Run from the repository root:   BUILD_DIR=build-cuda-ops bash bench/h200/run_ops.sh
 # The build is carried (meson setup build-cuda-ops -Dtests=disabled --buildtype=release -Dcuda=enabled);
 # results go to $OUT (./out-h200-ops when OUT is not set): run_ops.log, conform-cuda.txt,
@@ -67,6 +68,21 @@ row "${MLA[@]}" --batch 64 --ctx 4096 --kv-dtype fp8_e4m3
 row "${MLA[@]}" --batch 64 --ctx 4096 --topk 2048
 row "${MLA[@]}" --batch 4 --ctx 32768
 row "${MLA[@]}" --batch 64 --ctx 4096 --heads 16
+if [ "${MLA_NCU:-0}" = 1 ] && command -v ncu > /dev/null; then # hardware counters of one MLA launch
+    step "ncu: one launch of the MLA tensor-core kernel (B 64 x 4096, bf16 latent)"
+    timeout 120 ncu --clock-control none -k "regex:ck_mla_mma" -c 1 --section SpeedOfLight --section Occupancy \
+        --section LaunchStats --section WarpStateStats --section SchedulerStats --section InstructionStats \
+        --section MemoryWorkloadAnalysis --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
+        "${B[@]::3}" "${MLA[@]}" --batch 64 --ctx 4096 --iters 1 --warmup 0 > "$OUT/ncu-mla.txt" 2>&1
+    echo "exit $?"
+    grep -E "Duration|DRAM Throughput|Compute \(SM\) Throughput|Registers Per|Achieved Occ|Warp Cycles Per Issued|Issued Warp|Executed Instructions  |Grid Size|Shared Memory Configuration Size|Bank" "$OUT/ncu-mla.txt" | head -16
+    grep -E "issue_stalled_.*ratio" "$OUT/ncu-mla.txt" | awk '$NF+0 >= 0.2' | sed -E 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | head -12
+    if command -v cuobjdump > /dev/null; then
+        cuobjdump -sass -arch sm_90 -fun ck_mla_mma_bf16 "$BUILD/plugins/cuda/attnrt_cuda_kernels.fatbin" > "$OUT/sass-ck_mla_mma_bf16.txt" 2> /dev/null
+        echo "sass ck_mla_mma_bf16 (sm_90): $(grep -cE '^ +/\*[0-9a-f]{4,}\*/' "$OUT/sass-ck_mla_mma_bf16.txt") instructions," \
+             "$(grep -c HMMA "$OUT/sass-ck_mla_mma_bf16.txt") HMMA, $(grep -c LDSM "$OUT/sass-ck_mla_mma_bf16.txt") LDSM"
+    fi
+fi
 
 step "bench: lightning decode (Dk = Dv = 128, f32 state)"
 for bh in "64 16" "64 32" "256 16" "256 32"; do
@@ -81,10 +97,13 @@ done
 
 if command -v compute-sanitizer > /dev/null 2>&1; then
     step "compute-sanitizer memcheck on 1.2 cases"
-    for f in mla-small-bs7 mla-sparse-e5m2-small lin-d32v128 gdn-spec3-nonorm gdn-empty; do
+    for f in mla-small-bs7 mla-sparse-e5m2-small mla-d576-e4m3-dense mla-d576-strided-long lin-d32v128 gdn-spec3-nonorm gdn-empty; do
         timeout 60 compute-sanitizer --tool memcheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda \
             --cases 0 --filter "$f" 2>&1 | tail -4
     done > "$OUT/sanitizer.txt"
+    echo "racecheck mla-d576-e5m2-blk-f16 (tensor-core MLA: shared-memory hazards)" >> "$OUT/sanitizer.txt"
+    timeout 120 compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda \
+        --cases 0 --filter mla-d576-e5m2-blk-f16 2>&1 | tail -4 >> "$OUT/sanitizer.txt"
     cat "$OUT/sanitizer.txt"
 fi
 step "done"

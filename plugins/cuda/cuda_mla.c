@@ -5,8 +5,9 @@
  * query's dtype, 64 query rows an item) and the CUDA-core one (any shape and format, 16 rows an item).
  * The plan cuts the host batch into work items for each kernel it may use: (request, tile of tokens,
  * group of query heads) — a token's heads share its latent rows, so as many as an item holds — and
- * cuts the keys of each item into splits when the batch has too few items to fill the chip (about two
- * waves of resident blocks), so that a few long requests still use every SM. The lists live in pinned
+ * cuts the keys of each item into splits when the batch has too few items to fill the chip (sized for
+ * one or two waves of resident blocks, or none, by an estimate of the time), so that a few long requests
+ * still use every SM. The lists live in pinned
  * host memory; run picks the kernel (the tensor-core one needs 16-byte aligned latent rows, known only
  * at run), copies its list into the head of the caller's workspace with cuMemcpyHtoDAsync on the run's
  * stream (capturable: a graph replays the copy), then launches the items and, when there are splits,
@@ -135,6 +136,41 @@ static int by_cost_desc(const void *pa, const void *pb)
     return a->order < b->order ? -1 : a->order > b->order;
 }
 
+/* Splits of an item of `keys` keys cut into pieces of at most `per` chunks of CK_MLA_KC keys (0: whole),
+ * 1 .. cap. */
+static int64_t mla_splits(int64_t keys, int64_t per, int64_t cap)
+{
+    if (per <= 0) return 1;
+    const int64_t ns = ((keys + CK_MLA_KC - 1) / CK_MLA_KC + per - 1) / per;
+    return ns < 1 ? 1 : ns > cap ? cap : ns;
+}
+
+/* Pieces of the items cut by `per`. */
+static int64_t mla_pieces(const mla_tile_t *tiles, size_t n, int64_t per, int64_t cap)
+{
+    int64_t pieces = 0;
+    for (size_t i = 0; i < n; i++) pieces += mla_splits(tiles[i].keys, per, cap);
+    return pieces;
+}
+
+/* Estimated time, in chunks, of the items cut by `per` on `resident` blocks: the longer of the costliest
+ * piece and the whole work spread evenly. A piece also pays its item's fixed work (Q, epilogue) and, when
+ * split, writing and merging its partial state. */
+#define MLA_ITEM_CHUNKS 4
+#define MLA_PART_CHUNKS 8
+static int64_t mla_makespan(const mla_tile_t *tiles, size_t n, int64_t per, int64_t cap, int64_t resident)
+{
+    int64_t total = 0, worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int64_t ns = mla_splits(tiles[i].keys, per, cap), chunks = (tiles[i].keys + CK_MLA_KC - 1) / CK_MLA_KC;
+        const int64_t cost = (chunks + ns - 1) / ns + MLA_ITEM_CHUNKS + (ns > 1 ? MLA_PART_CHUNKS : 0);
+        total += ns * cost;
+        if (cost > worst) worst = cost;
+    }
+    const int64_t spread = (total + resident - 1) / resident;
+    return spread > worst ? spread : worst;
+}
+
 /* The items of one kernel configuration (cf->rows query rows an item), costliest first, with the
  * key splits decided from the chip's resident blocks; fills cf's counts. */
 static attnrt_status_t mla_build(cuda_dev_t *d, const attnrt_mla_args_t *a, const attnrt_batch_host_t *batch,
@@ -175,15 +211,31 @@ static attnrt_status_t mla_build(cuda_dev_t *d, const attnrt_mla_args_t *a, cons
     if (cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, cf->f_main, CK_MLA_THREADS, cf->smem) != CUDA_SUCCESS)
         occupancy = 1;
     const int64_t resident = (int64_t)(d->sm_count > 0 ? d->sm_count : 1) * (occupancy > 0 ? occupancy : 1);
-    int64_t chunk_per_split = (work + MLA_WAVES * resident - 1) / (MLA_WAVES * resident);
-    if (chunk_per_split < MLA_MIN_SPLIT_CHUNKS) chunk_per_split = MLA_MIN_SPLIT_CHUNKS;
     const int64_t cap = d->max_splits < CK_MLA_MAX_SPLITS ? d->max_splits : CK_MLA_MAX_SPLITS;
+    /* splits of at most chunk_per_split chunks: none, or sized for one or MLA_WAVES waves of resident
+     * blocks, whichever mla_makespan rates fastest (ties: fewer splits; e.g. 128 whole items on 132 SMs
+     * beat 384 thirds that add a merge and a partial wave) */
+    int64_t chunk_per_split = 0, best = INT64_MAX, max_chunks = 1;
+    for (size_t i = 0; i < n_tiles; i++)
+        if ((tiles[i].keys + CK_MLA_KC - 1) / CK_MLA_KC > max_chunks) max_chunks = (tiles[i].keys + CK_MLA_KC - 1) / CK_MLA_KC;
+    for (int64_t w = 0; w <= MLA_WAVES; w++) {
+        int64_t per = 0;
+        if (w > 0) {
+            per = (work + w * resident - 1) / (w * resident);
+            if (per < MLA_MIN_SPLIT_CHUNKS) per = MLA_MIN_SPLIT_CHUNKS;
+            /* rounding each item up adds pieces: grow the size until they fill at most w waves (when
+             * whole items do) */
+            if ((int64_t)n_tiles <= w * resident)
+                while (per < max_chunks && mla_pieces(tiles, n_tiles, per, cap) > w * resident) per++;
+        }
+        const int64_t est = mla_makespan(tiles, n_tiles, per, cap, resident);
+        if (est < best) best = est, chunk_per_split = per;
+    }
     size_t n_items = 0, n_groups = 0;
     cf->num_parts = 0;
     for (size_t i = 0; i < n_tiles; i++) {
         mla_tile_t *t = &tiles[i];
-        int64_t ns = ((t->keys + CK_MLA_KC - 1) / CK_MLA_KC + chunk_per_split - 1) / chunk_per_split;
-        ns = ns < 1 ? 1 : ns > cap ? cap : ns;
+        const int64_t ns = mla_splits(t->keys, chunk_per_split, cap);
         t->w.num_splits = (int32_t)ns;
         if (ns > 1) {
             t->w.part_index = (int32_t)cf->num_parts;
@@ -194,7 +246,7 @@ static attnrt_status_t mla_build(cuda_dev_t *d, const attnrt_mla_args_t *a, cons
         n_items += (size_t)ns;
     }
     if (n_tiles > 1) qsort(tiles, n_tiles, sizeof *tiles, by_cost_desc);
-    if (n_items + n_groups > 0x7fffffff) {
+    if (n_items + n_groups > 0x7fffffff || n_groups * (size_t)(cf->rows / CK_MLA_MERGE_ROWS) > 0x7fffffff) {
         free(tiles);
         return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda mla plan: %zu work items are too many for one launch", n_items);
     }
@@ -407,7 +459,8 @@ attnrt_status_t cuda_mla_run(cuda_dev_t *d, const void *plan, const attnrt_mla_a
                      cf == &p->cfg[MLA_MMA] ? "cuda mla (tensor cores)" : "cuda mla (CUDA cores)");
     if (st == ATTNRT_OK && cf->n_groups) {
         k.items = items + cf->n_items;
-        st = cuda_launch(p->f_merge, cf->n_groups, CK_MLA_THREADS, 0, stream, &k, "cuda mla (split merge)");
+        st = cuda_launch(p->f_merge, cf->n_groups * (uint32_t)(cf->rows / CK_MLA_MERGE_ROWS), CK_MLA_THREADS, 0, stream,
+                         &k, "cuda mla (split merge)");
     }
     return st == ATTNRT_OK ? cuda_finish(stream, "cuda mla") : st;
 }

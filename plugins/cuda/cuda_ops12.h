@@ -24,6 +24,7 @@
 #define CK_MLA_MAX_DIM 1024  /* kv_dim at most                                                       */
 #define CK_MLA_MAX_DV 1024   /* v_dim at most (4 columns per thread of 256)                          */
 #define CK_MLA_MAX_SPLITS 32
+#define CK_MLA_MERGE_ROWS 8  /* rows of one ck_mla_split_merge block (divides both kernels' rows)   */
 #define CK_MLA_THREADS 256
 
 typedef struct ck_mla_item {
@@ -61,24 +62,30 @@ static inline uint32_t ck_mla_smem(int ld)
 }
 
 /* The tensor-core MLA kernel (ck_mla_mma_{f16,bf16}[_fp8]): DeepSeek's 576 / 512 with a latent of the
- * query's 16-bit dtype or fp8 (dequantised into a 16-bit tile); 64 query rows per item (4 m-tiles x 2
- * value halves over 8 warps), 32 keys a tile, three cp.async stages. Rows of the 16-bit tiles are
- * CK_MLA_MMA_D + 8 elements long (ldmatrix without bank conflicts). */
+ * query's 16-bit dtype or fp8 (dequantised into a 16-bit tile); 64 query rows per item, 8 warps, 32 keys
+ * a tile, three cp.async stages. Per tile: S = Q C^T by (32-row half, 144-dim quarter) into four f32
+ * partial-score tiles, the online softmax by 8 rows a warp into a 16-bit P tile, O += P V by 64 value
+ * columns a warp (all 64 rows). Rows of the 16-bit Q / latent tiles are CK_MLA_MMA_D + 8 elements long
+ * and rows of P CK_MLA_MMA_BN + 8 (ldmatrix without bank conflicts). */
 #define CK_MLA_MMA_ROWS 64
 #define CK_MLA_MMA_BN 32
 #define CK_MLA_MMA_D 576
 #define CK_MLA_MMA_DV 512
 #define CK_MLA_MMA_LD (CK_MLA_MMA_D + 8)
-#define CK_MLA_MMA_SLD (CK_MLA_MMA_BN + 4)
+#define CK_MLA_MMA_DQ 4 /* dim quarters of S = Q C^T */
+#define CK_MLA_MMA_PLD (CK_MLA_MMA_BN + 8)
 #define CK_MLA_MMA_STAGES 3
 static inline uint32_t ck_mla_mma_smem(int fp8)
 {
-    /* sQ, the 16-bit latent tiles (one a stage; fp8: one, converted from the raw stages), sS (f32
-     * scores), then soff / spos [STAGES][BN] (int64) and the fp8 scales [STAGES][BN] */
+    /* sQ, the 16-bit latent tiles (one a stage; fp8: one, converted from the raw stages), the partial
+     * scores [DQ][ROWS][BN] (f32), P [ROWS][PLD] (16-bit), the rescale and final factors [ROWS] (f32),
+     * then [STAGES][BN] row offsets (int64), key positions (int32) and fp8 scales (f32): 226,816 bytes
+     * for a 16-bit latent, 207,360 for fp8 (the H100 / H200 opt-in limit is 232,448) */
     const uint32_t st = CK_MLA_MMA_STAGES, tiles16 = fp8 ? 1u : st;
     return (uint32_t)((CK_MLA_MMA_ROWS + tiles16 * CK_MLA_MMA_BN) * CK_MLA_MMA_LD * 2 +
-                      (fp8 ? st * CK_MLA_MMA_BN * CK_MLA_MMA_D : 0u) + CK_MLA_MMA_ROWS * CK_MLA_MMA_SLD * 4 +
-                      st * 2 * CK_MLA_MMA_BN * 8 + st * CK_MLA_MMA_BN * 4);
+                      (fp8 ? st * CK_MLA_MMA_BN * CK_MLA_MMA_D : 0u) +
+                      CK_MLA_MMA_DQ * CK_MLA_MMA_ROWS * CK_MLA_MMA_BN * 4 + CK_MLA_MMA_ROWS * CK_MLA_MMA_PLD * 2 +
+                      2 * CK_MLA_MMA_ROWS * 4 + st * CK_MLA_MMA_BN * (8 + 4 + 4));
 }
 
 /* ---- lightning / gated delta ----------------------------------------------------------------- */

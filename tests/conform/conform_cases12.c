@@ -40,6 +40,16 @@ void cf_directed_mla(cf_builder_t *b)
     c = add_mla(b, "mla-d576-f32-kvbf16", "1/70 9/33", 16, 576, 512, 64, CF_F32, CF_BF16, SCALE_192);
     c->out_dtype = CF_F32;
     c->lse = 1;
+    /* the tensor-core kernel's paths: a dense fp8 latent at Hq 128 (two items a token) with a one-key
+     * request and contexts off the 32-key tile; a strided Q (element-wise Q load) over 1,000 keys (key
+     * splits, the running max moving over many tiles); f16 with a per-block e5m2 latent and two tokens
+     * an item (causal rows of different lengths in one item) */
+    c = add_mla(b, "mla-d576-e4m3-dense", "1/1 1/300 2/77 1/33", 128, 576, 512, 64, CF_BF16, CF_E4M3, SCALE_192_YARN);
+    c->sinks = c->lse = 1;
+    c = add_mla(b, "mla-d576-strided-long", "1/1000 1/96 3/40", 64, 576, 512, 64, CF_BF16, CF_BF16, SCALE_192_YARN);
+    c->strided = c->lse = 1;
+    c = add_mla(b, "mla-d576-e5m2-blk-f16", "4/50 1/129 2/2", 32, 576, 512, 64, CF_F16, CF_E5M2, SCALE_192);
+    c->per_block_scale = c->lse = 1;
 
     /* sparse: top-k 8..64 over mixed batches, -1 entries, duplicates, positions past seq_len */
     c = add_mla(b, "mla-sparse-d576", "1/300 4/120 1/40 2/2", 16, 576, 512, 64, CF_BF16, CF_BF16, SCALE_192_YARN);

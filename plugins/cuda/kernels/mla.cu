@@ -190,22 +190,26 @@ extern "C" __global__ void __launch_bounds__(CK_MLA_THREADS) ck_mla_simt(const _
 
 extern "C" __global__ void __launch_bounds__(CK_MLA_THREADS) ck_mla_split_merge(const __grid_constant__ ck_mla_args_t a)
 {
-    __shared__ float wts[CK_MLA_MMA_ROWS][CK_MLA_MAX_SPLITS];
-    const int PR = a.part_rows;
-    const ck_mla_item_t it = a.items[blockIdx.x];
+    /* block b: rows (b % nrb) * MR .. + MR - 1 of group b / nrb (several blocks a group: a few long
+     * requests' merge spreads over as many SMs) */
+    constexpr int MR = CK_MLA_MERGE_ROWS;
+    __shared__ float wts[MR][CK_MLA_MAX_SPLITS];
+    const int PR = a.part_rows, nrb = PR / MR;
+    const ck_mla_item_t it = a.items[blockIdx.x / nrb];
+    const int r0 = (int)(blockIdx.x % nrb) * MR;
     const int64_t seq = it.seq;
     const ck_request_t rq = ck_request(a, seq);
     const int64_t q_begin = rq.q_begin;
     const int hc = it.head_count, ns = min(it.num_splits, CK_MLA_MAX_SPLITS);
     const int64_t ntok = min((int64_t)it.q_count, rq.L - it.q_first);
-    if (ntok <= 0) return;
-    const int nrows = (int)ntok * hc;
+    if (ntok <= 0 || r0 >= (int)ntok * hc) return;
+    const int rows = min(MR, (int)ntok * hc - r0);
     const int64_t tok0 = q_begin + it.q_first;
     const float *plse = a.part_lse + (int64_t)it.part_index * PR;
     const float *po = a.part_o + (int64_t)it.part_index * PR * a.dv;
 
-    if (threadIdx.x < nrows) {
-        const int r = threadIdx.x;
+    if (threadIdx.x < rows) {
+        const int r = r0 + threadIdx.x;
         const int64_t t = tok0 + r / hc, h = it.head_first + r % hc;
         float m = -CK_INF;
         for (int s = 0; s < ns; s++) m = fmaxf(m, plse[s * PR + r]);
@@ -218,15 +222,15 @@ extern "C" __global__ void __launch_bounds__(CK_MLA_THREADS) ck_mla_split_merge(
             if (a.sinks) den += expf(a.sinks[h * a.sinks_st] - m);
             post = 1.0f / den;
         }
-        for (int s = 0; s < ns; s++) wts[r][s] = m == -CK_INF ? 0.0f : expf(plse[s * PR + r] - m) * post;
+        for (int s = 0; s < ns; s++) wts[threadIdx.x][s] = m == -CK_INF ? 0.0f : expf(plse[s * PR + r] - m) * post;
         if (a.lse) a.lse[t * a.lse_st[0] + h * a.lse_st[1]] = lse;
     }
     __syncthreads();
-    for (int idx = threadIdx.x; idx < nrows * a.dv; idx += blockDim.x) {
-        const int r = idx / a.dv, c = idx - r * a.dv;
+    for (int idx = threadIdx.x; idx < rows * a.dv; idx += blockDim.x) {
+        const int rr = idx / a.dv, c = idx - rr * a.dv, r = r0 + rr;
         float o = 0.0f;
         for (int s = 0; s < ns; s++) {
-            const float w = wts[r][s];
+            const float w = wts[rr][s];
             if (w != 0.0f) o += w * po[((int64_t)s * PR + r) * a.dv + c];
         }
         const int64_t t = tok0 + r / hc, h = it.head_first + r % hc;
