@@ -4,7 +4,8 @@
 
 Each wrapper names every f32 accumulator register of the m64nNk16 shape as its own asm operand (N / 2
 of them a thread), which is too long to write by hand without mistakes; hence this script. Run it after
-changing the shapes below and commit its output: `python3 gen_wgmma_sm90a.py > wgmma_sm90a.cuh`.
+changing the shapes below and commit its output: `python3 gen_wgmma_sm90a.py > wgmma_sm90a.cuh`;
+`gen_wgmma_sm90a.py --check wgmma_sm90a.cuh` (meson test `wgmma-header-current`) fails when they differ.
 
   ck_wg_ss<T, N>(d, desc_a, desc_b, acc): D (+)= A B, A and B from shared memory (descriptors), B
       K-major (no transpose): S = Q K^T with K stored one key a row.
@@ -78,7 +79,14 @@ def main() -> int:
         for n in RS_N:
             out.append(rs(ctype, ptype, n))
     out.append("#endif /* ATTNRT_WGMMA_SM90A_CUH */")
-    sys.stdout.write("\n".join(out) + "\n")
+    text = "\n".join(out) + "\n"
+    if len(sys.argv) == 3 and sys.argv[1] == "--check":  # the build's test: is the committed header current?
+        with open(sys.argv[2], encoding="utf-8") as f:
+            if f.read() != text:
+                print(f"{sys.argv[2]} differs from what gen_wgmma_sm90a.py writes: regenerate it", file=sys.stderr)
+                return 1
+        return 0
+    sys.stdout.write(text)
     return 0
 
 
