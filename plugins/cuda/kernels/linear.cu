@@ -1,6 +1,9 @@
 /* linear.cu — lightning attention and the gated delta rule over f32 state slots [slots, HV, Dk, Dv].
  *
- * One block (128 threads) per (request, state head, 32 value columns). Thread (warp w, lane l) owns
+ * One block (128 threads) per (request, state head, 32 value columns); the column slices of a head are
+ * adjacent in the (1-D) grid, so they run at about the same time and a head's state rows (512 bytes at
+ * Dv 128) are read and written whole while their DRAM pages are open, not as 128-byte pieces a whole
+ * grid row apart. Thread (warp w, lane l) owns
  * columns col0 + 4 (l & 7) + [0, 4) of rows r, r + 16, ... (r = 4 w + (l >> 3)): its part of the state
  * is loaded once by cp.async (16 bytes when aligned) into the block's shared-memory slice, which only
  * that thread reads and writes (no barrier guards it), and stored once, so a decode streams the state
@@ -74,8 +77,8 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int cg = lane & 7, rg = warp * 4 + (lane >> 3);
-    const int64_t b = blockIdx.x / a.heads, hv = blockIdx.x - b * a.heads;
-    const int col0 = blockIdx.y * CK_LIN_COLS;
+    const int64_t bh = blockIdx.x / a.slices, b = bh / a.heads, hv = bh - b * a.heads;
+    const int col0 = (int)(blockIdx.x - bh * a.slices) * CK_LIN_COLS;
     const int ncols = min(CK_LIN_COLS, a.dv - col0);
     const int jc = col0 + cg * 4; /* this thread's first column */
     const int64_t kh = hv / a.group;
@@ -272,6 +275,168 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
     }
 }
 
+/* ---- decode: every request has exactly one token (the plan saw it on the host), no speculative
+ * slots, Dk <= 128, float4 state access; token b is request b's. Compared with ck_lin_body: no token
+ * loop, so the state goes from the registers of the last pass straight to global memory (no shared
+ * write-back and re-read); 2 barriers a block (lightning) or 3 (GDN) instead of 3 / 6; every warp forms
+ * the GDN norms itself from the staged q, k; the column sums finish in the threads that use them.
+ * What that buys is residency: 40 registers and <= 18 KB of shared memory a block (the state slice, q,
+ * k, one reduction buffer; GDN keeps v, beta and e^g in registers) fit 12 blocks an SM (8-10 for
+ * ck_lin_body): more state loads in flight per SM, which is what bounds this kernel. */
+template <int OP, int RPT>
+__device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
+{
+    constexpr int NRED = OP == CK_LIN_GDN ? 2 : 1; /* o partials; GDN also u partials, then v' */
+    __shared__ float sq[RPT * CK_LIN_ROW_GROUPS], sk[RPT * CK_LIN_ROW_GROUPS];
+    __shared__ __align__(16) float red[NRED][CK_LIN_WARPS * CK_LIN_COLS];
+    __shared__ __align__(16) float sv[OP == CK_LIN_LIGHTNING ? CK_LIN_COLS : 1];
+    __shared__ __align__(16) float sS[RPT * CK_LIN_ROW_GROUPS * CK_LIN_COLS];
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int cg = lane & 7, rg = warp * 4 + (lane >> 3);
+    const unsigned bh = blockIdx.x / (unsigned)a.slices;
+    const int b = (int)(bh / (unsigned)a.heads), hv = (int)(bh - (unsigned)b * (unsigned)a.heads);
+    const int col0 = (int)(blockIdx.x - bh * (unsigned)a.slices) * CK_LIN_COLS;
+    const int ncols = min(CK_LIN_COLS, a.dv - col0), jc = col0 + cg * 4;
+    const int kh = hv / a.group;
+    const int64_t out_at = (int64_t)b * a.out_st[0] + (int64_t)hv * a.out_st[1] + col0;
+
+    const int64_t slot = a.slot_idx[(int64_t)b * a.slot_st];
+    if (slot < 0 || slot >= a.num_slots) { /* padding */
+        if (tid < ncols) ck_store(a.out, out_at + tid, a.out_dtype, 0.0f);
+        return;
+    }
+    const bool read = ck_lin_flag(a, b) != 0;
+    const int64_t rstep = CK_LIN_ROW_GROUPS * a.state_st[2];
+    /* this thread's first element in global memory and in the shared slice */
+    float *const mine = a.state + slot * a.state_st[0] + (int64_t)hv * a.state_st[1] + rg * a.state_st[2] + jc;
+    float *const my = sS + rg * CK_LIN_COLS + cg * 4;
+    const bool colok = jc < a.dv;
+#pragma unroll
+    for (int i = 0; i < RPT; i++) {
+        const bool ok = read && colok && rg + i * CK_LIN_ROW_GROUPS < a.dk;
+        ck_cp_async16(ck_smem(my + i * CK_LIN_SROW), ok ? mine + i * rstep : a.state, ok ? 16 : 0);
+    }
+    ck_cp_async_commit();
+
+    /* while the state is in flight: q, k (zero past Dk), v; GDN's e^g and beta */
+    if (tid < RPT * CK_LIN_ROW_GROUPS) {
+        const bool in = tid < a.dk;
+        sq[tid] = in ? ck_load(a.q, (int64_t)b * a.q_st[0] + (int64_t)kh * a.q_st[1] + tid, a.q_dtype) : 0.0f;
+        sk[tid] = in ? ck_load(a.k, (int64_t)b * a.k_st[0] + (int64_t)kh * a.k_st[1] + tid, a.k_dtype) : 0.0f;
+    }
+    float vreg = 0.0f, beta = 0.0f, decay = 1.0f;
+    if (tid < ncols) vreg = ck_load(a.v, (int64_t)b * a.v_st[0] + (int64_t)hv * a.v_st[1] + col0 + tid, a.v_dtype);
+    if (OP == CK_LIN_LIGHTNING) {
+        if (tid < CK_LIN_COLS) sv[tid] = vreg;
+    } else {
+        if (warp == 0) beta = ck_load(a.beta, (int64_t)b * a.beta_st[0] + (int64_t)hv * a.beta_st[1], a.beta_dtype);
+        if (lane == 0)
+            decay = (float)exp((double)ck_load(a.g, (int64_t)b * a.g_st[0] + (int64_t)hv * a.g_st[1], a.g_dtype));
+        decay = __shfl_sync(0xffffffffu, decay, 0);
+    }
+    __syncthreads();
+    ck_lin_wait_all(); /* this thread's state elements have landed */
+
+    float po[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (OP == CK_LIN_LIGHTNING) {
+        const double lambda = exp(-(double)a.slopes[(int64_t)hv * a.slopes_st]);
+        const float hi = (float)lambda, lo = (float)(lambda - (double)hi);
+        const float4 v4 = *(const float4 *)(sv + cg * 4); /* zero past the columns */
+#pragma unroll 4 /* fully unrolled, the 8 rows' loads hoisted together spill at 40 registers */
+        for (int i = 0; i < RPT; i++) {
+            const int row = rg + i * CK_LIN_ROW_GROUPS;
+            const float kr = sk[row], qr = sq[row];
+            const float4 x = *(const float4 *)(my + i * CK_LIN_SROW);
+            float4 S;
+            S.x = hi * x.x + (lo * x.x + kr * v4.x);
+            S.y = hi * x.y + (lo * x.y + kr * v4.y);
+            S.z = hi * x.z + (lo * x.z + kr * v4.z);
+            S.w = hi * x.w + (lo * x.w + kr * v4.w);
+            po[0] += qr * S.x, po[1] += qr * S.y, po[2] += qr * S.z, po[3] += qr * S.w;
+            if (colok && row < a.dk) *(float4 *)(mine + i * rstep) = S;
+        }
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            po[c] += __shfl_xor_sync(0xffffffffu, po[c], 8);
+            po[c] += __shfl_xor_sync(0xffffffffu, po[c], 16);
+        }
+        if (lane < 8) *(float4 *)(red[0] + warp * CK_LIN_COLS + lane * 4) = make_float4(po[0], po[1], po[2], po[3]);
+        __syncthreads();
+        if (tid < ncols) {
+            float o = 0.0f;
+#pragma unroll
+            for (int w = 0; w < CK_LIN_WARPS; w++) o += red[0][w * CK_LIN_COLS + tid];
+            ck_store(a.out, out_at + tid, a.out_dtype, o);
+        }
+        return;
+    }
+
+    /* GDN: |q|^2, |k|^2, q . k (every warp, from the staged rows), then o = (e^g S)^T q + v' (k . q)
+     * with v' = beta (v - (e^g S)^T k) */
+    float nq2 = 0.0f, nk2 = 0.0f, qk2 = 0.0f;
+#pragma unroll
+    for (int i = lane; i < RPT * CK_LIN_ROW_GROUPS; i += 32) {
+        const float x = sq[i], y = sk[i];
+        nq2 += x * x, nk2 += y * y, qk2 += x * y;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        nq2 += __shfl_xor_sync(0xffffffffu, nq2, o);
+        nk2 += __shfl_xor_sync(0xffffffffu, nk2, o);
+        qk2 += __shfl_xor_sync(0xffffffffu, qk2, o);
+    }
+    const float nq = a.l2norm ? (float)(1.0 / sqrt((double)nq2 + 1e-6)) : 1.0f;
+    const float kf = a.l2norm ? (float)(1.0 / sqrt((double)nk2 + 1e-6)) : 1.0f;
+    const float qf = nq * a.scale;
+    float pu[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < RPT; i++) {
+        const int row = rg + i * CK_LIN_ROW_GROUPS;
+        const float kr = sk[row] * kf, qr = sq[row] * qf;
+        const float4 x = *(const float4 *)(my + i * CK_LIN_SROW);
+        const float S[4] = {x.x * decay, x.y * decay, x.z * decay, x.w * decay};
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            pu[c] += S[c] * kr;
+            po[c] += S[c] * qr;
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+        pu[c] += __shfl_xor_sync(0xffffffffu, pu[c], 8);
+        pu[c] += __shfl_xor_sync(0xffffffffu, pu[c], 16);
+        po[c] += __shfl_xor_sync(0xffffffffu, po[c], 8);
+        po[c] += __shfl_xor_sync(0xffffffffu, po[c], 16);
+    }
+    if (lane < 8) {
+        *(float4 *)(red[0] + warp * CK_LIN_COLS + lane * 4) = make_float4(po[0], po[1], po[2], po[3]);
+        *(float4 *)(red[1] + warp * CK_LIN_COLS + lane * 4) = make_float4(pu[0], pu[1], pu[2], pu[3]);
+    }
+    __syncthreads();
+    if (tid < CK_LIN_COLS) {
+        float o = 0.0f, u = 0.0f;
+#pragma unroll
+        for (int w = 0; w < CK_LIN_WARPS; w++) o += red[0][w * CK_LIN_COLS + tid], u += red[1][w * CK_LIN_COLS + tid];
+        const float vp = beta * (vreg - u); /* 0 past the columns (v and u are) */
+        red[1][tid] = vp; /* column tid's own entry: only this thread read it */
+        if (tid < ncols) ck_store(a.out, out_at + tid, a.out_dtype, o + vp * (qk2 * qf * kf));
+    }
+    __syncthreads();
+    if (!colok) return;
+    const float4 vp4 = *(const float4 *)(red[1] + cg * 4);
+#pragma unroll
+    for (int i = 0; i < RPT; i++) {
+        const int row = rg + i * CK_LIN_ROW_GROUPS;
+        if (row >= a.dk) break;
+        const float kr = sk[row] * kf;
+        const float4 x = *(const float4 *)(my + i * CK_LIN_SROW); /* decayed again, rounded as in pass 1 */
+        *(float4 *)(mine + i * rstep) =
+            make_float4(__fmul_rn(x.x, decay) + kr * vp4.x, __fmul_rn(x.y, decay) + kr * vp4.y,
+                        __fmul_rn(x.z, decay) + kr * vp4.z, __fmul_rn(x.w, decay) + kr * vp4.w);
+    }
+}
+
 /* Resident blocks per SM asked of the register allocator, as many as fit without spilling (sm_90,
  * -Xptxas -v: lightning 48 registers, GDN 64 at Dk 128; shared memory ~20 KB a block allows 11): state
  * loads in flight per SM grow with them (Dk 128: 8 rows x 16 B a thread). */
@@ -291,3 +456,23 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
 
 CK_LIN_KERNELS(CK_LIN_LIGHTNING, lightning)
 CK_LIN_KERNELS(CK_LIN_GDN, gdn)
+
+/* The decode kernels (Dk 33-64: 4 rows a thread, 65-128: 8), resident blocks as for the general ones
+ * unless their own count is below (sm_90 -Xptxas -v, no spill). */
+#ifndef CK_LIN_DECODE_BLOCKS_LIGHTNING
+#define CK_LIN_DECODE_BLOCKS_LIGHTNING 12
+#endif
+#ifndef CK_LIN_DECODE_BLOCKS_GDN
+#define CK_LIN_DECODE_BLOCKS_GDN 12
+#endif
+#define CK_LIN_DECODE_BLOCKS(op) ((op) == CK_LIN_LIGHTNING ? CK_LIN_DECODE_BLOCKS_LIGHTNING : CK_LIN_DECODE_BLOCKS_GDN)
+#define CK_LIN_DECODE_KERNEL(op, opname, rpt)                                                              \
+    extern "C" __global__ void __launch_bounds__(CK_LIN_THREADS, CK_LIN_DECODE_BLOCKS(op))                 \
+        ck_lin_##opname##_decode_r##rpt(const __grid_constant__ ck_lin_args_t a)                           \
+    {                                                                                                      \
+        ck_lin_decode_body<op, rpt>(a);                                                                    \
+    }
+CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 4)
+CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 8)
+CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 4)
+CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 8)
