@@ -6,7 +6,7 @@
 # attnrt-bench with the device copy ceiling measured in the same run (interleaved with the op's runs):
 #   MLA decode 576/512, block 64, Hq 128, B 64 x ctx 4096 (bf16 and fp8 latent; sparse top-2048);
 #   lightning and GDN decode, Dk = Dv = 128, B 64-256, H 16-32 (bytes = the f32 state read + written),
-#   on the decode kernel and (two shapes) on the general one (ATTNRT_CUDA_LINEAR=general); then the same
+#   GDN also on the general kernel (ATTNRT_CUDA_LINEAR=general, its decode kernel's baseline); then the same
 #   shapes stream-timed by bench/h200/linear_timing.c, its NULL-stream row printed next to it.
 #
 # Run from the repository root:   BUILD_DIR=build-cuda-ops bash bench/h200/run_ops.sh
@@ -90,10 +90,9 @@ for bh in "64 16" "64 32" "256 16" "256 32"; do
     row --op gdn_decode --batch "$1" --heads "$2" --kv-heads $(( $2 / 2 )) --head-dim 128 --dtype bf16
 done
 
-step "bench: lightning / GDN decode on the general kernel (ATTNRT_CUDA_LINEAR=general), the decode kernel's baseline"
-for bh in "64 16" "256 32"; do
+step "bench: GDN decode on the general kernel (ATTNRT_CUDA_LINEAR=general), the decode kernel's baseline"
+for bh in "64 16" "64 32" "256 16" "256 32"; do
     set -- $bh
-    ATTNRT_CUDA_LINEAR=general row --op lightning_decode --batch "$1" --heads "$2" --kv-heads "$2" --head-dim 128 --dtype bf16
     ATTNRT_CUDA_LINEAR=general row --op gdn_decode --batch "$1" --heads "$2" --kv-heads $(( $2 / 2 )) --head-dim 128 --dtype bf16
 done
 
@@ -117,7 +116,7 @@ else
 fi
 
 if command -v ncu > /dev/null 2>&1 && [ $(( $(date +%s) - T0 )) -lt 240 ]; then
-    step "ncu (--clock-control none): one launch of the linear decode kernels, B 256 x H 32"
+    step "ncu (--clock-control none): one launch of lightning (ck_lin_body) and GDN (decode, general), B 256 x H 32"
     lprof() { # id kernel-regex env bench-args...
         local id=$1 kre=$2 env=$3; shift 3
         env $env timeout 90 ncu --clock-control none -k "regex:$kre" -c 1 --section SpeedOfLight --section Occupancy \
@@ -128,7 +127,7 @@ if command -v ncu > /dev/null 2>&1 && [ $(( $(date +%s) - T0 )) -lt 240 ]; then
         grep -E "Duration|DRAM Throughput|Memory Throughput|Registers Per|Block Limit|Theoretical Occ|Achieved Occ|Warp Cycles Per Issued" "$OUT/ncu-$id.txt" | head -14
         grep -E "issue_stalled_.*ratio" "$OUT/ncu-$id.txt" | awk '$NF+0 >= 0.5' | sed -E 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | head -8
     }
-    lprof lightning_decode ck_lin_lightning ATTNRT_CUDA_LINEAR=auto --op lightning_decode --batch 256 --heads 32 --kv-heads 32 --head-dim 128 --dtype bf16
+    lprof lightning ck_lin_lightning ATTNRT_CUDA_LINEAR=auto --op lightning_decode --batch 256 --heads 32 --kv-heads 32 --head-dim 128 --dtype bf16
     lprof gdn_decode ck_lin_gdn ATTNRT_CUDA_LINEAR=auto --op gdn_decode --batch 256 --heads 32 --kv-heads 16 --head-dim 128 --dtype bf16
     lprof gdn_general ck_lin_gdn ATTNRT_CUDA_LINEAR=general --op gdn_decode --batch 256 --heads 32 --kv-heads 16 --head-dim 128 --dtype bf16
 fi

@@ -9,10 +9,9 @@
  *   16 on CUDA cores); split items write f32 partial states to the workspace and a merge launch
  *   combines them.
  *   Lightning / GDN (kernels/linear.cu): one block (4 warps) per (request, state head, 32 value
- *   columns), a head's column slices adjacent in the grid; its [Dk x 32] f32 state slice sits in shared
- *   memory (cp.async; each thread alone reads and writes its Dk / 16 rows x 4 columns: few registers,
- *   8-12 blocks an SM), folds the request's tokens in one by one (the recurrence itself) and writes it
- *   back: a decode streams the state once in, once out. A batch of one token per request takes the
+ *   columns); its [Dk x 32] f32 state slice sits in shared memory (cp.async; each thread alone reads and
+ *   writes its Dk / 16 rows x 4 columns: few registers, 8-12 blocks an SM), folds the request's tokens in one by one (the recurrence itself) and writes it
+ *   back: a decode streams the state once in, once out. A GDN batch of one token per request takes the
  *   decode kernel (no token loop, fewer barriers and registers: 12 blocks an SM).
  */
 #ifndef ATTNRT_CUDA_OPS12_H
@@ -105,7 +104,6 @@ typedef struct ck_lin_args {
     int64_t slopes_st, qsl_st, slot_st, acc_st, init_st;
     int64_t num_tokens, num_seqs, num_slots;
     int32_t heads, group, dk, dv, num_spec, spec, init_bits, l2norm, vec4;
-    int32_t slices;                  /* column slices a head: block x is (request, head) x slices + slice */
     int32_t q_dtype, k_dtype, v_dtype, out_dtype, g_dtype, beta_dtype;
     float   scale;
 } ck_lin_args_t;

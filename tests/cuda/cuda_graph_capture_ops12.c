@@ -5,7 +5,7 @@
  * runs it.
  *
  * For each op: a mixed batch (decode rows and one prefill chunk; MLA with contexts long enough to be
- * split over keys and merged; lightning and GDN also a decode-only batch, their decode kernel), bf16
+ * split over keys and merged; lightning and GDN also a decode-only batch: GDN's decode kernel), bf16
  * activations, random f32 states in the pool's slots. The state is
  * saved on the device first, because the ops read and write it: direct run -> out + state; restore the
  * state; capture the run; poison out; replay -> the same out and state, bit for bit.
@@ -185,7 +185,7 @@ static int mla_case(attnrt_context_t *ctx, attnrt_stream_t *stream)
 }
 
 /* ---- lightning and gated delta: 5 requests (4 decode, 1 prefill of 37: the general kernel; or 5
- * decode: the decode kernel), states in a pool ---- */
+ * decode: GDN's decode kernel), states in a pool ---- */
 
 #define LIN_B 5
 #define LIN_DK 128

@@ -1,9 +1,6 @@
 /* linear.cu — lightning attention and the gated delta rule over f32 state slots [slots, HV, Dk, Dv].
  *
- * One block (128 threads) per (request, state head, 32 value columns); the column slices of a head are
- * adjacent in the (1-D) grid, so they run at about the same time and a head's state rows (512 bytes at
- * Dv 128) are read and written whole while their DRAM pages are open, not as 128-byte pieces a whole
- * grid row apart. Thread (warp w, lane l) owns
+ * One block (128 threads) per (request, state head, 32 value columns). Thread (warp w, lane l) owns
  * columns col0 + 4 (l & 7) + [0, 4) of rows r, r + 16, ... (r = 4 w + (l >> 3)): its part of the state
  * is loaded once by cp.async (16 bytes when aligned) into the block's shared-memory slice, which only
  * that thread reads and writes (no barrier guards it), and stored once, so a decode streams the state
@@ -77,8 +74,8 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int cg = lane & 7, rg = warp * 4 + (lane >> 3);
-    const int64_t bh = blockIdx.x / a.slices, b = bh / a.heads, hv = bh - b * a.heads;
-    const int col0 = (int)(blockIdx.x - bh * a.slices) * CK_LIN_COLS;
+    const int64_t b = blockIdx.x / a.heads, hv = blockIdx.x - b * a.heads;
+    const int col0 = blockIdx.y * CK_LIN_COLS;
     const int ncols = min(CK_LIN_COLS, a.dv - col0);
     const int jc = col0 + cg * 4; /* this thread's first column */
     const int64_t kh = hv / a.group;
@@ -275,28 +272,27 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
     }
 }
 
-/* ---- decode: every request has exactly one token (the plan saw it on the host), no speculative
+/* ---- GDN decode: every request has exactly one token (the plan saw it on the host), no speculative
  * slots, Dk <= 128, float4 state access; token b is request b's. Compared with ck_lin_body: no token
- * loop, so the state goes from the registers of the last pass straight to global memory (no shared
- * write-back and re-read); 2 barriers a block (lightning) or 3 (GDN) instead of 3 / 6; every warp forms
- * the GDN norms itself from the staged q, k; the column sums finish in the threads that use them.
- * What that buys is residency: 40 registers and <= 18 KB of shared memory a block (the state slice, q,
- * k, one reduction buffer; GDN keeps v, beta and e^g in registers) fit 12 blocks an SM (8-10 for
- * ck_lin_body): more state loads in flight per SM, which is what bounds this kernel. */
-template <int OP, int RPT>
-__device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
+ * loop, so the new state goes from the registers of the last pass straight to global memory (no shared
+ * write-back and re-read); 3 barriers a block instead of 6; every warp forms |q|^2, |k|^2, q . k itself
+ * from the staged q, k; v, beta and e^g stay in registers and v' goes into its own column of the
+ * reduction buffer; the column sums finish in the threads that use them. What that buys is residency:
+ * 40 registers and 18432 B of shared memory a block (state slice, q, k, two reduction rows) fit 12
+ * blocks an SM (ck_lin_body: 8), i.e. more state loads in flight per SM. (The same form for lightning,
+ * 12 blocks against ck_lin_body's 10, measured 1-3% slower: lightning decode stays on ck_lin_body;
+ * docs/dev/cuda-linear.md.) */
+template <int RPT>
+__device__ __forceinline__ void ck_lin_gdn_decode_body(const ck_lin_args_t &a)
 {
-    constexpr int NRED = OP == CK_LIN_GDN ? 2 : 1; /* o partials; GDN also u partials, then v' */
     __shared__ float sq[RPT * CK_LIN_ROW_GROUPS], sk[RPT * CK_LIN_ROW_GROUPS];
-    __shared__ __align__(16) float red[NRED][CK_LIN_WARPS * CK_LIN_COLS];
-    __shared__ __align__(16) float sv[OP == CK_LIN_LIGHTNING ? CK_LIN_COLS : 1];
+    __shared__ __align__(16) float red[2][CK_LIN_WARPS * CK_LIN_COLS]; /* o, u partials; then v' in red[1] */
     __shared__ __align__(16) float sS[RPT * CK_LIN_ROW_GROUPS * CK_LIN_COLS];
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int cg = lane & 7, rg = warp * 4 + (lane >> 3);
-    const unsigned bh = blockIdx.x / (unsigned)a.slices;
-    const int b = (int)(bh / (unsigned)a.heads), hv = (int)(bh - (unsigned)b * (unsigned)a.heads);
-    const int col0 = (int)(blockIdx.x - bh * (unsigned)a.slices) * CK_LIN_COLS;
+    const int b = (int)(blockIdx.x / (unsigned)a.heads), hv = (int)(blockIdx.x - (unsigned)b * (unsigned)a.heads);
+    const int col0 = blockIdx.y * CK_LIN_COLS;
     const int ncols = min(CK_LIN_COLS, a.dv - col0), jc = col0 + cg * 4;
     const int kh = hv / a.group;
     const int64_t out_at = (int64_t)b * a.out_st[0] + (int64_t)hv * a.out_st[1] + col0;
@@ -319,7 +315,7 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     }
     ck_cp_async_commit();
 
-    /* while the state is in flight: q, k (zero past Dk), v; GDN's e^g and beta */
+    /* while the state is in flight: q, k (zero past Dk), v, e^g and beta */
     if (tid < RPT * CK_LIN_ROW_GROUPS) {
         const bool in = tid < a.dk;
         sq[tid] = in ? ck_load(a.q, (int64_t)b * a.q_st[0] + (int64_t)kh * a.q_st[1] + tid, a.q_dtype) : 0.0f;
@@ -327,53 +323,15 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     }
     float vreg = 0.0f, beta = 0.0f, decay = 1.0f;
     if (tid < ncols) vreg = ck_load(a.v, (int64_t)b * a.v_st[0] + (int64_t)hv * a.v_st[1] + col0 + tid, a.v_dtype);
-    if (OP == CK_LIN_LIGHTNING) {
-        if (tid < CK_LIN_COLS) sv[tid] = vreg;
-    } else {
-        if (warp == 0) beta = ck_load(a.beta, (int64_t)b * a.beta_st[0] + (int64_t)hv * a.beta_st[1], a.beta_dtype);
-        if (lane == 0)
-            decay = (float)exp((double)ck_load(a.g, (int64_t)b * a.g_st[0] + (int64_t)hv * a.g_st[1], a.g_dtype));
-        decay = __shfl_sync(0xffffffffu, decay, 0);
-    }
+    if (warp == 0) beta = ck_load(a.beta, (int64_t)b * a.beta_st[0] + (int64_t)hv * a.beta_st[1], a.beta_dtype);
+    if (lane == 0)
+        decay = (float)exp((double)ck_load(a.g, (int64_t)b * a.g_st[0] + (int64_t)hv * a.g_st[1], a.g_dtype));
+    decay = __shfl_sync(0xffffffffu, decay, 0);
     __syncthreads();
     ck_lin_wait_all(); /* this thread's state elements have landed */
 
-    float po[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (OP == CK_LIN_LIGHTNING) {
-        const double lambda = exp(-(double)a.slopes[(int64_t)hv * a.slopes_st]);
-        const float hi = (float)lambda, lo = (float)(lambda - (double)hi);
-        const float4 v4 = *(const float4 *)(sv + cg * 4); /* zero past the columns */
-#pragma unroll 4 /* fully unrolled, the 8 rows' loads hoisted together spill at 40 registers */
-        for (int i = 0; i < RPT; i++) {
-            const int row = rg + i * CK_LIN_ROW_GROUPS;
-            const float kr = sk[row], qr = sq[row];
-            const float4 x = *(const float4 *)(my + i * CK_LIN_SROW);
-            float4 S;
-            S.x = hi * x.x + (lo * x.x + kr * v4.x);
-            S.y = hi * x.y + (lo * x.y + kr * v4.y);
-            S.z = hi * x.z + (lo * x.z + kr * v4.z);
-            S.w = hi * x.w + (lo * x.w + kr * v4.w);
-            po[0] += qr * S.x, po[1] += qr * S.y, po[2] += qr * S.z, po[3] += qr * S.w;
-            if (colok && row < a.dk) *(float4 *)(mine + i * rstep) = S;
-        }
-#pragma unroll
-        for (int c = 0; c < 4; c++) {
-            po[c] += __shfl_xor_sync(0xffffffffu, po[c], 8);
-            po[c] += __shfl_xor_sync(0xffffffffu, po[c], 16);
-        }
-        if (lane < 8) *(float4 *)(red[0] + warp * CK_LIN_COLS + lane * 4) = make_float4(po[0], po[1], po[2], po[3]);
-        __syncthreads();
-        if (tid < ncols) {
-            float o = 0.0f;
-#pragma unroll
-            for (int w = 0; w < CK_LIN_WARPS; w++) o += red[0][w * CK_LIN_COLS + tid];
-            ck_store(a.out, out_at + tid, a.out_dtype, o);
-        }
-        return;
-    }
-
-    /* GDN: |q|^2, |k|^2, q . k (every warp, from the staged rows), then o = (e^g S)^T q + v' (k . q)
-     * with v' = beta (v - (e^g S)^T k) */
+    /* |q|^2, |k|^2, q . k (every warp, from the staged rows), then o = (e^g S)^T q + v' (k . q) with
+     * v' = beta (v - (e^g S)^T k) */
     float nq2 = 0.0f, nk2 = 0.0f, qk2 = 0.0f;
 #pragma unroll
     for (int i = lane; i < RPT * CK_LIN_ROW_GROUPS; i += 32) {
@@ -389,7 +347,7 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     const float nq = a.l2norm ? (float)(1.0 / sqrt((double)nq2 + 1e-6)) : 1.0f;
     const float kf = a.l2norm ? (float)(1.0 / sqrt((double)nk2 + 1e-6)) : 1.0f;
     const float qf = nq * a.scale;
-    float pu[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float po[4] = {0.0f, 0.0f, 0.0f, 0.0f}, pu[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int i = 0; i < RPT; i++) {
         const int row = rg + i * CK_LIN_ROW_GROUPS;
@@ -457,22 +415,13 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
 CK_LIN_KERNELS(CK_LIN_LIGHTNING, lightning)
 CK_LIN_KERNELS(CK_LIN_GDN, gdn)
 
-/* The decode kernels (Dk 33-64: 4 rows a thread, 65-128: 8), resident blocks as for the general ones
- * unless their own count is below (sm_90 -Xptxas -v, no spill). */
-#ifndef CK_LIN_DECODE_BLOCKS_LIGHTNING
-#define CK_LIN_DECODE_BLOCKS_LIGHTNING 12
-#endif
-#ifndef CK_LIN_DECODE_BLOCKS_GDN
-#define CK_LIN_DECODE_BLOCKS_GDN 12
-#endif
-#define CK_LIN_DECODE_BLOCKS(op) ((op) == CK_LIN_LIGHTNING ? CK_LIN_DECODE_BLOCKS_LIGHTNING : CK_LIN_DECODE_BLOCKS_GDN)
-#define CK_LIN_DECODE_KERNEL(op, opname, rpt)                                                              \
-    extern "C" __global__ void __launch_bounds__(CK_LIN_THREADS, CK_LIN_DECODE_BLOCKS(op))                 \
-        ck_lin_##opname##_decode_r##rpt(const __grid_constant__ ck_lin_args_t a)                           \
+/* The GDN decode kernels (Dk 33-64: 4 rows a thread, 65-128: 8): 12 blocks an SM at 40 registers
+ * (sm_90 -Xptxas -v: no spill; 18432 B of shared memory is the most that lets 12 fit). */
+#define CK_LIN_GDN_DECODE_KERNEL(rpt)                                                                      \
+    extern "C" __global__ void __launch_bounds__(CK_LIN_THREADS, 12)                                       \
+        ck_lin_gdn_decode_r##rpt(const __grid_constant__ ck_lin_args_t a)                                  \
     {                                                                                                      \
-        ck_lin_decode_body<op, rpt>(a);                                                                    \
+        ck_lin_gdn_decode_body<rpt>(a);                                                                    \
     }
-CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 4)
-CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 8)
-CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 4)
-CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 8)
+CK_LIN_GDN_DECODE_KERNEL(4)
+CK_LIN_GDN_DECODE_KERNEL(8)
