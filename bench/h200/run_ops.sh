@@ -5,13 +5,16 @@
 # 1.2 cases, then the decode rows of
 # attnrt-bench with the device copy ceiling measured in the same run (interleaved with the op's runs):
 #   MLA decode 576/512, block 64, Hq 128, B 64 x ctx 4096 (bf16 and fp8 latent; sparse top-2048);
-#   lightning and GDN decode, Dk = Dv = 128, B 64-256, H 16-32 (bytes = the f32 state read + written).
+#   lightning and GDN decode, Dk = Dv = 128, B 64-256, H 16-32 (bytes = the f32 state read + written),
+#   GDN also on the general kernel (ATTNRT_CUDA_LINEAR=general, its decode kernel's baseline); then the same
+#   shapes stream-timed by bench/h200/linear_timing.c, its NULL-stream row printed next to it.
 #
 # MLA_NCU=1 adds ncu hardware counters of one MLA tensor-core launch and its SASS counts (~20 s).
 # Run from the repository root:   BUILD_DIR=build-cuda-ops bash bench/h200/run_ops.sh
 # The build is carried (meson setup build-cuda-ops -Dtests=disabled --buildtype=release -Dcuda=enabled);
 # results go to $OUT (./out-h200-ops when OUT is not set): run_ops.log, conform-cuda.txt,
-# conform-cuda-mla-simt.txt, graph-capture-ops12.txt, bench_ops.jsonl, sanitizer.txt.
+# conform-cuda-mla-simt.txt, conform-cuda-{lin,gdn}-general.txt, graph-capture-ops12.txt, bench_ops.jsonl,
+# linear_timing.jsonl, sanitizer.txt.
 set -u
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$ROOT"
@@ -42,6 +45,14 @@ echo "exit $?"
 grep -E "FAIL" "$OUT/conform-cuda-mla-simt.txt" | head -20
 tail -1 "$OUT/conform-cuda-mla-simt.txt"
 
+step "attnrt-conform --plugin cuda --filter lin / gdn with ATTNRT_CUDA_LINEAR=general (decode rounds on the general kernel)"
+for f in lin gdn; do
+    ATTNRT_CUDA_LINEAR=general timeout 120 "$BUILD/tools/attnrt-conform" --plugin cuda --filter "$f" > "$OUT/conform-cuda-$f-general.txt" 2>&1
+    echo "exit $?"
+    grep -E "FAIL" "$OUT/conform-cuda-$f-general.txt" | head -20
+    tail -1 "$OUT/conform-cuda-$f-general.txt"
+done
+
 step "graph capture of the 1.2 runs (tests/cuda/cuda_graph_capture_ops12.c, built here with gcc)"
 GRAPH12=/tmp/attnrt-h200/cuda_graph_capture_ops12
 mkdir -p /tmp/attnrt-h200
@@ -56,7 +67,7 @@ fi
 
 B=("$BUILD/tools/attnrt-bench" --plugin cuda --iters 30 --warmup 5)
 row() { # one bench row: text to the log, JSON to bench_ops.jsonl
-    echo "--- attnrt-bench $*"
+    echo "--- ${ATTNRT_CUDA_LINEAR:+ATTNRT_CUDA_LINEAR=$ATTNRT_CUDA_LINEAR }attnrt-bench $*"
     timeout 60 "${B[@]}" "$@" 2>&1 | tail -8
     timeout 60 "${B[@]}" "$@" --json 2>/dev/null | tr -d '\n' >> "$OUT/bench_ops.jsonl"
     echo >> "$OUT/bench_ops.jsonl"
@@ -95,9 +106,51 @@ for bh in "64 16" "64 32" "256 16" "256 32"; do
     row --op gdn_decode --batch "$1" --heads "$2" --kv-heads $(( $2 / 2 )) --head-dim 128 --dtype bf16
 done
 
+step "bench: GDN decode on the general kernel (ATTNRT_CUDA_LINEAR=general), the decode kernel's baseline"
+for bh in "64 16" "64 32" "256 16" "256 32"; do
+    set -- $bh
+    ATTNRT_CUDA_LINEAR=general row --op gdn_decode --batch "$1" --heads "$2" --kv-heads $(( $2 / 2 )) --head-dim 128 --dtype bf16
+done
+
+# The rows above are attnrt-bench's: one call on the NULL stream between two events, which the ABI makes
+# synchronous (host launch + wait inside the region). linear_timing prints that row again next to the
+# same op timed on its own stream (20 calls back to back, per call), as an engine runs it.
+step "stream-timed lightning / GDN decode (bench/h200/linear_timing.c: NULL-stream row | stream row)"
+LT=/tmp/attnrt-h200/linear_timing
+if gcc -O2 -std=c11 -D_GNU_SOURCE -I"$ROOT/runtime/include" -I"$ROOT/abi" bench/h200/linear_timing.c \
+        -L"$BUILD/runtime" -Wl,-rpath,"$BUILD/runtime" -lattnrt -lm -o "$LT" 2> "$OUT/linear_timing.build.txt"; then
+    for op in lightning_decode gdn_decode; do
+        for bh in "64 16" "64 32" "256 16" "256 32"; do
+            set -- $bh
+            kvh=$2; [ "$op" = gdn_decode ] && kvh=$(( $2 / 2 ))
+            args=(--plugin cuda --op "$op" --batch "$1" --heads "$2" --kv-heads "$kvh" --head-dim 128 --dtype bf16)
+            timeout 60 "$LT" "${args[@]}" --json >> "$OUT/linear_timing.jsonl" # the line on stderr, JSON to the file
+        done
+    done
+else
+    echo "linear_timing: build failed"; cat "$OUT/linear_timing.build.txt"
+fi
+
+if command -v ncu > /dev/null 2>&1 && [ $(( $(date +%s) - T0 )) -lt 240 ]; then
+    step "ncu (--clock-control none): one launch of lightning (ck_lin_body) and GDN (decode, general), B 256 x H 32"
+    lprof() { # id kernel-regex env bench-args...
+        local id=$1 kre=$2 env=$3; shift 3
+        env $env timeout 90 ncu --clock-control none -k "regex:$kre" -c 1 --section SpeedOfLight --section Occupancy \
+            --section WarpStateStats --section MemoryWorkloadAnalysis \
+            --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
+            "$BUILD/tools/attnrt-bench" --plugin cuda "$@" --iters 1 --warmup 0 > "$OUT/ncu-$id.txt" 2>&1
+        echo "--- ncu $id (exit $?)"
+        grep -E "Duration|DRAM Throughput|Memory Throughput|Registers Per|Block Limit|Theoretical Occ|Achieved Occ|Warp Cycles Per Issued" "$OUT/ncu-$id.txt" | head -14
+        grep -E "issue_stalled_.*ratio" "$OUT/ncu-$id.txt" | awk '$NF+0 >= 0.5' | sed -E 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | head -8
+    }
+    lprof lightning ck_lin_lightning ATTNRT_CUDA_LINEAR=auto --op lightning_decode --batch 256 --heads 32 --kv-heads 32 --head-dim 128 --dtype bf16
+    lprof gdn_decode ck_lin_gdn ATTNRT_CUDA_LINEAR=auto --op gdn_decode --batch 256 --heads 32 --kv-heads 16 --head-dim 128 --dtype bf16
+    lprof gdn_general ck_lin_gdn ATTNRT_CUDA_LINEAR=general --op gdn_decode --batch 256 --heads 32 --kv-heads 16 --head-dim 128 --dtype bf16
+fi
+
 if command -v compute-sanitizer > /dev/null 2>&1; then
     step "compute-sanitizer memcheck on 1.2 cases"
-    for f in mla-small-bs7 mla-sparse-e5m2-small mla-d576-e4m3-dense mla-d576-strided-long lin-d32v128 gdn-spec3-nonorm gdn-empty; do
+    for f in mla-small-bs7 mla-sparse-e5m2-small mla-d576-e4m3-dense mla-d576-strided-long lin-d32v128 gdn-spec3-nonorm gdn-empty lin-decode-d128 gdn-decode-d1; do
         timeout 60 compute-sanitizer --tool memcheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda \
             --cases 0 --filter "$f" 2>&1 | tail -4
     done > "$OUT/sanitizer.txt"

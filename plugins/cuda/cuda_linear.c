@@ -1,9 +1,11 @@
 /* cuda_linear.c — lightning and gated delta plan / run (kernels/linear.cu). Both ops walk state slots
  * the same way: one block per (request, state head, CK_LIN_COLS value columns), so the plan only
  * records the shapes and picks the kernel (rows per thread from Dk, float4 state access when the pool
- * allows it); the run fills the argument struct and makes one launch. No workspace, no host read of
- * device data, nothing allocated at run: the run can be captured in a CUDA graph. The runtime has
- * checked every slot against the pool on the host (and that no two requests share one). */
+ * allows it; for GDN the decode kernel when every request of the batch has one token and there are no
+ * speculative slots, unless ATTNRT_CUDA_LINEAR=general); the run fills the argument struct and makes
+ * one launch. No workspace, no host read of device data, nothing allocated at run: the run can be
+ * captured in a CUDA graph. The runtime has checked every slot against the pool on the host (and that
+ * no two requests share one). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@ typedef struct cuda_lin_plan {
     cuda_plan12_head_t head;
     int64_t    T, B, H, HV, Dk, Dv, num_spec; /* num_spec -1: no speculative decoding */
     CUfunction f_vec, f_scalar;
+    CUfunction f_decode; /* GDN decode kernel; NULL: not a plain decode batch, Dk outside 33-128, or lightning */
 } cuda_lin_plan_t;
 
 typedef struct lin_shape {
@@ -55,9 +58,20 @@ static attnrt_status_t lin_shapes(const char *op, uint32_t opcode, const attnrt_
     return ATTNRT_OK;
 }
 
-static attnrt_status_t lin_plan_new(cuda_dev_t *d, uint32_t kind, const char *op, const lin_shape_t *sh, int64_t B,
-                                    int64_t num_spec, void **plan_out, size_t *workspace_bytes)
+/* Whether request b's token is token b for every b (one token each): the decode kernel's batch. */
+static int lin_one_token_each(const attnrt_batch_host_t *batch, int64_t T)
 {
+    if (!batch->query_start_loc || batch->num_seqs < 1 || T != batch->num_seqs) return 0;
+    for (int32_t b = 0; b <= batch->num_seqs; b++)
+        if (batch->query_start_loc[b] != b) return 0;
+    return 1;
+}
+
+static attnrt_status_t lin_plan_new(cuda_dev_t *d, uint32_t kind, const char *op, const lin_shape_t *sh,
+                                    const attnrt_batch_host_t *batch, int64_t num_spec, void **plan_out,
+                                    size_t *workspace_bytes)
+{
+    const int64_t B = batch->num_seqs;
     attnrt_status_t st = cuda_enter(d);
     if (st != ATTNRT_OK) return st;
     const int rpt = sh->Dk <= 16 ? 1 : sh->Dk <= 32 ? 2 : sh->Dk <= 64 ? 4 : sh->Dk <= 128 ? 8 : 16;
@@ -69,6 +83,17 @@ static attnrt_status_t lin_plan_new(cuda_dev_t *d, uint32_t kind, const char *op
     if (!p) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cuda %s plan: out of memory", op);
     st = cuda_ops12_function(d, vname, &p->f_vec);
     if (st == ATTNRT_OK) st = cuda_ops12_function(d, sname, &p->f_scalar);
+    const char *env = secure_getenv("ATTNRT_CUDA_LINEAR");
+    const int general = env && strcmp(env, "general") == 0;
+    /* lightning has no decode kernel: the same form measured 1-3% slower than ck_lin_body there */
+    if (st == ATTNRT_OK && kind == CUDA_PLAN_GATED_DELTA && !general && num_spec < 0 && (rpt == 4 || rpt == 8) &&
+        lin_one_token_each(batch, sh->T)) {
+        char dname[64];
+        snprintf(dname, sizeof dname, "ck_lin_gdn_decode_r%d", rpt);
+        st = cuda_ops12_function(d, dname, &p->f_decode);
+        if (st == ATTNRT_OK)
+            (void)cuda_drv.FuncSetAttribute(p->f_decode, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
+    }
     if (st != ATTNRT_OK) {
         free(p);
         return st;
@@ -153,7 +178,8 @@ static attnrt_status_t lin_launch(cuda_dev_t *d, const cuda_lin_plan_t *p, ck_li
     attnrt_status_t st = cuda_enter(d);
     if (st != ATTNRT_OK) return st;
     void *params[1] = {k};
-    CUresult r = cuda_drv.LaunchKernel(k->vec4 ? p->f_vec : p->f_scalar, (unsigned)blocks, (unsigned)slices, 1,
+    const CUfunction f = !k->vec4 ? p->f_scalar : p->f_decode ? p->f_decode : p->f_vec;
+    CUresult r = cuda_drv.LaunchKernel(f, (unsigned)blocks, (unsigned)slices, 1,
                                        CK_LIN_THREADS, 1, 1, 0, cuda_stream_of(stream), params, NULL);
     if (r != CUDA_SUCCESS) return cuda_fail(r, "cuda %s: cuLaunchKernel (%lld x %lld blocks)", what, (long long)blocks,
                                             (long long)slices);
@@ -180,7 +206,7 @@ attnrt_status_t cuda_lightning_plan(cuda_dev_t *d, const attnrt_lightning_args_t
     if (sh.HV != sh.H)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda lightning: value has %lld heads, query %lld", (long long)sh.HV,
                            (long long)sh.H);
-    return lin_plan_new(d, CUDA_PLAN_LIGHTNING, "lightning", &sh, batch.num_seqs, -1, plan_out, workspace_bytes);
+    return lin_plan_new(d, CUDA_PLAN_LIGHTNING, "lightning", &sh, &batch, -1, plan_out, workspace_bytes);
 }
 
 attnrt_status_t cuda_lightning_run(cuda_dev_t *d, const void *plan, const attnrt_lightning_args_t *in, void *workspace,
@@ -247,7 +273,7 @@ attnrt_status_t cuda_gated_delta_plan(cuda_dev_t *d, const attnrt_gated_delta_ar
             return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda gated_delta plan: the host states and the args disagree "
                                "on speculative decoding (num_spec %d vs %lld)", states.num_spec, (long long)num_spec);
     }
-    return lin_plan_new(d, CUDA_PLAN_GATED_DELTA, "gated_delta", &sh, batch.num_seqs, num_spec, plan_out, workspace_bytes);
+    return lin_plan_new(d, CUDA_PLAN_GATED_DELTA, "gated_delta", &sh, &batch, num_spec, plan_out, workspace_bytes);
 }
 
 attnrt_status_t cuda_gated_delta_run(cuda_dev_t *d, const void *plan, const attnrt_gated_delta_args_t *in, void *workspace,

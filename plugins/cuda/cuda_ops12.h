@@ -10,8 +10,9 @@
  *   combines them.
  *   Lightning / GDN (kernels/linear.cu): one block (4 warps) per (request, state head, 32 value
  *   columns); its [Dk x 32] f32 state slice sits in shared memory (cp.async; each thread alone reads and
- *   writes its Dk / 16 rows x 4 columns: few registers, 8-10 blocks an SM), folds the request's tokens
- *   in one by one (the recurrence itself) and writes it back: a decode streams the state once in, once out.
+ *   writes its Dk / 16 rows x 4 columns: few registers, 8-12 blocks an SM), folds the request's tokens in one by one (the recurrence itself) and writes it
+ *   back: a decode streams the state once in, once out. A GDN batch of one token per request takes the
+ *   decode kernel (no token loop, fewer barriers and registers: 12 blocks an SM).
  */
 #ifndef ATTNRT_CUDA_OPS12_H
 #define ATTNRT_CUDA_OPS12_H

@@ -173,6 +173,10 @@ void cf_directed_lightning(cf_builder_t *b)
     /* the long-prefill equivalence of issue 1.2: one call == 64 chunks of 64 == 4096 decode steps */
     c = add_state(b, L, "lin-blockwise-4096", "4096s0", 2, 2, 64, 64, CF_F32);
     c->blockwise = 1;
+    /* a decode round (one token per request) at Dk 128 with a partial column slice (Dv 48), padding and
+     * a request without a state */
+    c = add_state(b, L, "lin-decode-d128v48", "7s0 3s1i | 1s0i 1p 1s1i 1s2", 4, 4, 128, 48, CF_BF16);
+    c->extra_slots = 1;
 }
 
 void cf_directed_gated_delta(cf_builder_t *b)
@@ -214,6 +218,15 @@ void cf_directed_gated_delta(cf_builder_t *b)
     c = add_state(b, G, "gdn-spec3-nonorm", "!4s0ia2 3s1ia4 1p 4s2a3 2s3ia1", 4, 4, 64, 64, CF_F32);
     c->num_spec = 3;
     c->scale = 0.25f;
+    /* the cuda GDN decode kernel (one token per request): Dk 128 without the norm, a partial column
+     * slice, padding and a fresh state in the decode round; then Dk 100 (rows past Dk in the last row
+     * group) */
+    c = add_state(b, G, "gdn-decode-d128-nonorm", "9s0 2s1i | 1s0i 1s1i 1p 1s2", 2, 4, 128, 96, CF_F16);
+    c->gb_dtype = CF_F16;
+    c->scale = 0.15f;
+    c->extra_slots = 1;
+    c = add_state(b, G, "gdn-decode-d100", "1s0 1s1i 1p 1s2i", 1, 2, 100, 64, CF_F32);
+    c->use_l2norm = 1;
 }
 
 void cf_directed_state_pool(cf_builder_t *b)

@@ -5,7 +5,8 @@
  * runs it.
  *
  * For each op: a mixed batch (decode rows and one prefill chunk; MLA with contexts long enough to be
- * split over keys and merged), bf16 activations, random f32 states in the pool's slots. The state is
+ * split over keys and merged; lightning and GDN also a decode-only batch: GDN's decode kernel), bf16
+ * activations, random f32 states in the pool's slots. The state is
  * saved on the device first, because the ops read and write it: direct run -> out + state; restore the
  * state; capture the run; poison out; replay -> the same out and state, bit for bit.
  * Exit 0 when every comparison is bit-exact, 1 otherwise, 77 when there is no CUDA device. */
@@ -183,7 +184,8 @@ static int mla_case(attnrt_context_t *ctx, attnrt_stream_t *stream)
     return failures;
 }
 
-/* ---- lightning and gated delta: 5 requests (4 decode, 1 prefill of 37), states in a pool ---- */
+/* ---- lightning and gated delta: 5 requests (4 decode, 1 prefill of 37: the general kernel; or 5
+ * decode: GDN's decode kernel), states in a pool ---- */
 
 #define LIN_B 5
 #define LIN_DK 128
@@ -202,11 +204,12 @@ typedef struct linear_batch {
     size_t               state_bytes;
 } linear_batch_t;
 
-/* A pool of 8 slots of [HV, Dk, Dv] f32, random states, slots 1..5 used (slot 3 starts from zero). */
-static void linear_batch_init(attnrt_context_t *ctx, int HV, linear_batch_t *lb)
+/* A pool of 8 slots of [HV, Dk, Dv] f32, random states, slots 1..5 used (slot 3 starts from zero);
+ * request 2 prefills 37 tokens unless `decode`. */
+static void linear_batch_init(attnrt_context_t *ctx, int HV, int decode, linear_batch_t *lb)
 {
     memset(lb, 0, sizeof *lb);
-    const int32_t q_len[LIN_B] = {1, 1, 37, 1, 1};
+    const int32_t q_len[LIN_B] = {1, 1, decode ? 1 : 37, 1, 1};
     const int64_t slot_shape[3] = {HV, LIN_DK, LIN_DV};
     CHECK_AT(attnrt_state_pool_create(ctx, ATTNRT_F32, 3, slot_shape, 8, &lb->pool), "attnrt_state_pool_create");
     CHECK_AT(attnrt_state_pool_tensor(lb->pool, &lb->tstate), "attnrt_state_pool_tensor");
@@ -254,11 +257,11 @@ static attnrt_status_t run_lightning(const void *op, attnrt_stream_t *stream)
     return attnrt_lightning_run(l->plan, &l->args, l->ws, l->ws_bytes, stream);
 }
 
-static int lightning_case(attnrt_context_t *ctx, attnrt_stream_t *stream)
+static int lightning_case(attnrt_context_t *ctx, attnrt_stream_t *stream, int decode)
 {
     enum { H = 4 };
     linear_batch_t lb;
-    linear_batch_init(ctx, H, &lb);
+    linear_batch_init(ctx, H, decode, &lb);
     const size_t qk = (size_t)lb.T * H * LIN_DK, v = (size_t)lb.T * H * LIN_DV;
     void *d_q = dev_alloc(ctx, qk * 2), *d_k = dev_alloc(ctx, qk * 2), *d_v = dev_alloc(ctx, v * 2);
     void *d_out = dev_alloc(ctx, v * 2), *d_slopes = dev_alloc(ctx, H * 4);
@@ -280,7 +283,8 @@ static int lightning_case(attnrt_context_t *ctx, attnrt_stream_t *stream)
     CHECK_AT(attnrt_lightning_plan(ctx, &l.args, &lb.batch, &lb.states, lb.pool, &l.plan), "attnrt_lightning_plan");
     CHECK_AT(attnrt_plan_workspace_size(l.plan, &l.ws_bytes), "attnrt_plan_workspace_size");
     l.ws = l.ws_bytes ? dev_alloc(ctx, l.ws_bytes) : NULL;
-    const capture_case_t c = {"lightning: H 4, Dk = Dv = 128, B 5 (4 decode, 1 prefill of 37, one zero state), bf16",
+    const capture_case_t c = {decode ? "lightning: H 4, Dk = Dv = 128, B 5 decode (one zero state), bf16"
+                                     : "lightning: H 4, Dk = Dv = 128, B 5 (4 decode, 1 prefill of 37, one zero state), bf16",
                               run_lightning, &l, d_out, NULL, lb.tstate.data, v * 2, 0, lb.state_bytes};
     const int failures = check_case(ctx, stream, &c);
     attnrt_plan_destroy(l.plan);
@@ -303,11 +307,11 @@ static attnrt_status_t run_gdn(const void *op, attnrt_stream_t *stream)
     return attnrt_gated_delta_run(g->plan, &g->args, g->ws, g->ws_bytes, stream);
 }
 
-static int gdn_case(attnrt_context_t *ctx, attnrt_stream_t *stream)
+static int gdn_case(attnrt_context_t *ctx, attnrt_stream_t *stream, int decode)
 {
     enum { H = 2, HV = 4 };
     linear_batch_t lb;
-    linear_batch_init(ctx, HV, &lb);
+    linear_batch_init(ctx, HV, decode, &lb);
     const size_t qk = (size_t)lb.T * H * LIN_DK, v = (size_t)lb.T * HV * LIN_DV, gates = (size_t)lb.T * HV;
     void *d_q = dev_alloc(ctx, qk * 2), *d_k = dev_alloc(ctx, qk * 2), *d_v = dev_alloc(ctx, v * 2);
     void *d_out = dev_alloc(ctx, v * 2), *d_g = dev_alloc(ctx, gates * 4), *d_beta = dev_alloc(ctx, gates * 4);
@@ -330,7 +334,8 @@ static int gdn_case(attnrt_context_t *ctx, attnrt_stream_t *stream)
     CHECK_AT(attnrt_gated_delta_plan(ctx, &g.args, &lb.batch, &lb.states, lb.pool, &g.plan), "attnrt_gated_delta_plan");
     CHECK_AT(attnrt_plan_workspace_size(g.plan, &g.ws_bytes), "attnrt_plan_workspace_size");
     g.ws = g.ws_bytes ? dev_alloc(ctx, g.ws_bytes) : NULL;
-    const capture_case_t c = {"gated delta: H 2, HV 4, Dk = Dv = 128, L2 norm, B 5 (4 decode, 1 prefill of 37), bf16",
+    const capture_case_t c = {decode ? "gated delta: H 2, HV 4, Dk = Dv = 128, L2 norm, B 5 decode, bf16"
+                                     : "gated delta: H 2, HV 4, Dk = Dv = 128, L2 norm, B 5 (4 decode, 1 prefill of 37), bf16",
                               run_gdn, &g, d_out, NULL, lb.tstate.data, v * 2, 0, lb.state_bytes};
     const int failures = check_case(ctx, stream, &c);
     attnrt_plan_destroy(g.plan);
@@ -345,8 +350,10 @@ int main(void)
     attnrt_stream_t *stream = NULL;
     attnrt_context_t *ctx = open_cuda_or_skip("cuda_graph_capture_ops12", &stream);
     int failures = mla_case(ctx, stream);
-    failures += lightning_case(ctx, stream);
-    failures += gdn_case(ctx, stream);
+    for (int decode = 0; decode < 2; decode++) {
+        failures += lightning_case(ctx, stream, decode);
+        failures += gdn_case(ctx, stream, decode);
+    }
     attnrt_stream_destroy(stream);
     CHECK_AT(attnrt_close(ctx), "attnrt_close");
     attnrt_shutdown();

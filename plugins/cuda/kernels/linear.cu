@@ -272,6 +272,129 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
     }
 }
 
+/* ---- GDN decode: every request has exactly one token (the plan saw it on the host), no speculative
+ * slots, Dk <= 128, float4 state access; token b is request b's. Compared with ck_lin_body: no token
+ * loop, so the new state goes from the registers of the last pass straight to global memory (no shared
+ * write-back and re-read); 3 barriers a block instead of 6; every warp forms |q|^2, |k|^2, q . k itself
+ * from the staged q, k; v, beta and e^g stay in registers and v' goes into its own column of the
+ * reduction buffer; the column sums finish in the threads that use them. What that buys is residency:
+ * 40 registers and 18432 B of shared memory a block (state slice, q, k, two reduction rows) fit 12
+ * blocks an SM (ck_lin_body: 8), i.e. more state loads in flight per SM. (The same form for lightning,
+ * 12 blocks against ck_lin_body's 10, measured 1-3% slower: lightning decode stays on ck_lin_body;
+ * docs/dev/cuda-linear.md.) */
+template <int RPT>
+__device__ __forceinline__ void ck_lin_gdn_decode_body(const ck_lin_args_t &a)
+{
+    __shared__ float sq[RPT * CK_LIN_ROW_GROUPS], sk[RPT * CK_LIN_ROW_GROUPS];
+    __shared__ __align__(16) float red[2][CK_LIN_WARPS * CK_LIN_COLS]; /* o, u partials; then v' in red[1] */
+    __shared__ __align__(16) float sS[RPT * CK_LIN_ROW_GROUPS * CK_LIN_COLS];
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int cg = lane & 7, rg = warp * 4 + (lane >> 3);
+    const int b = (int)(blockIdx.x / (unsigned)a.heads), hv = (int)(blockIdx.x - (unsigned)b * (unsigned)a.heads);
+    const int col0 = blockIdx.y * CK_LIN_COLS;
+    const int ncols = min(CK_LIN_COLS, a.dv - col0), jc = col0 + cg * 4;
+    const int kh = hv / a.group;
+    const int64_t out_at = (int64_t)b * a.out_st[0] + (int64_t)hv * a.out_st[1] + col0;
+
+    const int64_t slot = a.slot_idx[(int64_t)b * a.slot_st];
+    if (slot < 0 || slot >= a.num_slots) { /* padding */
+        if (tid < ncols) ck_store(a.out, out_at + tid, a.out_dtype, 0.0f);
+        return;
+    }
+    const bool read = ck_lin_flag(a, b) != 0;
+    const int64_t rstep = CK_LIN_ROW_GROUPS * a.state_st[2];
+    /* this thread's first element in global memory and in the shared slice */
+    float *const mine = a.state + slot * a.state_st[0] + (int64_t)hv * a.state_st[1] + rg * a.state_st[2] + jc;
+    float *const my = sS + rg * CK_LIN_COLS + cg * 4;
+    const bool colok = jc < a.dv;
+#pragma unroll
+    for (int i = 0; i < RPT; i++) {
+        const bool ok = read && colok && rg + i * CK_LIN_ROW_GROUPS < a.dk;
+        ck_cp_async16(ck_smem(my + i * CK_LIN_SROW), ok ? mine + i * rstep : a.state, ok ? 16 : 0);
+    }
+    ck_cp_async_commit();
+
+    /* while the state is in flight: q, k (zero past Dk), v, e^g and beta */
+    if (tid < RPT * CK_LIN_ROW_GROUPS) {
+        const bool in = tid < a.dk;
+        sq[tid] = in ? ck_load(a.q, (int64_t)b * a.q_st[0] + (int64_t)kh * a.q_st[1] + tid, a.q_dtype) : 0.0f;
+        sk[tid] = in ? ck_load(a.k, (int64_t)b * a.k_st[0] + (int64_t)kh * a.k_st[1] + tid, a.k_dtype) : 0.0f;
+    }
+    float vreg = 0.0f, beta = 0.0f, decay = 1.0f;
+    if (tid < ncols) vreg = ck_load(a.v, (int64_t)b * a.v_st[0] + (int64_t)hv * a.v_st[1] + col0 + tid, a.v_dtype);
+    if (warp == 0) beta = ck_load(a.beta, (int64_t)b * a.beta_st[0] + (int64_t)hv * a.beta_st[1], a.beta_dtype);
+    if (lane == 0)
+        decay = (float)exp((double)ck_load(a.g, (int64_t)b * a.g_st[0] + (int64_t)hv * a.g_st[1], a.g_dtype));
+    decay = __shfl_sync(0xffffffffu, decay, 0);
+    __syncthreads();
+    ck_lin_wait_all(); /* this thread's state elements have landed */
+
+    /* |q|^2, |k|^2, q . k (every warp, from the staged rows), then o = (e^g S)^T q + v' (k . q) with
+     * v' = beta (v - (e^g S)^T k) */
+    float nq2 = 0.0f, nk2 = 0.0f, qk2 = 0.0f;
+#pragma unroll
+    for (int i = lane; i < RPT * CK_LIN_ROW_GROUPS; i += 32) {
+        const float x = sq[i], y = sk[i];
+        nq2 += x * x, nk2 += y * y, qk2 += x * y;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        nq2 += __shfl_xor_sync(0xffffffffu, nq2, o);
+        nk2 += __shfl_xor_sync(0xffffffffu, nk2, o);
+        qk2 += __shfl_xor_sync(0xffffffffu, qk2, o);
+    }
+    const float nq = a.l2norm ? (float)(1.0 / sqrt((double)nq2 + 1e-6)) : 1.0f;
+    const float kf = a.l2norm ? (float)(1.0 / sqrt((double)nk2 + 1e-6)) : 1.0f;
+    const float qf = nq * a.scale;
+    float po[4] = {0.0f, 0.0f, 0.0f, 0.0f}, pu[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < RPT; i++) {
+        const int row = rg + i * CK_LIN_ROW_GROUPS;
+        const float kr = sk[row] * kf, qr = sq[row] * qf;
+        const float4 x = *(const float4 *)(my + i * CK_LIN_SROW);
+        const float S[4] = {x.x * decay, x.y * decay, x.z * decay, x.w * decay};
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            pu[c] += S[c] * kr;
+            po[c] += S[c] * qr;
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+        pu[c] += __shfl_xor_sync(0xffffffffu, pu[c], 8);
+        pu[c] += __shfl_xor_sync(0xffffffffu, pu[c], 16);
+        po[c] += __shfl_xor_sync(0xffffffffu, po[c], 8);
+        po[c] += __shfl_xor_sync(0xffffffffu, po[c], 16);
+    }
+    if (lane < 8) {
+        *(float4 *)(red[0] + warp * CK_LIN_COLS + lane * 4) = make_float4(po[0], po[1], po[2], po[3]);
+        *(float4 *)(red[1] + warp * CK_LIN_COLS + lane * 4) = make_float4(pu[0], pu[1], pu[2], pu[3]);
+    }
+    __syncthreads();
+    if (tid < CK_LIN_COLS) {
+        float o = 0.0f, u = 0.0f;
+#pragma unroll
+        for (int w = 0; w < CK_LIN_WARPS; w++) o += red[0][w * CK_LIN_COLS + tid], u += red[1][w * CK_LIN_COLS + tid];
+        const float vp = beta * (vreg - u); /* 0 past the columns (v and u are) */
+        red[1][tid] = vp; /* column tid's own entry: only this thread read it */
+        if (tid < ncols) ck_store(a.out, out_at + tid, a.out_dtype, o + vp * (qk2 * qf * kf));
+    }
+    __syncthreads();
+    if (!colok) return;
+    const float4 vp4 = *(const float4 *)(red[1] + cg * 4);
+#pragma unroll
+    for (int i = 0; i < RPT; i++) {
+        const int row = rg + i * CK_LIN_ROW_GROUPS;
+        if (row >= a.dk) break;
+        const float kr = sk[row] * kf;
+        const float4 x = *(const float4 *)(my + i * CK_LIN_SROW); /* decayed again, rounded as in pass 1 */
+        *(float4 *)(mine + i * rstep) =
+            make_float4(__fmul_rn(x.x, decay) + kr * vp4.x, __fmul_rn(x.y, decay) + kr * vp4.y,
+                        __fmul_rn(x.z, decay) + kr * vp4.z, __fmul_rn(x.w, decay) + kr * vp4.w);
+    }
+}
+
 /* Resident blocks per SM asked of the register allocator, as many as fit without spilling (sm_90,
  * -Xptxas -v: lightning 48 registers, GDN 64 at Dk 128; shared memory ~20 KB a block allows 11): state
  * loads in flight per SM grow with them (Dk 128: 8 rows x 16 B a thread). */
@@ -291,3 +414,14 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
 
 CK_LIN_KERNELS(CK_LIN_LIGHTNING, lightning)
 CK_LIN_KERNELS(CK_LIN_GDN, gdn)
+
+/* The GDN decode kernels (Dk 33-64: 4 rows a thread, 65-128: 8): 12 blocks an SM at 40 registers
+ * (sm_90 -Xptxas -v: no spill; 18432 B of shared memory is the most that lets 12 fit). */
+#define CK_LIN_GDN_DECODE_KERNEL(rpt)                                                                      \
+    extern "C" __global__ void __launch_bounds__(CK_LIN_THREADS, 12)                                       \
+        ck_lin_gdn_decode_r##rpt(const __grid_constant__ ck_lin_args_t a)                                  \
+    {                                                                                                      \
+        ck_lin_gdn_decode_body<rpt>(a);                                                                    \
+    }
+CK_LIN_GDN_DECODE_KERNEL(4)
+CK_LIN_GDN_DECODE_KERNEL(8)
