@@ -183,6 +183,15 @@ if [ "$(elapsed)" -lt "$BUDGET" ] && command -v ncu > /dev/null && [ -x "$BUILD/
     common=(--heads 32 --kv-heads 8 --head-dim 128 --block-size 16 --dtype bf16)
     prof dec_bf16 ck_attn_mma_decode --op decode --batch 64 --ctx 4096 "${common[@]}" --kv-dtype bf16
     prof dec_fp8 ck_attn_mma_decode --op decode --batch 64 --ctx 4096 "${common[@]}" --kv-dtype fp8_e4m3
+    if [ "${NCU_SOURCE:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ]; then
+        # per-SASS-instruction warp-state samples of the bf16 decode kernel (where its warps wait), from a
+        # saved report (-lineinfo builds); the CSV is kept in results.tgz
+        timeout 90 ncu --clock-control none -k "regex:ck_attn_mma_decode" -c 1 --section WarpStateStats --section SourceCounters \
+            -o "$OUT/ncu-dec_bf16-src" "$BUILD/tools/attnrt-bench" --plugin cuda --op decode --batch 64 --ctx 4096 "${common[@]}" \
+            --kv-dtype bf16 --iters 1 --warmup 0 > "$OUT/ncu-dec_bf16-src.log" 2>&1 &&
+            timeout 60 ncu --import "$OUT/ncu-dec_bf16-src.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu-dec_bf16-sass.csv" 2>&1
+        echo "--- ncu source page (exit $?): $(wc -l < "$OUT/ncu-dec_bf16-sass.csv" 2> /dev/null) lines"
+    fi
     prof pre_d128 "ck_attn_(mma_)?prefill" --op prefill --batch 4 --ctx 4096 --new-tokens 4096 "${common[@]}" --kv-dtype bf16
     if command -v cuobjdump > /dev/null; then
         cuobjdump -res-usage "$BUILD/plugins/cuda/attnrt_cuda_kernels.fatbin" 2> /dev/null | grep -A1 -E "attn_(mma_)?(decode|prefill)_bf16_((kv16|fp8)_)?d128" > "$OUT/ncu-resources.txt"

@@ -74,7 +74,9 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
     return it;
 }
 
-template <typename T, bool FP8, int D, int NR, bool E4M3>
+/* GEN: the general score path (soft-cap, ALiBi) is compiled in; without it the key loop holds only the
+ * plain scale and the masks (a smaller loop body: fewer instruction-cache misses, fewer live values). */
+template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN>
 __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
 {
     constexpr int NW = CK_DEC_WARPS, KPW = CK_DEC_KPW(D, FP8), STAGES = CK_DEC_STAGES(D, FP8);
@@ -176,9 +178,21 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         __syncwarp(); /* addr is rewritten by the next call */
     };
 
+    /* Pipeline prologue, before Q is read (a block's start is a chain of round trips: request -> block ids
+     * -> first tiles; Q's loads go out between them): the block ids of tiles 0 .. STAGES (each loaded
+     * two tiles before its copies are issued), then Q's raw elements, then tiles 0 .. STAGES-2 in flight. */
+    int32_t b0[STAGES - 1], r0[STAGES - 1];
+#pragma unroll
+    for (int j = 0; j < STAGES - 1; j++) b0[j] = bt_load(r0[j]);
+    int32_t r_n, r_nn;
+    int32_t blk_n = bt_load(r_n), blk_nn = bt_load(r_nn);
+
     /* Q^T fragments (B operand, k = dims, n = rows): row nr * 8 + g, dims of k-step kk: fp8 4t4 .. 4t4+3
-     * (K's byte order), else 2t4, 2t4+1 and 2t4+8, 2t4+9. Zeros past the rows and dqk. */
-    float qv[NR][MO][4];
+     * (K's byte order), else 2t4, 2t4+1 and 2t4+8, 2t4+9. Zeros past the rows and dqk. The plan sends
+     * only f16 / bf16 queries here (mma_eligible), so the raw 16-bit elements are all loaded first (no
+     * per-element dtype switch between a load and its use) and widened after the prologue's copies. */
+    uint16_t qraw[NR][MO][4];
+    const uint16_t *q16 = (const uint16_t *)a.q;
 #pragma unroll
     for (int nr = 0; nr < NR; nr++) {
         const int row = nr * 8 + g;
@@ -188,9 +202,21 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int d = kk * 16 + (FP8 ? 4 * t4 + e : 2 * t4 + (e & 1) + (e >> 1) * 8);
-                qv[nr][kk][e] = row < nrows && d < a.dqk ? ck_load(a.q, qbase + d, a.q_dtype) : 0.0f;
+                qraw[nr][kk][e] = row < nrows && d < a.dqk ? q16[qbase + d] : (uint16_t)0;
             }
     }
+#pragma unroll
+    for (int j = 0; j < STAGES - 1; j++) fetch(j, j, b0[j], r0[j], j < n_j);
+
+    const bool q_bf16 = a.q_dtype == CK_BF16;
+    float qv[NR][MO][4];
+#pragma unroll
+    for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+        for (int kk = 0; kk < MO; kk++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                qv[nr][kk][e] = q_bf16 ? ck_bf16_bits_to_f32(qraw[nr][kk][e]) : ck_f16_bits_to_f32(qraw[nr][kk][e]);
     /* fp8: Q times qmul, a power of two bringing the largest finite |q| to [2^13, 2^14) (the warp holds
      * all of Q, so one reduction); scores are divided by it again through the scale. */
     float qmul = 1.0f;
@@ -234,28 +260,16 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                 rlo[nr][c] = 1;
                 rhi[nr][c] = 0;
             }
-            slope[nr][c] = a.alibi && row < nrows ? a.alibi[(int64_t)(hbase + row % hc) * a.alibi_st] : 0.0f;
+            slope[nr][c] = GEN && a.alibi && row < nrows ? a.alibi[(int64_t)(hbase + row % hc) * a.alibi_st] : 0.0f;
         }
     int64_t all_lo, all_hi, unused; /* a tile inside [all_lo, all_hi] with every key present needs no mask */
     ck_key_range(pq0 + ntok - 1, S, a.causal, wl, wr, &all_lo, &unused);
     ck_key_range(pq0, S, a.causal, wl, wr, &unused, &all_hi);
-    const bool plain = !(a.softcap > 0.0f) && !a.alibi;
+    const bool plain = !GEN || (!(a.softcap > 0.0f) && !a.alibi);
     float sc_mul = a.scale / qmul; /* per tensor K scale folded in */
     if (FP8 && a.k_scale && !kpk) sc_mul *= a.k_scale[0];
     const float scale2 = sc_mul * CK_LOG2E;
     constexpr bool e4m3 = E4M3; /* a template flag: one cvt form in the hot loop, not a select of two */
-
-    /* Pipeline prologue: tiles 0 .. STAGES-2 in flight, the block ids of tiles STAGES-1 and STAGES
-     * loaded (each is loaded two tiles before its copies are issued). */
-    {
-        int32_t b0[STAGES - 1], r0[STAGES - 1];
-#pragma unroll
-        for (int j = 0; j < STAGES - 1; j++) b0[j] = bt_load(r0[j]);
-#pragma unroll
-        for (int j = 0; j < STAGES - 1; j++) fetch(j, j, b0[j], r0[j], j < n_j);
-    }
-    int32_t r_n, r_nn;
-    int32_t blk_n = bt_load(r_n), blk_nn = bt_load(r_nn);
 
     float o[MO][NR][4];
 #pragma unroll
@@ -334,8 +348,8 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                         const int jk = mt * 16 + g + 8 * (e >> 1), c = e & 1;
                         const int64_t key = k0 + jk;
                         float x = s[mt][nr][e] * (sc_mul * kscl[mt][e >> 1]);
-                        if (a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
-                        if (a.alibi) x -= slope[nr][c] * (float)(rpq[nr][c] > key ? rpq[nr][c] - key : key - rpq[nr][c]);
+                        if (GEN && a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
+                        if (GEN && a.alibi) x -= slope[nr][c] * (float)(rpq[nr][c] > key ? rpq[nr][c] - key : key - rpq[nr][c]);
                         x *= CK_LOG2E;
                         if (!interior && (((mt_info.x >> jk) & 1u) || key < rlo[nr][c] || key > rhi[nr][c])) x = -CK_INF;
                         s[mt][nr][e] = x;
@@ -528,7 +542,25 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     }
 }
 
-/* NR = 1 (rows <= 8: one n-tile, every GQA group up to 8 at one token) or 2; picked per block. */
+/* NR = 1 (rows <= 8: one n-tile, every GQA group up to 8 at one token) or 2, and the fp8 format; picked
+ * per block. */
+template <typename T, bool FP8, int D, bool GEN>
+__device__ __forceinline__ void attn_decode_rows(const ck_attn_args_t &a, const ck_work_item_t &it, bool one_tile, bool e5)
+{
+    if (one_tile) {
+        if (e5)
+            attn_decode<T, FP8, D, 1, false, GEN>(a, it);
+        else
+            attn_decode<T, FP8, D, 1, FP8, GEN>(a, it);
+    } else {
+        if (e5)
+            attn_decode<T, FP8, D, 2, false, GEN>(a, it);
+        else
+            attn_decode<T, FP8, D, 2, FP8, GEN>(a, it);
+    }
+}
+
+/* The score path (general or plain) per launch, then the rows and format per block. */
 template <typename T, bool FP8, int D> __device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
 {
     const ck_work_item_t it = dec_item(a);
@@ -536,17 +568,10 @@ template <typename T, bool FP8, int D> __device__ __forceinline__ void attn_deco
     const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / it.head_count), rq.L - it.q_first);
     if (ntok <= 0) return; /* the planned rows are not in this batch (every split of the tile agrees) */
     const bool e5 = FP8 && a.kv_dtype == CK_E5M2;
-    if (ntok * it.head_count <= 8) {
-        if (e5)
-            attn_decode<T, FP8, D, 1, false>(a, it);
-        else
-            attn_decode<T, FP8, D, 1, FP8>(a, it);
-    } else {
-        if (e5)
-            attn_decode<T, FP8, D, 2, false>(a, it);
-        else
-            attn_decode<T, FP8, D, 2, FP8>(a, it);
-    }
+    if (a.softcap > 0.0f || a.alibi)
+        attn_decode_rows<T, FP8, D, true>(a, it, ntok * it.head_count <= 8, e5);
+    else
+        attn_decode_rows<T, FP8, D, false>(a, it, ntok * it.head_count <= 8, e5);
 }
 
 #endif /* ATTNRT_ATTN_DECODE_CUH */
