@@ -106,54 +106,41 @@ typedef struct ck_merge_args {
 /* ---- the tensor-core kernel's shared memory ------------------------------------------------- */
 /* K/V pipeline depth: stages of a ring of cp.async copies, STAGES - 1 tiles in flight while one is
  * computed. The ring of row addresses has STAGES slots (fp8: one more), the ring of absent-key bits
- * STAGES + 1. 2 everywhere for now: at D 128 that keeps a decode block at 75 KB of shared memory (3 blocks
- * a SM) and a prefill block at 88 KB (2 a SM); H200 runs 3 and 4 (decode 3 stages, 2 blocks a SM; prefill
- * D 64 3 stages) measured slower (docs/dev/cuda.md). A compile-time constant in the kernel (a macro, so
- * C11 and CUDA share it). */
-/* fp8 decode (rows 16) at D <= 128: 3 stages of raw rows (16 KB a tile at D 128, so 2 tiles in flight = the
- * bytes of one bf16 tile; no 16-bit tiles any more: K and V are widened in registers). */
-#define CK_MMA_STAGES(d, rows, fp8) ((fp8) && (rows) == 16 && (d) <= 128 ? 3 : 2)
+ * STAGES + 1. 2 stages: a prefill block at D 128 takes 88 KB (2 a SM); 3 stages at D 64 measured slower
+ * (H200 run 4, docs/dev/cuda.md). A macro, so C11 and CUDA share it. */
+#define CK_MMA_STAGES(d, rows, fp8) 2
 #define CK_MMA_META_SLOTS(d, rows, fp8) (CK_MMA_STAGES(d, rows, fp8) + 1)
 #define CK_MMA_OFF_SLOTS(d, rows, fp8) (CK_MMA_STAGES(d, rows, fp8) + ((fp8) ? 1 : 0))
 
 /* Byte offsets inside its dynamic shared memory, for head dims padded to `d` (64, 128, 256), `rows`
- * query rows, `bn` keys per tile, `warps_n` warps splitting the keys. Rows are d + 8 elements long
- * (16 bytes of padding: ldmatrix reads eight rows of one column without bank conflicts). fp8 caches
- * land raw (CK_MMA_STAGES stages); prefill converts them into one 16-bit buffer, decode (warps_n > 1)
- * reads the raw rows directly (no 16-bit buffer); 16-bit caches use the
- * stages directly. After the key loop the K/V area is reused to combine the warps of a key-split block. */
+ * query rows, `bn` keys per tile. Rows are d + 8 elements long (16 bytes of padding: ldmatrix reads
+ * eight rows of one column without bank conflicts). fp8 caches land raw (CK_MMA_STAGES stages) and
+ * are converted into one 16-bit buffer; 16-bit caches use the stages directly. */
 typedef struct ck_mma_layout {
-    uint32_t q, k, v, raw, kaddr, vaddr, ksc, vsc, amask, combine, total;
+    uint32_t q, k, v, raw, kaddr, vaddr, ksc, vsc, amask, total;
 } ck_mma_layout_t;
 
 static inline CK_HD uint32_t ck_align16(uint32_t n) { return (n + 15u) & ~15u; }
 
-static inline CK_HD ck_mma_layout_t ck_mma_layout(int d, int rows, int bn, int warps_n, int fp8)
+static inline CK_HD ck_mma_layout_t ck_mma_layout(int d, int rows, int bn, int fp8)
 {
     ck_mma_layout_t l;
     const uint32_t stages = (uint32_t)CK_MMA_STAGES(d, rows, fp8), slots = (uint32_t)CK_MMA_META_SLOTS(d, rows, fp8);
     const uint32_t kslots = (uint32_t)CK_MMA_OFF_SLOTS(d, rows, fp8);
     const uint32_t ld = (uint32_t)d + 8u, tile = (uint32_t)bn * ld * 2u;
-    /* fp8 with key-split warps (decode): K and V widened in registers from the raw rows, no 16-bit tile */
-    const uint32_t stages16 = fp8 ? (warps_n > 1 ? 0u : 1u) : stages;
+    const uint32_t stages16 = fp8 ? 1u : stages; /* fp8: one 16-bit tile, converted from the raw stage */
     uint32_t at = 0;
     l.q = at;    at += ck_align16((uint32_t)rows * ld * 2u);
     l.k = at;    at += stages16 * tile;
     l.v = at;    at += stages16 * tile;
     l.raw = at;  at += fp8 ? stages * 2u * (uint32_t)bn * (uint32_t)d : 0u; /* [stage][K|V][bn][d] bytes */
-    const uint32_t kv_end = at;
     l.kaddr = at; at += kslots * (uint32_t)bn * 8u; /* K and V row addresses (0: the key is absent) */
     l.vaddr = at; at += kslots * (uint32_t)bn * 8u;
     /* fp8 scales only */
     l.ksc = at;  at += fp8 ? kslots * (uint32_t)bn * 4u : 0u;
     l.vsc = at;  at += fp8 ? kslots * (uint32_t)bn * 4u : 0u;
     l.amask = at; at += slots * (uint32_t)bn / 8u; /* one bit a key */
-    /* combine: m and l per (warp_n, row), then acc [warp_n][rows][d] f32, from the K area on */
-    l.combine = l.k;
-    const uint32_t combine_end = l.k + 2u * (uint32_t)warps_n * (uint32_t)rows * 4u +
-                                 (uint32_t)warps_n * (uint32_t)rows * (uint32_t)d * 4u;
-    at = ck_align16(at);
-    l.total = combine_end > kv_end && combine_end > at ? ck_align16(combine_end) : at;
+    l.total = ck_align16(at);
     return l;
 }
 

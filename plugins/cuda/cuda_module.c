@@ -78,10 +78,10 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
         for (int fp8 = 0; fp8 < 2; fp8++)
             for (int di = 0; di < CUDA_MMA_DIMS; di++) {
                 const int D = mma_dims[di];
-                const int rows = cfg == CUDA_CFG_PREFILL ? 64 : 16, warps_n = cfg == CUDA_CFG_PREFILL ? 1 : 4;
+                const int rows = 64; /* the prefill configuration's rows (decode: ck_dec_layout) */
                 const int bn = cfg == CUDA_CFG_PREFILL && D == 256 ? 32 : 64;
                 const uint32_t smem = cfg == CUDA_CFG_DECODE ? ck_dec_layout(D, fp8).total
-                                                             : ck_mma_layout(D, rows, bn, warps_n, fp8).total;
+                                                             : ck_mma_layout(D, rows, bn, fp8).total;
                 d->k.mma_smem[cfg][fp8][di] = smem;
                 if ((int)smem > optin) continue; /* left NULL: plans of this head dim use the CUDA cores */
                 for (int t = 0; t < 2; t++) {

@@ -3,16 +3,15 @@
  *   prefill: attn_mma.cuh, 4 row warps x 1, 64 rows, BN 64 keys a tile (32 at D 256, for shared
  *            memory), a cp.async ring (CK_MMA_STAGES), one barrier a tile;
  *   decode:  attn_decode.cuh, keys in the mma's M dimension, a cp.async ring per warp, split-KV
- *            merged by the last block of each row tile. (attn_mma.cuh's key-split decode form,
- *            WN > 1, is no longer instantiated.) */
+ *            merged by the last block of each row tile. */
 #include "attn_mma.cuh"
 #include "attn_decode.cuh"
 
-#define CK_MMA_KERNEL(cfg, tname, T, kvname, FP8, D, WM, WN, BN)                                              \
-    extern "C" __global__ void __launch_bounds__(WM * WN * 32, (WM) == 1 ? 3 : 2)                             \
+#define CK_MMA_KERNEL(cfg, tname, T, kvname, FP8, D, WM, BN)                                                  \
+    extern "C" __global__ void __launch_bounds__(WM * 32, 2)                                                  \
         ck_attn_mma_##cfg##_##tname##_##kvname##_d##D(const __grid_constant__ ck_attn_args_t a)               \
     {                                                                                                         \
-        attn_mma<T, FP8, D, WM, WN, BN>(a);                                                                   \
+        attn_mma<T, FP8, D, WM, BN>(a);                                                                       \
     }
 
 /* decode: attn_decode.cuh (keys in the mma's M dimension, a cp.async ring per warp) */
@@ -24,7 +23,7 @@
     }
 
 #define CK_MMA_BOTH_CFG(tname, T, kvname, FP8, D)                                                             \
-    CK_MMA_KERNEL(prefill, tname, T, kvname, FP8, D, 4, 1, ((D) == 256 ? 32 : 64))                            \
+    CK_MMA_KERNEL(prefill, tname, T, kvname, FP8, D, 4, ((D) == 256 ? 32 : 64))                               \
     CK_DEC_KERNEL(tname, T, kvname, FP8, D)
 
 #define CK_MMA_ALL_D(tname, T, kvname, FP8)                                                                   \

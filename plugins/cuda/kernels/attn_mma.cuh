@@ -3,19 +3,16 @@
  * its range through it in tiles of BN, with an online softmax in registers.
  *
  * Rows are (token, query head) pairs of ONE KV head, heads inner: a tile of 64 rows is 16 tokens x 4
- * heads at GQA 4, so every K/V byte a block loads serves all the query heads that read it (decode: the
- * whole group in one block). Two configurations share the body:
- *   prefill  WM = 4 row warps x WN = 1: 64 rows, each warp 16 rows over every key of the tile;
- *   decode   WM = 1 x WN = 4 key warps: 16 rows, each warp a quarter of the tile's keys, combined at
- *            the end through shared memory; with split-KV the key range is cut into num_splits
- *            chunks (the plan chose how many) whose partial (o, lse) a merge kernel combines.
+ * heads at GQA 4, so every K/V byte a block loads serves all the query heads that read it. WM row
+ * warps of 16 rows each take every key of the tile (the general prefill kernel: WM = 4, 64 rows); the
+ * decode tiles have their own kernel (attn_decode.cuh). With split-KV the key range is cut into
+ * num_splits chunks (the plan chose how many) whose partial (o, lse) a merge kernel combines.
  * K/V rows are gathered through the block table into shared memory with 16-byte cp.async, in a ring
  * of CK_MMA_STAGES stages with one barrier a tile, so any block size (1..256) costs the same per key:
  * each tile looks up its BN rows (block ids a tile ahead, offsets a stage ahead). fp8 caches land raw;
- * Q is then held in f16 times a power of two and K's scale multiplies the scores. Decode (key-split
- * warps) widens K and V in registers straight from the raw rows (FREG below; V's scale goes into P);
- * prefill runs a pass that widens K exactly to f16 and dequantises V (x scale, per tensor or per block
- * and KV head, rounded once to the query's type) into 16-bit tiles. Head dims are padded to D (64/128/256) with zeros; the matrix loops run over all of D.
+ * Q is then held in f16 times a power of two and K's scale multiplies the scores; a pass widens K
+ * exactly to f16 and dequantises V (x scale, per tensor or per block and KV head, rounded once to the
+ * query's type) into 16-bit tiles. Head dims are padded to D (64/128/256) with zeros; the matrix loops run over all of D.
  * Scores live in the log2 domain (scale x log2 e, exp2). Masks (causal, windows, keys that do not
  * exist) are applied per element on the tiles that need them; tiles outside the item's key range are
  * never loaded, so causal tiles above the diagonal are skipped.
@@ -101,28 +98,20 @@ __device__ __forceinline__ void ck_cp_async16_zf(uint32_t dst, const void *src, 
 #define CK_LOG2E 1.4426950408889634f
 #define CK_LN2 0.6931471805599453f
 
-template <typename T, bool FP8, int D, int WM, int WN, int BN>
+template <typename T, bool FP8, int D, int WM, int BN>
 __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
 {
-    constexpr int NT = WM * WN * 32, ROWS = 16 * WM, LD = D + 8, KPW = BN / WN, NTS = KPW / 8, NTO = D / 8;
+    constexpr int NT = WM * 32, ROWS = 16 * WM, LD = D + 8, NTS = BN / 8, NTO = D / 8;
     constexpr int STAGES = CK_MMA_STAGES(D, ROWS, FP8), SLOTS = CK_MMA_META_SLOTS(D, ROWS, FP8);
     constexpr int KSLOTS = CK_MMA_OFF_SLOTS(D, ROWS, FP8); /* the row-address ring (the mask ring has SLOTS) */
-    /* Q fragments in registers: prefill at D <= 128 (D 256: 64 more registers, no); not decode, whose
-     * 32 registers more would cost the third block a SM (168 registers at most for 3 x 128 threads) */
+    /* Q fragments in registers at D <= 128 (D 256: 64 more registers, no) */
     constexpr bool QREG = D <= 128 && WM > 1;
-    /* fp8 decode (key-split warps): K and V are widened in registers straight from the raw rows (ldmatrix
-     * of the bytes, cvt f16x2.e4m3x2 / e5m2x2), no convert pass, no 16-bit tile, no second barrier. The
-     * raw rows are stored with their 16-byte chunks XOR-swizzled (conflict-free ldmatrix); Q's columns
-     * are permuted within each 16 to match K's byte order, and V's output columns come out permuted
-     * (undone at the combine). V's per-key scale multiplies P (normalised by the warp's running largest
-     * V scale u, so P stays <= 1 in f16; o = u * acc). The PV product is then f16 x f16. */
-    constexpr bool FREG = FP8 && WN > 1;
 
-    static_assert(KPW % 16 == 0, "each warp takes whole k-steps of 16 keys");
+    static_assert(BN % 16 == 0, "whole k-steps of 16 keys");
     static_assert(BN <= NT, "one thread looks up each key of a tile");
     static_assert(STAGES >= 2 && SLOTS == STAGES + 1 && SLOTS <= 32 && KSLOTS >= STAGES && BN % 32 == 0, "ring sizes");
     extern __shared__ __align__(16) unsigned char smem[];
-    const ck_mma_layout_t lay = ck_mma_layout(D, ROWS, BN, WN, FP8);
+    const ck_mma_layout_t lay = ck_mma_layout(D, ROWS, BN, FP8);
     typedef typename ck_qk_type<T, FP8>::type TK;
     TK *sQ = (TK *)(smem + lay.q);
     TK *sK = (TK *)(smem + lay.k);
@@ -136,7 +125,7 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
 
     const ck_work_item_t it = a.items[blockIdx.x];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int wm = warp % WM, wn = warp / WM, g = lane >> 2, t4 = lane & 3;
+    const int wm = warp, g = lane >> 2, t4 = lane & 3;
 
     /* The request, read on the device and clamped to the tensors. */
     const int64_t seq = it.seq;
@@ -180,7 +169,7 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
         if (tid >= BN) return false;
         const int64_t key = k0 + tid;
         uint64_t kp = 0, vp = 0;
-        float ksv = 1.0f, vsv = FREG ? 0.0f : 1.0f; /* FREG: absent keys do not raise the running V scale */
+        float ksv = 1.0f, vsv = 1.0f;
         if (key <= kend && blk >= 0 && blk < a.num_blocks) { /* else absent (a garbage entry too) */
             kp = (uint64_t)(uintptr_t)a.kc + (uint64_t)((blk * a.kc_st[0] + r * a.kc_st[1] + kvh * a.kc_st[2]) * ES);
             vp = (uint64_t)(uintptr_t)a.vc + (uint64_t)((blk * a.vc_st[0] + r * a.vc_st[1] + kvh * a.vc_st[2]) * ES);
@@ -209,33 +198,25 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
      * lies inside the head dim (past it: the pad columns, zero, never copied). */
     const int cp_ch = tid % CPR, cp_j0 = tid / CPR;
     const bool cp_k = cp_ch < a.dqk / EPC, cp_v = cp_ch < a.dv / EPC;
-    /* FREG: chunk ch of raw row j lives at chunk ch ^ rsw(j) (rows of D bytes; 8 rows at one chunk hit 8
-     * different 16-byte bank groups); the rows a thread copies share rsw (NT / CPR is a multiple of 8). */
-    auto rsw = [](int j) -> int { return D == 64 ? (j >> 1) & 3 : j & 7; };
-    const int cp_pch = FREG ? cp_ch ^ rsw(cp_j0) : cp_ch;
     auto issue = [&](int ks, int st, bool real) {
         if (real) {
             constexpr int RPI = NT / CPR; /* rows per pass */
             const uint64_t *ka = kaddr + ks * BN, *va = vaddr + ks * BN;
-            const uint32_t kdst = FP8 ? ck_smem(sRaw + (st * 2 * BN + cp_j0) * D + cp_pch * 16)
+            const uint32_t kdst = FP8 ? ck_smem(sRaw + (st * 2 * BN + cp_j0) * D + cp_ch * 16)
                                       : ck_smem(sK + (st * BN + cp_j0) * LD + cp_ch * 8);
-            const uint32_t vdst = FP8 ? ck_smem(sRaw + ((st * 2 + 1) * BN + cp_j0) * D + cp_pch * 16)
+            const uint32_t vdst = FP8 ? ck_smem(sRaw + ((st * 2 + 1) * BN + cp_j0) * D + cp_ch * 16)
                                       : ck_smem(sV + (st * BN + cp_j0) * LD + cp_ch * 8);
             constexpr uint32_t RSTEP = FP8 ? RPI * D : RPI * LD * 2; /* bytes between this thread's rows */
 #pragma unroll
             for (int i = 0; i < BN / RPI; i++) {
                 const uint64_t p = ka[cp_j0 + i * RPI];
-                if (FREG) /* the pad chunks are read too: zeros (never a stale NaN byte) */
-                    ck_cp_async16_zf(kdst + i * RSTEP, (const void *)(uintptr_t)(p + cp_ch * 16), p == 0 || !cp_k);
-                else if (cp_k)
+                if (cp_k)
                     ck_cp_async16_zf(kdst + i * RSTEP, (const void *)(uintptr_t)(p + cp_ch * 16), p == 0);
             }
 #pragma unroll
             for (int i = 0; i < BN / RPI; i++) {
                 const uint64_t p = va[cp_j0 + i * RPI];
-                if (FREG)
-                    ck_cp_async16_zf(vdst + i * RSTEP, (const void *)(uintptr_t)(p + cp_ch * 16), p == 0 || !cp_v);
-                else if (cp_v)
+                if (cp_v)
                     ck_cp_async16_zf(vdst + i * RSTEP, (const void *)(uintptr_t)(p + cp_ch * 16), p == 0);
             }
         }
@@ -342,16 +323,8 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
             qmul = __uint_as_float((uint32_t)min(max(127 - k, 1), 187) << 23);
         }
     }
-    for (int idx = tid; idx < ROWS * D; idx += NT) {
-        const int r = idx / D, d = idx % D;
-        int src = idx;
-        if (FREG) { /* column kappa of each 16 holds dim 4(kappa>>1)+(kappa&1) (kappa < 8), else +2 */
-            const int kap = d & 15, k8 = kap & 7;
-            src = r * D + (d & ~15) + 4 * (k8 >> 1) + (k8 & 1) + (kap >> 3) * 2;
-        }
-        sQ[r * LD + d] = ck_from_f32<TK>(q_at(src) * qmul);
-    }
-    constexpr int KV16_STAGES = FREG ? 0 : FP8 ? 1 : STAGES;
+    for (int idx = tid; idx < ROWS * D; idx += NT) sQ[(idx / D) * LD + idx % D] = ck_from_f32<TK>(q_at(idx) * qmul);
+    constexpr int KV16_STAGES = FP8 ? 1 : STAGES;
     if (a.dqk < D || a.dv < D) /* no pad columns when both dims fill D (cp.async never writes them) */
         for (int idx = tid; idx < KV16_STAGES * BN * D; idx += NT) {
             const int r = idx / D, d = idx % D;
@@ -371,7 +344,6 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
     for (int n = 0; n < NTO; n++) o_acc[n][0] = o_acc[n][1] = o_acc[n][2] = o_acc[n][3] = 0.0f;
     /* running max in the log2 domain (scores times log2 e), running sum */
     float m_r[2] = {-CK_INF, -CK_INF}, l_r[2] = {0.0f, 0.0f};
-    float vu = 0.0f; /* FREG: the warp's running largest |V scale| (o = vu * o_acc) */
     const bool plain = !(a.softcap > 0.0f) && !a.alibi;
     const float scale2 = a.scale * CK_LOG2E / qmul, scale_q = a.scale / qmul; /* qmul: a power of two */
 
@@ -404,8 +376,7 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
         const bool interior = !((absent_bits >> ms_c) & 1u) && k0 >= all_lo && k0 + BN - 1 <= all_hi;
         const TK *kb = sK;
         const T *vb = sV;
-        if (FREG) {
-        } else if (FP8) {
+        if (FP8) {
             convert(st_c, ks_c);
             __syncthreads();
         } else {
@@ -413,40 +384,14 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
             vb += st_c * BN * LD;
         }
 
-        /* S = Q K^T for this warp's 16 rows x KPW keys. */
+        /* S = Q K^T for this warp's 16 rows x BN keys. */
         float s[NTS][4];
 #pragma unroll
         for (int n = 0; n < NTS; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
         /* Every k-step, also past dqk (zeros in Q and K there): straight-line code the compiler can
          * schedule (ldmatrix ahead of the mma that needs it). */
-        const unsigned char *rk = sRaw + st_c * 2 * BN * D, *rv = rk + BN * D; /* FREG: this tile's raw rows */
-        const bool e4m3 = a.kv_dtype == CK_E4M3;
-        if (FREG) {
-            /* ldmatrix (b16) of raw K rows: thread (g, t4) gets bytes 4t4..4t4+3 of key g's chunk = Q's
-             * permuted columns 2t4, 2t4+1 (b0) and 2t4+8, 2t4+9 (b1). Matrices: keys 0-7 / 8-15 of the
-             * n-tile pair x k-steps kk, kk+1. */
 #pragma unroll
-            for (int kp = 0; kp < D / 32; kp++) {
-                uint32_t aq[2][4];
-                ck_ldmatrix_x4(aq[0], ck_smem(sQ + (wm * 16 + (lane & 15)) * LD + kp * 32 + (lane >> 4) * 8));
-                ck_ldmatrix_x4(aq[1], ck_smem(sQ + (wm * 16 + (lane & 15)) * LD + kp * 32 + 16 + (lane >> 4) * 8));
-#pragma unroll
-                for (int np = 0; np < NTS / 2; np++) {
-                    uint32_t kr[4];
-                    const int key = wn * KPW + np * 16 + (lane & 7) + ((lane >> 4) & 1) * 8;
-                    const int ch = kp * 2 + ((lane >> 3) & 1);
-                    ck_ldmatrix_x4(kr, ck_smem(rk + key * D + ((ch ^ rsw(key)) * 16)));
-#pragma unroll
-                    for (int q = 0; q < 4; q++) { /* q: (n-tile 2np + (q >> 1), k-step 2kp + (q & 1)) */
-                        const uint32_t b0 = ck_fp8x2_to_h2bits((uint16_t)(kr[q] & 0xffffu), e4m3);
-                        const uint32_t b1 = ck_fp8x2_to_h2bits((uint16_t)(kr[q] >> 16), e4m3);
-                        ck_mma16816<__half>(s[2 * np + (q >> 1)], aq[q & 1], b0, b1);
-                    }
-                }
-            }
-        }
-#pragma unroll
-        for (int kk = 0; kk < (FREG ? 0 : D / 16); kk++) {
+        for (int kk = 0; kk < D / 16; kk++) {
             {
                 uint32_t aq[4];
                 if (QREG) {
@@ -460,7 +405,7 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
 #pragma unroll
                 for (int np = 0; np < NTS / 2; np++) {
                     uint32_t bf[4];
-                    const int key = wn * KPW + np * 16 + (lane & 7) + (lane >> 4) * 8;
+                    const int key = np * 16 + (lane & 7) + (lane >> 4) * 8;
                     ck_ldmatrix_x4(bf, ck_smem(kb + key * LD + kk * 16 + ((lane >> 3) & 1) * 8));
                     ck_mma16816<TK>(s[2 * np], aq, bf[0], bf[1]);
                     ck_mma16816<TK>(s[2 * np + 1], aq, bf[2], bf[3]);
@@ -478,7 +423,7 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
             for (int n = 0; n < NTS; n++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    s[n][e] *= FP8 ? scale2 * ksc[ks_c * BN + wn * KPW + n * 8 + 2 * t4 + (e & 1)] : scale2;
+                    s[n][e] *= FP8 ? scale2 * ksc[ks_c * BN + n * 8 + 2 * t4 + (e & 1)] : scale2;
                     mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
                 }
         } else {
@@ -486,7 +431,7 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
             for (int n = 0; n < NTS; n++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    const int r = e >> 1, j = wn * KPW + n * 8 + 2 * t4 + (e & 1);
+                    const int r = e >> 1, j = n * 8 + 2 * t4 + (e & 1);
                     const int64_t key = k0 + j;
                     float x = s[n][e] * (FP8 ? scale_q * ksc[ks_c * BN + j] : a.scale);
                     if (a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
@@ -519,7 +464,7 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
             }
 #pragma unroll
         for (int r = 0; r < 2; r++) l_r[r] = l_r[r] * alpha[r] + ls[r];
-        if (!FREG && __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) /* the max moved for some row */
+        if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) /* the max moved for some row */
 #pragma unroll
             for (int n = 0; n < NTO; n++) {
                 o_acc[n][0] *= alpha[0];
@@ -528,84 +473,15 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
                 o_acc[n][3] *= alpha[1];
             }
 
-        if (FREG) {
-            /* V's scale per key into P: w_j = vs_j / vu with vu the warp's running max |vs| (o_acc rescaled
-             * by vu_old / vu_new when it grows, usually never after the first tile). */
-            float vw[NTS][2], vm = 0.0f;
-#pragma unroll
-            for (int n = 0; n < NTS; n++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    vw[n][e] = vsc[ks_c * BN + wn * KPW + n * 8 + 2 * t4 + e];
-                    vm = fmaxf(vm, fabsf(vw[n][e]));
-                }
-            vm = fmaxf(vm, __shfl_xor_sync(0xffffffffu, vm, 1));
-            vm = fmaxf(vm, __shfl_xor_sync(0xffffffffu, vm, 2)); /* every quad holds all the warp's keys */
-            float ofac = 1.0f;
-            if (vm > vu) { /* warp-uniform */
-                ofac = vu / vm;
-                vu = vm;
-            }
-            const float inv = vu > 0.0f ? 1.0f / vu : 0.0f;
-#pragma unroll
-            for (int n = 0; n < NTS; n++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) s[n][e] *= vw[n][e & 1] * inv;
-            if (ofac != 1.0f) {
-                alpha[0] *= ofac;
-                alpha[1] *= ofac;
-            }
-        }
-        if (FREG && __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f))
-#pragma unroll
-            for (int n = 0; n < NTO; n++) {
-                o_acc[n][0] *= alpha[0];
-                o_acc[n][1] *= alpha[0];
-                o_acc[n][2] *= alpha[1];
-                o_acc[n][3] *= alpha[1];
-            }
-        if (FREG) {
-            /* O += P V with ldmatrix.trans of raw V rows: thread (g, t4) gets bytes (2g, 2g+1) of keys 2t4 and
-             * 2t4+1 of a 16-dim chunk c; one prmt pairs the keys per dim: n-tile 2c holds dims c*16 + 2n',
-             * n-tile 2c+1 dims c*16 + 2n' + 1. Matrices: keys 0-7 / 8-15 x chunks c, c+1. */
-#pragma unroll
-            for (int k2 = 0; k2 < KPW / 16; k2++) {
-                uint32_t pa[4];
-                pa[0] = ck_pack2<__half>(s[2 * k2][0], s[2 * k2][1]);
-                pa[1] = ck_pack2<__half>(s[2 * k2][2], s[2 * k2][3]);
-                pa[2] = ck_pack2<__half>(s[2 * k2 + 1][0], s[2 * k2 + 1][1]);
-                pa[3] = ck_pack2<__half>(s[2 * k2 + 1][2], s[2 * k2 + 1][3]);
-                const int vkey = wn * KPW + k2 * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
-#pragma unroll
-                for (int cp = 0; cp < D / 32; cp++) {
-                    uint32_t vr[4];
-                    const int ch = cp * 2 + (lane >> 4);
-                    ck_ldmatrix_x4_trans(vr, ck_smem(rv + vkey * D + ((ch ^ rsw(vkey)) * 16)));
-                    uint32_t lo[4], hi[4];
-#pragma unroll
-                    for (int q = 0; q < 4; q++) {
-                        uint32_t pr;
-                        asm("prmt.b32 %0, %1, 0, 0x3120;" : "=r"(pr) : "r"(vr[q]));
-                        lo[q] = ck_fp8x2_to_h2bits((uint16_t)(pr & 0xffffu), e4m3);
-                        hi[q] = ck_fp8x2_to_h2bits((uint16_t)(pr >> 16), e4m3);
-                    }
-                    /* vr[0]: keys 0-7 chunk 2cp, vr[1]: keys 8-15 chunk 2cp, vr[2], vr[3]: chunk 2cp+1 */
-                    ck_mma16816<__half>(o_acc[4 * cp + 0], pa, lo[0], lo[1]);
-                    ck_mma16816<__half>(o_acc[4 * cp + 1], pa, hi[0], hi[1]);
-                    ck_mma16816<__half>(o_acc[4 * cp + 2], pa, lo[2], lo[3]);
-                    ck_mma16816<__half>(o_acc[4 * cp + 3], pa, hi[2], hi[3]);
-                }
-            }
-        }
         /* O += P V: P's accumulator layout is the A operand's, two key n-tiles per k-step. */
 #pragma unroll
-        for (int k2 = 0; k2 < (FREG ? 0 : KPW / 16); k2++) {
+        for (int k2 = 0; k2 < BN / 16; k2++) {
             uint32_t pa[4];
             pa[0] = ck_pack2<T>(s[2 * k2][0], s[2 * k2][1]);
             pa[1] = ck_pack2<T>(s[2 * k2][2], s[2 * k2][3]);
             pa[2] = ck_pack2<T>(s[2 * k2 + 1][0], s[2 * k2 + 1][1]);
             pa[3] = ck_pack2<T>(s[2 * k2 + 1][2], s[2 * k2 + 1][3]);
-            const int vkey = wn * KPW + k2 * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+            const int vkey = k2 * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
 #pragma unroll
             for (int np = 0; np < D / 16; np++) { /* also past dv: zeros there, never written out */
                 uint32_t bf[4];
@@ -633,65 +509,19 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
         m_nat[r] = m_r[r] * CK_LN2; /* back to natural-log units for the LSE and the sinks */
     }
 
-    if (WN == 1) { /* each warp owns its rows: write straight from the accumulators */
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const int row = wm * 16 + g + 8 * r;
-            if (row >= nrows) continue;
-#pragma unroll
-            for (int n = 0; n < NTO; n++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int c = n * 8 + 2 * t4 + e;
-                    if (c < a.dv) mma_emit<ROWS>(a, it, tok0, hbase, row, c, o_acc[n][2 * r + e], m_nat[r], lsum[r]);
-                }
-            if (t4 == 0) mma_emit_lse<ROWS>(a, it, tok0, hbase, row, m_nat[r], lsum[r]);
-        }
-        return;
-    }
-
-    /* Key-split warps: (m, l, acc) of each warp through shared memory, then one combine per element
-     * (m in the log2 domain here). */
-    __syncthreads();
-    float *cm = (float *)(smem + lay.combine), *cl = cm + WN * ROWS, *co = cl + WN * ROWS;
+    /* each warp owns its rows: write straight from the accumulators */
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         const int row = wm * 16 + g + 8 * r;
-        if (t4 == 0) {
-            cm[wn * ROWS + row] = m_r[r];
-            cl[wn * ROWS + row] = lsum[r];
-        }
+        if (row >= nrows) continue;
 #pragma unroll
-        for (int n = 0; n < NTO; n++) {
-            if (FREG) { /* n-tile n = 2c + par, column 2t4 + e: dim c*16 + 4t4 + 2e + par; o = vu * acc */
-                const int d0 = (n >> 1) * 16 + 4 * t4 + (n & 1);
-                co[(wn * ROWS + row) * D + d0] = o_acc[n][2 * r] * vu;
-                co[(wn * ROWS + row) * D + d0 + 2] = o_acc[n][2 * r + 1] * vu;
-            } else {
-                co[(wn * ROWS + row) * D + n * 8 + 2 * t4] = o_acc[n][2 * r];
-                co[(wn * ROWS + row) * D + n * 8 + 2 * t4 + 1] = o_acc[n][2 * r + 1];
+        for (int n = 0; n < NTO; n++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int c = n * 8 + 2 * t4 + e;
+                if (c < a.dv) mma_emit<ROWS>(a, it, tok0, hbase, row, c, o_acc[n][2 * r + e], m_nat[r], lsum[r]);
             }
-        }
-    }
-    __syncthreads();
-    for (int idx = tid; idx < nrows * a.dv; idx += NT) {
-        const int row = idx / a.dv, c = idx - row * a.dv;
-        float mm = -CK_INF;
-#pragma unroll
-        for (int w = 0; w < WN; w++) mm = fmaxf(mm, cm[w * ROWS + row]);
-        float l = 0.0f, o = 0.0f;
-        if (mm != -CK_INF) {
-#pragma unroll
-            for (int w = 0; w < WN; w++) {
-                const float mw = cm[w * ROWS + row];
-                if (mw == -CK_INF) continue; /* that warp saw no key: its acc holds nothing */
-                const float f = exp2f(mw - mm);
-                l += cl[w * ROWS + row] * f;
-                o += co[(w * ROWS + row) * D + c] * f;
-            }
-        }
-        mma_emit<ROWS>(a, it, tok0, hbase, row, c, o, mm * CK_LN2, l);
-        if (c == 0) mma_emit_lse<ROWS>(a, it, tok0, hbase, row, mm * CK_LN2, l);
+        if (t4 == 0) mma_emit_lse<ROWS>(a, it, tok0, hbase, row, m_nat[r], lsum[r]);
     }
 }
 
