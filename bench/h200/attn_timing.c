@@ -13,16 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attnrt.h"
-
-#define TRY(call)                                                                                           \
-    do {                                                                                                    \
-        attnrt_status_t st_ = (call);                                                                       \
-        if (st_ != ATTNRT_OK) {                                                                             \
-            fprintf(stderr, "attn_timing: %s: %s: %s\n", #call, attnrt_status_name(st_), attnrt_last_error()); \
-            exit(1);                                                                                        \
-        }                                                                                                   \
-    } while (0)
+#define TIMING_PROG "attn_timing"
+#include "timing_util.h"
 
 typedef struct opts {
     const char    *device;
@@ -107,18 +99,6 @@ static void tensor(attnrt_tensor_t *t, void *data, attnrt_dtype_t dt, int ndim, 
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Device-to-device copy bandwidth (bytes read + written), 1 GiB, median of 10. */
 static double copy_ceiling(attnrt_context_t *ctx, attnrt_stream_t *s, attnrt_event_t *e0, attnrt_event_t *e1)
 {
@@ -128,17 +108,13 @@ static double copy_ceiling(attnrt_context_t *ctx, attnrt_stream_t *s, attnrt_eve
     TRY(attnrt_mem_alloc(ctx, bytes, &b));
     TRY(attnrt_mem_set(ctx, a, 0x3c, bytes, NULL));
     double v[10];
-    for (int i = 0; i < 12; i++) {
-        TRY(attnrt_event_record(e0, s));
-        TRY(attnrt_mem_copy_on_device(ctx, b, a, bytes, s));
-        TRY(attnrt_event_record(e1, s));
-        float ms = 0;
-        TRY(attnrt_event_elapsed_ms(e0, e1, &ms));
-        if (i >= 2) v[i - 2] = 2.0 * (double)bytes / ((double)ms * 1e-3) * 1e-9;
+    for (int i = 0; i < 12; i++) { /* two warm-ups */
+        const double gbs = timing_copy_gbs(ctx, b, a, bytes, s, e0, e1);
+        if (i >= 2) v[i - 2] = gbs;
     }
     TRY(attnrt_mem_free(ctx, a));
     TRY(attnrt_mem_free(ctx, b));
-    return median(v, 10);
+    return timing_median(v, 10);
 }
 
 static void parse(int argc, char **argv, opts_t *o)
@@ -238,7 +214,7 @@ int main(int argc, char **argv)
         TRY(attnrt_event_elapsed_ms(e0, e1, &ms));
         t[i] = ms;
     }
-    const double ms = median(t, o.iters);
+    const double ms = timing_median(t, o.iters);
     const double mem = copy_ceiling(ctx, s, e0, e1);
 
     /* bytes: K and V read once + q + out; FLOPs: 2 Hq (Dqk + Dv) per kept (query, key) pair */

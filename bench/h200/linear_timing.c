@@ -18,16 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attnrt.h"
-
-#define TRY(call)                                                                                             \
-    do {                                                                                                      \
-        attnrt_status_t st_ = (call);                                                                         \
-        if (st_ != ATTNRT_OK) {                                                                               \
-            fprintf(stderr, "linear_timing: %s: %s: %s\n", #call, attnrt_status_name(st_), attnrt_last_error()); \
-            exit(1);                                                                                          \
-        }                                                                                                     \
-    } while (0)
+#define TIMING_PROG "linear_timing"
+#include "timing_util.h"
 
 typedef struct opts {
     const char    *device;
@@ -50,18 +42,6 @@ static void step_run(const step_t *s, attnrt_stream_t *stream)
     else TRY(attnrt_lightning_run(s->plan, &s->la, NULL, 0, stream));
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* ms of `n` steps on `stream` between two events recorded on it. */
 static double region_ms(const step_t *s, attnrt_stream_t *stream, int n, attnrt_event_t *e0, attnrt_event_t *e1)
 {
@@ -71,18 +51,6 @@ static double region_ms(const step_t *s, attnrt_stream_t *stream, int n, attnrt_
     float ms = 0.0f;
     TRY(attnrt_event_elapsed_ms(e0, e1, &ms)); /* waits for e1 */
     return (double)ms;
-}
-
-/* Copy bandwidth (read + write bytes) of one 512 MiB device copy on `stream`, GB/s. */
-static double copy_gbs(attnrt_context_t *ctx, void *dst, const void *src, size_t bytes, attnrt_stream_t *stream,
-                       attnrt_event_t *e0, attnrt_event_t *e1)
-{
-    TRY(attnrt_event_record(e0, stream));
-    TRY(attnrt_mem_copy_on_device(ctx, dst, src, bytes, stream));
-    TRY(attnrt_event_record(e1, stream));
-    float ms = 0.0f;
-    TRY(attnrt_event_elapsed_ms(e0, e1, &ms));
-    return 2.0 * (double)bytes / ((double)ms * 1e-3) * 1e-9;
 }
 
 static void *dev_buffer(attnrt_context_t *ctx, size_t n, attnrt_dtype_t dt, int zero)
@@ -235,9 +203,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < o.iters; i++) { /* interleaved: each sample sees the same machine state */
         t_null[i] = region_ms(&s, NULL, 1, e0, e1);
         t_stream[i] = region_ms(&s, stream, o.runs, e0, e1) / o.runs;
-        mem[i] = copy_gbs(ctx, cb, ca, copy_bytes, stream, e0, e1);
+        mem[i] = timing_copy_gbs(ctx, cb, ca, copy_bytes, stream, e0, e1);
     }
-    const double ms_null = median(t_null, o.iters), ms_stream = median(t_stream, o.iters), ceil = median(mem, o.iters);
+    const double ms_null = timing_median(t_null, o.iters), ms_stream = timing_median(t_stream, o.iters),
+                 ceil = timing_median(mem, o.iters);
     const double es = (double)attnrt_dtype_size(o.dtype);
     const double bytes = 8.0 * (double)B * (double)HV * (double)D * (double)D +
                          (double)B * (2.0 * (double)H * (double)D + 2.0 * (double)HV * (double)D) * es +
