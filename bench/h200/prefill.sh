@@ -70,7 +70,7 @@ timeout 150 python3 bench/h200/peer_sdpa.py "$W/peer.jsonl" pre_d128:prefill:4:4
 echo "exit $?"; cat "$W/peer.jsonl" 2>/dev/null | cut -c1-400
 
 echo "=== [$(el)s] resources and SASS of the fast kernels"
-FB=$BUILD/plugins/cuda/attnrt_cuda_kernels.fatbin FBW=$BUILD/plugins/cuda/attnrt_cuda_kernels_sm90a.fatbin
+FB=$BUILD/plugins/cuda/attnrt_cuda_kernels_attention.fatbin FBW=$BUILD/plugins/cuda/attnrt_cuda_kernels_sm90a.fatbin
 cuobjdump -res-usage "$FB" "$FBW" 2>/dev/null | grep -A1 -E "ck_attn_prefill_" > "$W/res.txt"; cat "$W/res.txt"
 for f in ck_attn_prefill_bf16_d128 ck_attn_prefill_bf16_d64 ck_attn_prefill_bf16_d256 ck_attn_prefill_wg_bf16_d128 \
          ck_attn_prefill_wg_bf16_d64 ck_attn_prefill_wg_bf16_d256; do

@@ -89,7 +89,7 @@ if [ "${MLA_NCU:-0}" = 1 ] && command -v ncu > /dev/null; then # hardware counte
     grep -E "Duration|DRAM Throughput|Compute \(SM\) Throughput|Registers Per|Achieved Occ|Warp Cycles Per Issued|Issued Warp|Executed Instructions  |Grid Size|Shared Memory Configuration Size|Bank" "$OUT/ncu-mla.txt" | head -16
     grep -E "issue_stalled_.*ratio" "$OUT/ncu-mla.txt" | awk '$NF+0 >= 0.2' | sed -E 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | head -12
     if command -v cuobjdump > /dev/null; then
-        cuobjdump -sass -arch sm_90 -fun ck_mla_mma_bf16 "$BUILD/plugins/cuda/attnrt_cuda_kernels.fatbin" > "$OUT/sass-ck_mla_mma_bf16.txt" 2> /dev/null
+        cuobjdump -sass -arch sm_90 -fun ck_mla_mma_bf16 "$BUILD/plugins/cuda/attnrt_cuda_kernels_mla.fatbin" > "$OUT/sass-ck_mla_mma_bf16.txt" 2> /dev/null
         echo "sass ck_mla_mma_bf16 (sm_90): $(grep -cE '^ +/\*[0-9a-f]{4,}\*/' "$OUT/sass-ck_mla_mma_bf16.txt") instructions," \
              "$(grep -c HMMA "$OUT/sass-ck_mla_mma_bf16.txt") HMMA, $(grep -c LDSM "$OUT/sass-ck_mla_mma_bf16.txt") LDSM"
     fi

@@ -27,14 +27,6 @@
 
 static size_t align_up(size_t n) { return (n + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
 
-attnrt_status_t cuda_ops12_function(const cuda_dev_t *d, const char *name, CUfunction *f)
-{
-    CUresult r = cuda_drv.ModuleGetFunction(f, d->module, name);
-    return r == CUDA_SUCCESS ? ATTNRT_OK
-                             : cuda_fail(r, "cuda:%u: kernel %s is not in the embedded fatbin (rebuild the plugin)",
-                                         d->index, name);
-}
-
 /* One kernel's work: its list (inside the plan's pinned buffer) and its workspace layout. */
 typedef struct mla_cfg {
     int        ok;              /* 0: this kernel is not used for the plan's shapes */
@@ -287,12 +279,12 @@ attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, c
     p->Dv = sh.Dv;
     p->topk = sh.topk;
     p->sparse = sh.sparse;
-    st = cuda_ops12_function(d, "ck_mla_split_merge", &p->f_merge);
+    st = cuda_function(d, "ck_mla_split_merge", &p->f_merge);
     mla_cfg_t *simt = &p->cfg[MLA_SIMT], *mma = &p->cfg[MLA_MMA];
     simt->ok = 1;
     simt->rows = CK_MLA_ROWS;
     simt->smem = ck_mla_smem((int)(sh.D | 1));
-    if (st == ATTNRT_OK) st = cuda_ops12_function(d, "ck_mla_simt", &simt->f_main);
+    if (st == ATTNRT_OK) st = cuda_function(d, "ck_mla_simt", &simt->f_main);
     if (st == ATTNRT_OK) {
         CUresult r = cuda_drv.FuncSetAttribute(simt->f_main, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)simt->smem);
         if (r != CUDA_SUCCESS) st = cuda_fail(r, "cuda mla plan: kv_dim %lld needs %u bytes of shared memory", (long long)sh.D, simt->smem);
@@ -313,7 +305,7 @@ attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, c
                                                 {"ck_mla_mma_f16_fp8", "ck_mla_mma_bf16_fp8"}};
         mma->rows = CK_MLA_MMA_ROWS;
         mma->smem = ck_mla_mma_smem(fp8);
-        st = cuda_ops12_function(d, names[fp8][qk == CK_BF16], &mma->f_main);
+        st = cuda_function(d, names[fp8][qk == CK_BF16], &mma->f_main);
         if (st == ATTNRT_OK) {
             CUresult r = cuda_drv.FuncSetAttribute(mma->f_main, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)mma->smem);
             if (r != CUDA_SUCCESS) mma->ok = 0; /* the CUDA cores then */

@@ -141,9 +141,6 @@ attnrt_status_t cuda_gated_delta_run(cuda_dev_t *d, const void *plan, const attn
                                      void *workspace, size_t workspace_bytes, void *stream);
 /* Frees any plan of the three (NULL, or not one of ours: nothing). */
 void cuda_plan12_destroy(cuda_dev_t *d, void *plan);
-/* A kernel of the device's module by name (plans look theirs up once; the handle lives as long as the
- * module, i.e. the device). */
-attnrt_status_t cuda_ops12_function(const cuda_dev_t *d, const char *name, CUfunction *f);
 #endif
 
 #endif /* ATTNRT_CUDA_OPS12_H */

@@ -45,7 +45,7 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
         for (int t = 0; t < 2; t++) {
             char name[48];
             snprintf(name, sizeof name, use_wg ? "ck_attn_prefill_wg_%s_d%d" : "ck_attn_prefill_%s_d%d", t_name[t], D);
-            attnrt_status_t st = pf_function(d, use_wg ? d->module_sm90a : d->module, name, smem, &d->k.prefill[t][di]);
+            attnrt_status_t st = pf_function(d, use_wg ? d->module_sm90a : d->modules[CUDA_FAMILY_ATTENTION], name, smem, &d->k.prefill[t][di]);
             if (st != ATTNRT_OK) return st;
         }
     }
