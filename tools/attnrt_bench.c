@@ -29,6 +29,10 @@ int main(int argc, char **argv)
     props.struct_size = sizeof props;
     if (attnrt_device_find(attnrt_context_device_name(ctx), &idx) == ATTNRT_OK) attnrt_device_get_properties(idx, &props);
     const int is_cpu = props.device_type == ATTNRT_DEVICE_TYPE_CPU;
+    /* queued timing needs calls that return before their work is done: not the cpu (synchronous) or a
+       simulated / unknown device (its calls complete at once, its times come from a cost model) */
+    o.async_device = props.device_type == ATTNRT_DEVICE_TYPE_CUDA || props.device_type == ATTNRT_DEVICE_TYPE_ROCM ||
+                     props.device_type == ATTNRT_DEVICE_TYPE_ONEAPI;
     if (!o.threads) { /* the plugin's default: the cores of this process, or ATTNRT_NUM_THREADS */
         const char *env = getenv("ATTNRT_NUM_THREADS");
         cpu_set_t set;

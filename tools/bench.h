@@ -14,6 +14,12 @@ typedef enum bench_op {
     BENCH_MLA_DECODE, BENCH_LIGHTNING_DECODE, BENCH_GDN_DECODE /* bench_mla.c, bench_linear.c */
 } bench_op_t;
 
+/* How a run is timed (docs/tools.md): queued = on a created stream behind a device copy that keeps the
+ * device busy while the host enqueues (what a step costs inside an engine's stream of work); single =
+ * one call on the NULL stream between two events (the ABI makes that call synchronous, so the region
+ * also holds the host launch, the host's wait and the wake from it). both: queued, and single beside it. */
+typedef enum bench_timing { BENCH_TIMING_BOTH, BENCH_TIMING_QUEUED, BENCH_TIMING_SINGLE } bench_timing_t;
+
 typedef struct bench_options {
     const char    *plugin, *device;
     bench_op_t     op;
@@ -28,6 +34,9 @@ typedef struct bench_options {
     int            shuffled;      /* block order: 1 shuffled (an allocator after churn), 0 in order   */
     int64_t        v_dim;         /* mla: value columns of the latent; lightning / gdn: Dv (0: default) */
     int64_t        topk;          /* mla: sparse top-k per token (0: dense)                          */
+    bench_timing_t timing;
+    int            async_device;  /* set by main: the device's streams run asynchronously (not a cpu or
+                                     simulated device, whose calls complete before they return) */
 } bench_options_t;
 
 /* 0: run; 1: help printed; -1: usage error (printed). */
@@ -71,10 +80,16 @@ int bench_ceiling_open(attnrt_context_t *ctx, int is_cpu, int threads, bench_cei
 
 /* One measured op: what it moves and computes, and how long it took. */
 typedef struct bench_result {
-    bench_stats_t time;             /* ms per run                                             */
+    bench_stats_t time;             /* ms per run (queued where measured, else single)        */
     double        bytes;            /* bytes of KV + q + out (+ metadata) a run reads or writes */
     double        flops;            /* 2 * Hq * (Dqk + Dv) per kept (query, key) pair        */
-    const char    *timer;           /* "events" or "host clock"                              */
+    const char    *timer;           /* how `time` was taken, in words                         */
+    /* timing both: the single-call figure beside the queued one; queued: the host's time in the run
+       call (enqueue only) and how many samples the host took longer to enqueue than the device copy
+       in front of the op ran (their region may hold host time: never shorter than the truth) */
+    int           has_single, has_host;
+    bench_stats_t single, host_us;
+    int           host_late;
     /* mixed: the parts, each run alone */
     int           has_parts;
     bench_stats_t part_decode, part_prefill;
@@ -96,8 +111,9 @@ int bench_run(attnrt_context_t *ctx, const bench_options_t *o, bench_ceiling_t *
  * ceilings sampled in between. */
 void *bench_dev_random(attnrt_context_t *ctx, size_t n, attnrt_dtype_t dt, int zero);
 void *bench_dev_copy(attnrt_context_t *ctx, const void *host, size_t bytes);
-int bench_time(attnrt_context_t *ctx, const bench_options_t *o, int (*fn)(attnrt_context_t *ctx, void *what),
-               void *what, bench_ceiling_t *c, bench_result_t *r);
+typedef int (*bench_run_fn)(attnrt_context_t *ctx, void *what, attnrt_stream_t *stream); /* 0 or -1 */
+int bench_time(attnrt_context_t *ctx, const bench_options_t *o, bench_run_fn fn, void *what, bench_ceiling_t *c,
+               bench_result_t *r);
 /* The device buffers, plan and workspace an op's set-up makes, released together by bench_res_free. */
 typedef struct bench_res {
     void *bufs[12];

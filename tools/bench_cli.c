@@ -19,7 +19,7 @@ static void usage(FILE *f, const char *argv0)
             "          [--batch B] [--ctx N] [--new-tokens N] [--prefill-ctx N] [--heads H] [--kv-heads H]\n"
             "          [--head-dim D] [--block-size N] [--dtype T] [--kv-dtype T] [--layout nhd|hnd]\n"
             "          [--blocks shuffled|in-order] [--no-causal] [--iters N] [--warmup N] [--threads N]\n"
-            "          [--no-ceiling] [--json]\n"
+            "          [--timing both|queued|single] [--no-ceiling] [--json]\n"
             "Times one op on a device and reports it against ceilings measured in the same run: the memory-read\n"
             "bandwidth (cpu: a streaming SIMD read of >= 4x the last-level cache on the same threads; other\n"
             "devices: attnrt_mem_copy_on_device) and the fp32 FMA peak (cpu: register-resident FMAs on all threads).\n"
@@ -42,6 +42,15 @@ static void usage(FILE *f, const char *argv0)
             "                  churn) or in-order (a fresh allocator: each request's blocks adjacent)\n"
             "  --iters N       timed runs (20)               --warmup N       untimed runs first (3)\n"
             "  --threads N     cpu threads: sets ATTNRT_NUM_THREADS; the ceilings use as many (default: all cores)\n"
+            "  --timing M      how a run is timed (default both; docs/tools.md):\n"
+            "                  queued: on a created stream, enqueued behind a 128 MiB device copy that keeps the\n"
+            "                         device busy while the host enqueues (and leaves the cache cold), between\n"
+            "                         two events: the op's device time and the gap from the work before it, as\n"
+            "                         a step of an engine's stream pays it; the host's time in the call is shown\n"
+            "                  single: one call on the NULL stream between two events; the ABI makes it\n"
+            "                         synchronous, so it also holds the host launch and the host's wait\n"
+            "                  both: queued, and single beside it. Where calls complete before they return (cpu,\n"
+            "                         simulated devices) every mode is single\n"
             "Reports the median time (events where the plugin has them, else the synchronised host clock),\n"
             "GB/s of the bytes the op must move (KV read once + q + out), GFLOP/s (2 * Hq * (Dqk + Dv) per kept\n"
             "query-key pair) and their fractions of the ceilings.\n",
@@ -125,6 +134,10 @@ int bench_parse(int argc, char **argv, bench_options_t *o)
         else if (!strcmp(name, "--kv-dtype")) ok = parse_dtype(v, &o->kv_dtype) == 0, kv_set = 1;
         else if (!strcmp(name, "--blocks")) {
             if (!strcmp(v, "shuffled") || !strcmp(v, "in-order")) o->shuffled = !strcmp(v, "shuffled"), ok = 1;
+        } else if (!strcmp(name, "--timing")) {
+            const char *modes[] = {"both", "queued", "single"};
+            for (int k = 0; k < 3; k++)
+                if (!strcmp(v, modes[k])) o->timing = (bench_timing_t)k, ok = 1;
         } else if (!strcmp(name, "--layout")) {
             if (!strcmp(v, "nhd") || !strcmp(v, "hnd")) o->hnd = !strcmp(v, "hnd"), ok = 1;
         } else {

@@ -23,12 +23,12 @@ typedef struct lin_bench {
     bench_res_t res;
 } lin_bench_t;
 
-static int run_linear(attnrt_context_t *ctx, void *what)
+static int run_linear(attnrt_context_t *ctx, void *what, attnrt_stream_t *stream)
 {
     lin_bench_t *s = what;
     (void)ctx;
-    const attnrt_status_t st = s->gdn ? attnrt_gated_delta_run(s->res.plan, &s->ga, s->res.ws, s->res.ws_bytes, NULL)
-                                      : attnrt_lightning_run(s->res.plan, &s->la, s->res.ws, s->res.ws_bytes, NULL);
+    const attnrt_status_t st = s->gdn ? attnrt_gated_delta_run(s->res.plan, &s->ga, s->res.ws, s->res.ws_bytes, stream)
+                                      : attnrt_lightning_run(s->res.plan, &s->la, s->res.ws, s->res.ws_bytes, stream);
     return st == ATTNRT_OK ? 0 : -1;
 }
 

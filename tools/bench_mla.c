@@ -18,11 +18,11 @@ typedef struct mla_bench {
     bench_res_t res;
 } mla_bench_t;
 
-static int run_mla(attnrt_context_t *ctx, void *what)
+static int run_mla(attnrt_context_t *ctx, void *what, attnrt_stream_t *stream)
 {
     mla_bench_t *s = what;
     (void)ctx;
-    return attnrt_mla_run(s->res.plan, &s->args, s->res.ws, s->res.ws_bytes, NULL) == ATTNRT_OK ? 0 : -1;
+    return attnrt_mla_run(s->res.plan, &s->args, s->res.ws, s->res.ws_bytes, stream) == ATTNRT_OK ? 0 : -1;
 }
 
 static uint64_t mla_rng = 0x2545f4914f6cdd1dull;

@@ -238,25 +238,67 @@ static int attn_build(attnrt_context_t *ctx, const bench_options_t *o, int64_t n
 
 /* ---- timing ------------------------------------------------------------------------------------ */
 
-typedef int (*run_fn)(attnrt_context_t *ctx, void *what);
+typedef bench_run_fn run_fn;
 
-static int run_attention(attnrt_context_t *ctx, void *what)
+static int run_attention(attnrt_context_t *ctx, void *what, attnrt_stream_t *stream)
 {
     attn_setup_t *s = what;
     (void)ctx;
-    return attnrt_attention_run(s->res.plan, &s->args, s->res.ws, s->res.ws_bytes, NULL) == ATTNRT_OK ? 0 : -1;
+    return attnrt_attention_run(s->res.plan, &s->args, s->res.ws, s->res.ws_bytes, stream) == ATTNRT_OK ? 0 : -1;
 }
 
+/* The device copy in front of a queued run: 128 MiB (~65 us on an H200) outlasts the host's enqueue of
+ * the event and the run (a few us), and being larger than the last-level cache it also leaves the op
+ * the cold cache it finds in an engine, where other layers ran in between. */
+#define QUEUE_COPY_BYTES ((size_t)128 << 20)
+
 typedef struct timer {
-    attnrt_event_t *a, *b;
+    attnrt_event_t *a, *b, *c;    /* c: before the device copy of a queued run                       */
+    attnrt_stream_t *stream;      /* queued runs: a created stream; NULL: single runs only           */
+    void *copy_src, *copy_dst;
 } timer_t_;
 
-/* ms of one run: device events where the plugin has them, else the host clock around run + sync. */
-static int time_once(attnrt_context_t *ctx, timer_t_ *tm, run_fn fn, void *what, double *ms)
+static void timer_close(attnrt_context_t *ctx, timer_t_ *tm)
+{
+    if (tm->a) attnrt_event_destroy(tm->a);
+    if (tm->b) attnrt_event_destroy(tm->b);
+    if (tm->c) attnrt_event_destroy(tm->c);
+    if (tm->stream) attnrt_stream_destroy(tm->stream);
+    if (tm->copy_src) attnrt_mem_free(ctx, tm->copy_src);
+    if (tm->copy_dst) attnrt_mem_free(ctx, tm->copy_dst);
+    memset(tm, 0, sizeof *tm);
+}
+
+/* Events where the plugin has them; a stream and the copy buffers when runs are also timed queued (an
+ * asynchronous device, timing queued or both). A queued set-up that fails leaves single timing. */
+static void timer_open(attnrt_context_t *ctx, const bench_options_t *o, timer_t_ *tm)
+{
+    memset(tm, 0, sizeof *tm);
+    if (attnrt_event_create(ctx, &tm->a) != ATTNRT_OK || attnrt_event_create(ctx, &tm->b) != ATTNRT_OK) {
+        timer_close(ctx, tm);
+        return;
+    }
+    if (o->timing == BENCH_TIMING_SINGLE || !o->async_device) return;
+    if (attnrt_event_create(ctx, &tm->c) != ATTNRT_OK || attnrt_stream_create(ctx, &tm->stream) != ATTNRT_OK ||
+        attnrt_mem_alloc(ctx, QUEUE_COPY_BYTES, &tm->copy_src) != ATTNRT_OK ||
+        attnrt_mem_alloc(ctx, QUEUE_COPY_BYTES, &tm->copy_dst) != ATTNRT_OK ||
+        attnrt_mem_set(ctx, tm->copy_src, 0x3c, QUEUE_COPY_BYTES, NULL) != ATTNRT_OK) {
+        fprintf(stderr, "attnrt-bench: cannot set up queued timing (%s); timing single calls only\n", attnrt_last_error());
+        attnrt_event_t *a = tm->a, *b = tm->b;
+        tm->a = tm->b = NULL;
+        timer_close(ctx, tm);
+        tm->a = a, tm->b = b;
+    }
+}
+
+/* single: ms of one run on the NULL stream between two events (no events: the host clock around run +
+ * synchronize). The ABI makes a NULL-stream call synchronous, so the region holds the host launch, the
+ * plugin's wait for the device and the wake from it, and the second event's trip to the device. */
+static int time_single(attnrt_context_t *ctx, timer_t_ *tm, run_fn fn, void *what, double *ms)
 {
     const double t0 = now_ms();
     if (tm->a) attnrt_event_record(tm->a, NULL);
-    if (fn(ctx, what) != 0) {
+    if (fn(ctx, what, NULL) != 0) {
         fprintf(stderr, "attnrt-bench: the op failed: %s\n", attnrt_last_error());
         return -1;
     }
@@ -268,25 +310,65 @@ static int time_once(attnrt_context_t *ctx, timer_t_ *tm, run_fn fn, void *what,
     return 0;
 }
 
+/* queued: ms of one run on a created stream, enqueued while the device still runs a 128 MiB copy in
+ * front of it, between two events: the region is the op's device work and the gap from the work before
+ * it, as each step of an engine's stream pays (nothing of the op's own work is left out: a run's host
+ * copies, launches and device work are all in the stream). host_us: the host's time in the run call.
+ * late: the host took longer to enqueue than the copy ran (the region then holds host time too). */
+static int time_queued(attnrt_context_t *ctx, timer_t_ *tm, run_fn fn, void *what, double *ms, double *host_us,
+                       int *late)
+{
+    const double e0 = now_ms();
+    if (attnrt_event_record(tm->c, tm->stream) != ATTNRT_OK ||
+        attnrt_mem_copy_on_device(ctx, tm->copy_dst, tm->copy_src, QUEUE_COPY_BYTES, tm->stream) != ATTNRT_OK ||
+        attnrt_event_record(tm->a, tm->stream) != ATTNRT_OK) {
+        fprintf(stderr, "attnrt-bench: queued timing: %s\n", attnrt_last_error());
+        return -1;
+    }
+    const double h0 = now_ms();
+    if (fn(ctx, what, tm->stream) != 0) {
+        fprintf(stderr, "attnrt-bench: the op failed: %s\n", attnrt_last_error());
+        return -1;
+    }
+    const double h1 = now_ms();
+    float ev = 0.0f, copy = 0.0f;
+    if (attnrt_event_record(tm->b, tm->stream) != ATTNRT_OK || attnrt_event_elapsed_ms(tm->a, tm->b, &ev) != ATTNRT_OK ||
+        attnrt_event_elapsed_ms(tm->c, tm->a, &copy) != ATTNRT_OK) {
+        fprintf(stderr, "attnrt-bench: queued timing: %s\n", attnrt_last_error());
+        return -1;
+    }
+    *ms = ev;
+    *host_us = (h1 - h0) * 1e3;
+    *late = h1 - e0 > copy;
+    return 0;
+}
+
 /* Times `fn` iters times after warm-up; samples the ceilings after each timed run when given (kept in r
  * when r is given; without r the samples only put the machine in the same state between runs, so that
  * the parts of a mixed batch start from the caches the mixed runs start from). */
 static int time_op(attnrt_context_t *ctx, const bench_options_t *o, run_fn fn, void *what, bench_ceiling_t *c,
                    const bench_paged_t *paged, bench_stats_t *t, bench_result_t *r)
 {
-    timer_t_ tm = {0};
-    if (attnrt_event_create(ctx, &tm.a) != ATTNRT_OK || attnrt_event_create(ctx, &tm.b) != ATTNRT_OK) {
-        if (tm.a) attnrt_event_destroy(tm.a);
-        tm.a = tm.b = NULL;
-    }
-    if (r) r->timer = tm.a ? "events" : "host clock";
-    double *ms = calloc((size_t)o->iters, sizeof *ms), *mem = calloc((size_t)o->iters, sizeof *mem);
-    double *fma = calloc((size_t)o->iters, sizeof *fma), *pg = calloc((size_t)o->iters, sizeof *pg);
+    timer_t_ tm;
+    timer_open(ctx, o, &tm);
+    const int queued = tm.stream != NULL, single = !queued || o->timing == BENCH_TIMING_BOTH;
+    if (r)
+        r->timer = queued ? "events, queued on a created stream behind a 128 MiB device copy"
+                   : !tm.a          ? "host clock, one call + synchronize"
+                   : o->async_device ? "events, one call on the NULL stream (synchronous: host launch and wait inside)"
+                                     : "events, one call";
+    const size_t n = (size_t)o->iters;
+    double *ms = calloc(n, sizeof *ms), *one = calloc(n, sizeof *one), *host = calloc(n, sizeof *host);
+    double *mem = calloc(n, sizeof *mem), *fma = calloc(n, sizeof *fma), *pg = calloc(n, sizeof *pg);
     const int with_paged = c && c->paged_sample && paged && paged->n > 0;
-    int rc = ms && mem && fma && pg ? 0 : -1;
-    for (int i = 0; i < o->warmup && rc == 0; i++) rc = time_once(ctx, &tm, fn, what, &ms[0]);
+    int rc = ms && one && host && mem && fma && pg ? 0 : -1, late = 0, nlate = 0;
+    for (int i = 0; i < o->warmup && rc == 0; i++) {
+        if (queued) rc = time_queued(ctx, &tm, fn, what, &ms[0], &host[0], &late);
+        if (single && rc == 0) rc = time_single(ctx, &tm, fn, what, &one[0]);
+    }
     for (int i = 0; i < o->iters && rc == 0; i++) {
-        rc = time_once(ctx, &tm, fn, what, &ms[i]);
+        if (queued) rc = time_queued(ctx, &tm, fn, what, &ms[i], &host[i], &late), nlate += late;
+        if (single && rc == 0) rc = time_single(ctx, &tm, fn, what, &one[i]);
         if (c) { /* interleaved: the ceiling sees the same machine state as the op */
             mem[i] = c->mem_sample(c);
             if (c->fma_sample) fma[i] = c->fma_sample(c);
@@ -298,15 +380,20 @@ static int time_op(attnrt_context_t *ctx, const bench_options_t *o, run_fn fn, v
         r->has_op_stats = attnrt_last_op_stats(ctx, &r->op_stats) == ATTNRT_OK && r->op_stats.op != 0;
     }
     if (rc == 0) {
-        bench_stats_of(ms, o->iters, t);
+        bench_stats_of(queued ? ms : one, o->iters, t);
+        if (r && queued) {
+            r->has_host = 1, r->host_late = nlate;
+            bench_stats_of(host, o->iters, &r->host_us);
+            if (single) r->has_single = 1, bench_stats_of(one, o->iters, &r->single);
+        }
         if (c && r) {
             bench_stats_of(mem, o->iters, &r->mem_gbs);
             if (c->fma_sample) bench_stats_of(fma, o->iters, &r->fma_gflops), r->has_fma = 1;
             if (with_paged) bench_stats_of(pg, o->iters, &r->paged_gbs), r->has_paged = 1;
         }
     }
-    free(ms), free(mem), free(fma), free(pg);
-    if (tm.a) attnrt_event_destroy(tm.a), attnrt_event_destroy(tm.b);
+    free(ms), free(one), free(host), free(mem), free(fma), free(pg);
+    timer_close(ctx, &tm);
     return rc;
 }
 
@@ -357,10 +444,10 @@ typedef struct simple_op {
     int is_merge;
 } simple_op_t;
 
-static int run_simple(attnrt_context_t *ctx, void *what)
+static int run_simple(attnrt_context_t *ctx, void *what, attnrt_stream_t *stream)
 {
     simple_op_t *s = what;
-    attnrt_status_t st = s->is_merge ? attnrt_merge_states(ctx, &s->mg, NULL) : attnrt_kv_write(ctx, &s->kw, NULL);
+    attnrt_status_t st = s->is_merge ? attnrt_merge_states(ctx, &s->mg, stream) : attnrt_kv_write(ctx, &s->kw, stream);
     return st == ATTNRT_OK ? 0 : -1;
 }
 
@@ -431,8 +518,8 @@ static int bench_simple(attnrt_context_t *ctx, const bench_options_t *o, bench_c
 
 void *bench_dev_random(attnrt_context_t *ctx, size_t n, attnrt_dtype_t dt, int zero) { return dev_random(ctx, n, dt, zero); }
 void *bench_dev_copy(attnrt_context_t *ctx, const void *host, size_t bytes) { return dev_copy(ctx, host, bytes); }
-int bench_time(attnrt_context_t *ctx, const bench_options_t *o, int (*fn)(attnrt_context_t *ctx, void *what),
-               void *what, bench_ceiling_t *c, bench_result_t *r)
+int bench_time(attnrt_context_t *ctx, const bench_options_t *o, bench_run_fn fn, void *what, bench_ceiling_t *c,
+               bench_result_t *r)
 {
     return time_op(ctx, o, fn, what, c, NULL, &r->time, r);
 }

@@ -84,6 +84,11 @@ void bench_report(const bench_options_t *o, attnrt_context_t *ctx, const bench_c
         json_num(f, "load_average", load, 0);
         json_str(f, "timer", r->timer);
         json_stats(f, "time_ms", &r->time, 0);
+        if (r->has_single) json_stats(f, "single_call_ms", &r->single, 0);
+        if (r->has_host) {
+            json_stats(f, "host_call_us", &r->host_us, 0);
+            json_num(f, "host_late_runs", r->host_late, 0);
+        }
         json_num(f, "bytes", r->bytes, 0);
         json_num(f, "flops", r->flops, 0);
         json_num(f, "gb_per_s", gbs, 0);
@@ -98,6 +103,8 @@ void bench_report(const bench_options_t *o, attnrt_context_t *ctx, const bench_c
             json_stats(f, "mem_gb_per_s", &r->mem_gbs, 0);
             json_num(f, "fraction_of_mem", mem > 0 ? gbs / mem : 0, 0);
             json_num(f, "fraction_of_mem_p90", r->mem_gbs.p90 > 0 ? gbs / r->mem_gbs.p90 : 0, 0);
+            if (r->has_single && r->single.median > 0)
+                json_num(f, "fraction_of_mem_single_call", mem > 0 ? r->bytes / (r->single.median * 1e-3) * 1e-9 / mem : 0, 0);
         }
         if (r->has_paged && !simulated) {
             json_str(f, "paged_read_ceiling", c->paged_what);
@@ -158,6 +165,13 @@ void bench_report(const bench_options_t *o, attnrt_context_t *ctx, const bench_c
     }
     printf("  time: median %.3f ms (min %.3f, p10 %.3f, p90 %.3f) over %d runs after %d warm-up, %s\n", r->time.median,
            r->time.min, r->time.p10, r->time.p90, r->time.n, o->warmup, r->timer);
+    if (r->has_host)
+        printf("  host: %.1f us in the run call (median; enqueue only)%s\n", r->host_us.median,
+               r->host_late ? ", SOME RUNS ENQUEUED AFTER THE COPY IN FRONT ENDED (their regions hold host time)" : "");
+    if (r->has_single)
+        printf("  single call on the NULL stream: median %.3f ms (min %.3f, p10 %.3f, p90 %.3f): %+.1f us, %.2f GB/s\n",
+               r->single.median, r->single.min, r->single.p10, r->single.p90, (r->single.median - r->time.median) * 1e3,
+               r->single.median > 0 ? r->bytes / (r->single.median * 1e-3) * 1e-9 : 0);
     printf("  achieved: %.2f GB/s (%.1f MB a run), %.1f GFLOP/s (%.3f GFLOP a run)\n", gbs, r->bytes * 1e-6, gflops,
            r->flops * 1e-9);
     if (r->has_op_stats) {
@@ -172,10 +186,14 @@ void bench_report(const bench_options_t *o, attnrt_context_t *ctx, const bench_c
         printf("  parts alone: decode %.3f ms + prefill %.3f ms = %.3f ms; mixed / sum = %.3f\n", r->part_decode.median,
                r->part_prefill.median, sum_parts, sum_parts > 0 ? r->time.median / sum_parts : 0);
     if (simulated) printf("  (simulated times: the host's ceilings do not apply, so no fractions of them)\n");
-    if (c && c->mem_sample && !simulated)
+    if (c && c->mem_sample && !simulated) {
         printf("  ceiling %s: median %.2f GB/s (p10 %.2f, p90 %.2f)\n    -> %.1f%% of its median, %.1f%% of its p90\n",
                c->mem_what, mem, r->mem_gbs.p10, r->mem_gbs.p90, mem > 0 ? 100.0 * gbs / mem : 0,
                r->mem_gbs.p90 > 0 ? 100.0 * gbs / r->mem_gbs.p90 : 0);
+        if (r->has_single && r->single.median > 0 && mem > 0)
+            printf("    (single call on the NULL stream: %.1f%% of its median)\n",
+                   100.0 * r->bytes / (r->single.median * 1e-3) * 1e-9 / mem);
+    }
     if (r->has_paged && !simulated)
         printf("  ceiling %s: median %.2f GB/s (p10 %.2f, p90 %.2f)\n    -> %.1f%% of its median, %.1f%% of its p90\n",
                c->paged_what, r->paged_gbs.median, r->paged_gbs.p10, r->paged_gbs.p90,

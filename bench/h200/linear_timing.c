@@ -1,12 +1,22 @@
-/* linear_timing.c — lightning / GDN decode timed two ways in one process, next to the device copy
- * ceiling measured in the same run:
- *   null:   one call on the NULL stream between two events, as attnrt-bench times it. The ABI makes the
- *           NULL stream synchronous, so the region also holds the host launch, the plugin's wait and
- *           the wake from it (~16-18 us on the H200 with the 1.2 ops);
- *   stream: `--runs` calls back to back on a created stream between two events, divided by --runs:
- *           the per-step cost an engine sees when it runs the op on its own stream (the host enqueues
- *           ahead, kernels follow each other with the launch gap only).
- * Each is the median of --iters regions after --warmup calls. The line goes to stderr; --json also
+/* linear_timing.c — lightning / GDN decode timed several ways in one process, next to the device copy
+ * ceiling measured in the same run; the differences between the rows say where a single call's fixed
+ * cost comes from (docs/dev/cuda-linear.md, "Where the NULL stream's microseconds go"):
+ *   null:       one call on the NULL stream between two events (attnrt-bench --timing single). The ABI
+ *               makes the NULL stream synchronous: the plugin waits (cuStreamSynchronize) before it
+ *               returns, so the second event is recorded only after the host has woken from that wait;
+ *   null_host:  the host clock around that call alone (launch + wait + wake);
+ *   idle:       one call on an idle created stream between two events (no wait in the call: the second
+ *               event follows the kernel on the device; the host launch is still inside, since the
+ *               first event fires at once on an idle device);
+ *   idle_wait:  as idle with a stream synchronize between the call and the second event: the NULL
+ *               stream's wait reproduced on a created stream (the legacy stream itself vs. the wait);
+ *   queued:     on the created stream behind a 128 MiB device copy, between two events (attnrt-bench
+ *               --timing queued): the host enqueues while the copy runs, the region is device work only;
+ *   stream:     --runs calls back to back on the created stream between two events, per call;
+ *   nullop:     a 4-byte attnrt_mem_set on the NULL stream between two events: the fixed cost of any
+ *               synchronous NULL-stream call with ~no device work; nullop_queued: the same set queued;
+ *   launch_us:  the host's time in the run call on the created stream (enqueue only).
+ * Each is the median of --iters samples after --warmup calls. The line goes to stderr; --json also
  * prints the figures as one JSON line on stdout. Bytes, as attnrt-bench counts them: the
  * f32 state read + written (2 x 4 B x B x HV x Dk x Dv) plus q, k, v, out (and g, beta).
  *
@@ -17,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define TIMING_PROG "linear_timing"
 #include "timing_util.h"
@@ -51,6 +62,13 @@ static double region_ms(const step_t *s, attnrt_stream_t *stream, int n, attnrt_
     float ms = 0.0f;
     TRY(attnrt_event_elapsed_ms(e0, e1, &ms)); /* waits for e1 */
     return (double)ms;
+}
+
+static double host_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 static void *dev_buffer(attnrt_context_t *ctx, size_t n, attnrt_dtype_t dt, int zero)
@@ -195,37 +213,85 @@ int main(int argc, char **argv)
     TRY(attnrt_mem_alloc(ctx, copy_bytes, &cb));
     TRY(attnrt_mem_set(ctx, ca, 0x3c, copy_bytes, NULL));
 
-    double *t_null = malloc(sizeof(double) * (size_t)o.iters), *t_stream = malloc(sizeof(double) * (size_t)o.iters);
-    double *mem = malloc(sizeof(double) * (size_t)o.iters);
-    if (!t_null || !t_stream || !mem) return 1;
+    enum { NULL_EV, NULL_HOST, IDLE, IDLE_WAIT, QUEUED, STREAM, NULLOP, NULLOP_QUEUED, LAUNCH_US, MEM, NROWS };
+    static const char *const names[NROWS] = {"null", "null_host", "idle", "idle_wait", "queued", "stream",
+                                             "nullop", "nullop_queued", "launch_us", "mem_gb_per_s"};
+    double *t[NROWS];
+    for (int r = 0; r < NROWS; r++)
+        if (!(t[r] = malloc(sizeof(double) * (size_t)o.iters))) return 1;
+    attnrt_event_t *e2 = NULL;
+    TRY(attnrt_event_create(ctx, &e2));
+    const size_t queue_bytes = (size_t)128 << 20; /* the device copy in front of a queued call */
+    void *tiny = NULL;
+    TRY(attnrt_mem_alloc(ctx, 256, &tiny));
     for (int i = 0; i < o.warmup; i++) step_run(&s, NULL), step_run(&s, stream);
     TRY(attnrt_stream_synchronize(ctx, stream));
+    float ms = 0.0f;
     for (int i = 0; i < o.iters; i++) { /* interleaved: each sample sees the same machine state */
-        t_null[i] = region_ms(&s, NULL, 1, e0, e1);
-        t_stream[i] = region_ms(&s, stream, o.runs, e0, e1) / o.runs;
-        mem[i] = timing_copy_gbs(ctx, cb, ca, copy_bytes, stream, e0, e1);
+        t[NULL_EV][i] = region_ms(&s, NULL, 1, e0, e1);
+        double h = host_ms();
+        step_run(&s, NULL);
+        t[NULL_HOST][i] = host_ms() - h;
+        t[IDLE][i] = region_ms(&s, stream, 1, e0, e1);
+        TRY(attnrt_event_record(e0, stream));
+        step_run(&s, stream);
+        TRY(attnrt_stream_synchronize(ctx, stream));
+        TRY(attnrt_event_record(e1, stream));
+        TRY(attnrt_event_elapsed_ms(e0, e1, &ms));
+        t[IDLE_WAIT][i] = ms;
+        TRY(attnrt_mem_copy_on_device(ctx, cb, ca, queue_bytes, stream));
+        TRY(attnrt_event_record(e0, stream));
+        h = host_ms();
+        step_run(&s, stream);
+        t[LAUNCH_US][i] = (host_ms() - h) * 1e3;
+        TRY(attnrt_event_record(e1, stream));
+        TRY(attnrt_event_elapsed_ms(e0, e1, &ms));
+        t[QUEUED][i] = ms;
+        t[STREAM][i] = region_ms(&s, stream, o.runs, e0, e1) / o.runs;
+        TRY(attnrt_event_record(e0, NULL));
+        TRY(attnrt_mem_set(ctx, tiny, i & 0xff, 4, NULL));
+        TRY(attnrt_event_record(e1, NULL));
+        TRY(attnrt_event_elapsed_ms(e0, e1, &ms));
+        t[NULLOP][i] = ms;
+        TRY(attnrt_mem_copy_on_device(ctx, cb, ca, queue_bytes, stream));
+        TRY(attnrt_event_record(e0, stream));
+        TRY(attnrt_mem_set(ctx, tiny, i & 0xff, 4, stream));
+        TRY(attnrt_event_record(e1, stream));
+        TRY(attnrt_event_elapsed_ms(e0, e1, &ms));
+        t[NULLOP_QUEUED][i] = ms;
+        t[MEM][i] = timing_copy_gbs(ctx, cb, ca, copy_bytes, stream, e0, e2);
     }
-    const double ms_null = timing_median(t_null, o.iters), ms_stream = timing_median(t_stream, o.iters),
-                 ceil = timing_median(mem, o.iters);
+    double med[NROWS];
+    for (int r = 0; r < NROWS; r++) med[r] = timing_median(t[r], o.iters);
+    const double ceil = med[MEM];
     const double es = (double)attnrt_dtype_size(o.dtype);
     const double bytes = 8.0 * (double)B * (double)HV * (double)D * (double)D +
                          (double)B * (2.0 * (double)H * (double)D + 2.0 * (double)HV * (double)D) * es +
                          (o.gdn ? 2.0 * (double)B * (double)HV * es : 0.0);
-    const double gbs_null = bytes / (ms_null * 1e-3) * 1e-9, gbs_stream = bytes / (ms_stream * 1e-3) * 1e-9;
     const char *op = o.gdn ? "gdn_decode" : "lightning_decode";
-    fprintf(stderr, "linear_timing %s B %lld HV %lld H %lld D %lld (%.1f MB): NULL stream %.4f ms %.0f GB/s %.1f%% | "
-            "stream (%d back to back) %.4f ms %.0f GB/s %.1f%% | copy ceiling %.0f GB/s\n",
-            op, (long long)B, (long long)HV, (long long)H, (long long)D, bytes * 1e-6, ms_null, gbs_null,
-            100.0 * gbs_null / ceil, o.runs, ms_stream, gbs_stream, 100.0 * gbs_stream / ceil, ceil);
-    if (o.json)
+    fprintf(stderr, "linear_timing %s B %lld HV %lld H %lld D %lld (%.1f MB), copy ceiling %.0f GB/s; medians, us "
+            "(%% of the ceiling):\n", op, (long long)B, (long long)HV, (long long)H, (long long)D, bytes * 1e-6, ceil);
+    for (int r = 0; r < NROWS - 1; r++) {
+        const double us = r == LAUNCH_US ? med[r] : med[r] * 1e3;
+        if (r == LAUNCH_US || r == NULLOP || r == NULLOP_QUEUED) fprintf(stderr, "  %-13s %8.1f\n", names[r], us);
+        else fprintf(stderr, "  %-13s %8.1f  (%.1f%%)\n", names[r], us, 100.0 * bytes / (us * 1e-6) * 1e-9 / ceil);
+    }
+    if (o.json) {
         printf("{\"tool\": \"linear_timing\", \"op\": \"%s\", \"batch\": %lld, \"heads\": %lld, \"kv_heads\": %lld, "
-               "\"head_dim\": %lld, \"bytes\": %.6g, \"runs_per_region\": %d, \"iters\": %d, "
-               "\"null_stream\": {\"time_ms\": %.6g, \"gb_per_s\": %.6g, \"fraction_of_mem\": %.4f}, "
-               "\"stream\": {\"time_ms\": %.6g, \"gb_per_s\": %.6g, \"fraction_of_mem\": %.4f}, "
-               "\"mem_gb_per_s\": %.6g}\n",
-               op, (long long)B, (long long)HV, (long long)H, (long long)D, bytes, o.runs, o.iters, ms_null, gbs_null,
-               gbs_null / ceil, ms_stream, gbs_stream, gbs_stream / ceil, ceil);
+               "\"head_dim\": %lld, \"bytes\": %.6g, \"runs_per_region\": %d, \"iters\": %d, \"mem_gb_per_s\": %.6g",
+               op, (long long)B, (long long)HV, (long long)H, (long long)D, bytes, o.runs, o.iters, ceil);
+        for (int r = 0; r < NROWS - 1; r++) {
+            const double us = r == LAUNCH_US ? med[r] : med[r] * 1e3;
+            printf(", \"%s_us\": %.4g", r == LAUNCH_US ? "launch" : names[r], us);
+            if (r != LAUNCH_US && r != NULLOP && r != NULLOP_QUEUED)
+                printf(", \"%s_fraction_of_mem\": %.4f", names[r], bytes / (us * 1e-6) * 1e-9 / ceil);
+        }
+        printf("}\n");
+    }
 
+    for (int r = 0; r < NROWS; r++) free(t[r]);
+    TRY(attnrt_mem_free(ctx, tiny));
+    attnrt_event_destroy(e2);
     TRY(attnrt_plan_destroy(s.plan));
     for (int i = 0; i < 10; i++) TRY(attnrt_mem_free(ctx, bufs[i]));
     TRY(attnrt_mem_free(ctx, ca));
@@ -236,6 +302,6 @@ int main(int argc, char **argv)
     attnrt_stream_destroy(stream);
     TRY(attnrt_close(ctx));
     attnrt_shutdown();
-    free(t_null), free(t_stream), free(mem), free(qsl), free(idx), free(init);
+    free(qsl), free(idx), free(init);
     return 0;
 }

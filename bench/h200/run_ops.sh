@@ -6,8 +6,11 @@
 # attnrt-bench with the device copy ceiling measured in the same run (interleaved with the op's runs):
 #   MLA decode 576/512, block 64, Hq 128, B 64 x ctx 4096 (bf16 and fp8 latent; sparse top-2048);
 #   lightning and GDN decode, Dk = Dv = 128, B 64-256, H 16-32 (bytes = the f32 state read + written),
-#   GDN also on the general kernel (ATTNRT_CUDA_LINEAR=general, its decode kernel's baseline); then the same
-#   shapes stream-timed by bench/h200/linear_timing.c, its NULL-stream row printed next to it.
+#   both also on the general kernel (ATTNRT_CUDA_LINEAR=general, the decode kernels' baseline); then the
+#   same shapes timed every way bench/h200/linear_timing.c knows (where a single call's fixed cost goes),
+#   and one attention decode row (B 64 x 4096) with both of attnrt-bench's timings.
+# attnrt-bench's rows carry two timings (--timing both): queued (the headline: the op on a created stream
+# behind a device copy, as a step of an engine's stream) and the single NULL-stream call of sessions 1-4.
 #
 # MLA_NCU=1 adds ncu hardware counters of one MLA tensor-core launch and its SASS counts (~20 s).
 # Run from the repository root:   BUILD_DIR=build-cuda-ops bash bench/h200/run_ops.sh
@@ -48,7 +51,7 @@ tail -1 "$OUT/conform-cuda-mla-simt.txt"
 step "attnrt-conform --plugin cuda --filter lin / gdn with ATTNRT_CUDA_LINEAR=general (decode rounds on the general kernel)"
 for f in lin gdn; do
     ATTNRT_CUDA_LINEAR=general timeout 120 "$BUILD/tools/attnrt-conform" --plugin cuda --filter "$f" > "$OUT/conform-cuda-$f-general.txt" 2>&1
-    echo "exit $?"
+    echo "exit $? (general $f)"
     grep -E "FAIL" "$OUT/conform-cuda-$f-general.txt" | head -20
     tail -1 "$OUT/conform-cuda-$f-general.txt"
 done
@@ -106,16 +109,19 @@ for bh in "64 16" "64 32" "256 16" "256 32"; do
     row --op gdn_decode --batch "$1" --heads "$2" --kv-heads $(( $2 / 2 )) --head-dim 128 --dtype bf16
 done
 
-step "bench: GDN decode on the general kernel (ATTNRT_CUDA_LINEAR=general), the decode kernel's baseline"
+step "bench: lightning and GDN decode on the general kernel (ATTNRT_CUDA_LINEAR=general), the decode kernels' baseline"
 for bh in "64 16" "64 32" "256 16" "256 32"; do
     set -- $bh
+    ATTNRT_CUDA_LINEAR=general row --op lightning_decode --batch "$1" --heads "$2" --kv-heads "$2" --head-dim 128 --dtype bf16
     ATTNRT_CUDA_LINEAR=general row --op gdn_decode --batch "$1" --heads "$2" --kv-heads $(( $2 / 2 )) --head-dim 128 --dtype bf16
 done
 
-# The rows above are attnrt-bench's: one call on the NULL stream between two events, which the ABI makes
-# synchronous (host launch + wait inside the region). linear_timing prints that row again next to the
-# same op timed on its own stream (20 calls back to back, per call), as an engine runs it.
-step "stream-timed lightning / GDN decode (bench/h200/linear_timing.c: NULL-stream row | stream row)"
+step "bench: attention decode B 64 x 4096 (Hq 32 / Hkv 8, D 128, bf16): queued vs single call"
+row --op decode --batch 64 --ctx 4096 --heads 32 --kv-heads 8 --head-dim 128 --dtype bf16 --kv-dtype bf16
+
+# linear_timing: the same op timed every way (null = attnrt-bench --timing single, queued = its
+# headline, stream = 20 back to back, idle / idle_wait / nullop: where the single call's fixed cost goes).
+step "lightning / GDN decode timed every way (bench/h200/linear_timing.c)"
 LT=/tmp/attnrt-h200/linear_timing
 if gcc -O2 -std=c11 -D_GNU_SOURCE -I"$ROOT/runtime/include" -I"$ROOT/abi" bench/h200/linear_timing.c \
         -L"$BUILD/runtime" -Wl,-rpath,"$BUILD/runtime" -lattnrt -lm -o "$LT" 2> "$OUT/linear_timing.build.txt"; then
@@ -124,7 +130,7 @@ if gcc -O2 -std=c11 -D_GNU_SOURCE -I"$ROOT/runtime/include" -I"$ROOT/abi" bench/
             set -- $bh
             kvh=$2; [ "$op" = gdn_decode ] && kvh=$(( $2 / 2 ))
             args=(--plugin cuda --op "$op" --batch "$1" --heads "$2" --kv-heads "$kvh" --head-dim 128 --dtype bf16)
-            timeout 60 "$LT" "${args[@]}" --json >> "$OUT/linear_timing.jsonl" # the line on stderr, JSON to the file
+            timeout 60 "$LT" "${args[@]}" --json >> "$OUT/linear_timing.jsonl" # the lines on stderr, JSON to the file
         done
     done
 else
@@ -132,13 +138,13 @@ else
 fi
 
 if command -v ncu > /dev/null 2>&1 && [ $(( $(date +%s) - T0 )) -lt 240 ]; then
-    step "ncu (--clock-control none): one launch of lightning (ck_lin_body) and GDN (decode, general), B 256 x H 32"
+    step "ncu (--clock-control none): one launch of lightning and GDN (decode kernels, GDN general), B 256 x H 32"
     lprof() { # id kernel-regex env bench-args...
         local id=$1 kre=$2 env=$3; shift 3
         env $env timeout 90 ncu --clock-control none -k "regex:$kre" -c 1 --section SpeedOfLight --section Occupancy \
             --section WarpStateStats --section MemoryWorkloadAnalysis \
             --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
-            "$BUILD/tools/attnrt-bench" --plugin cuda "$@" --iters 1 --warmup 0 > "$OUT/ncu-$id.txt" 2>&1
+            "$BUILD/tools/attnrt-bench" --plugin cuda "$@" --iters 1 --warmup 0 --timing single > "$OUT/ncu-$id.txt" 2>&1
         echo "--- ncu $id (exit $?)"
         grep -E "Duration|DRAM Throughput|Memory Throughput|Registers Per|Block Limit|Theoretical Occ|Achieved Occ|Warp Cycles Per Issued" "$OUT/ncu-$id.txt" | head -14
         grep -E "issue_stalled_.*ratio" "$OUT/ncu-$id.txt" | awk '$NF+0 >= 0.5' | sed -E 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | head -8
@@ -150,10 +156,17 @@ fi
 
 if command -v compute-sanitizer > /dev/null 2>&1; then
     step "compute-sanitizer memcheck on 1.2 cases"
-    for f in mla-small-bs7 mla-sparse-e5m2-small mla-d576-e4m3-dense mla-d576-strided-long lin-d32v128 gdn-spec3-nonorm gdn-empty lin-decode-d128 gdn-decode-d1; do
-        timeout 60 compute-sanitizer --tool memcheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda \
-            --cases 0 --filter "$f" 2>&1 | tail -4
+    # --report-api-errors no: the plugin finds each kernel by trying the family modules in turn
+    # (cuda_function), and every CUDA_ERROR_NOT_FOUND of that search counts as a memcheck "error"
+    for f in mla-small-bs7 mla-sparse-e5m2-small mla-d576-e4m3-dense mla-d576-strided-long lin-d32v128 gdn-spec3-nonorm gdn-empty lin-decode-d128 gdn-decode-d1 decode-many; do
+        timeout 60 compute-sanitizer --tool memcheck --report-api-errors no --print-limit 10 "$BUILD/tools/attnrt-conform" \
+            --plugin cuda --cases 0 --filter "$f" 2>&1 | tail -4
     done > "$OUT/sanitizer.txt"
+    for f in lin-decode-many gdn-decode-many; do # the decode kernels' shared reduction rows at a full grid
+        echo "racecheck $f" >> "$OUT/sanitizer.txt"
+        timeout 120 compute-sanitizer --tool racecheck --report-api-errors no --print-limit 10 "$BUILD/tools/attnrt-conform" \
+            --plugin cuda --cases 0 --filter "$f" 2>&1 | tail -2 >> "$OUT/sanitizer.txt"
+    done
     echo "racecheck mla-d576-e5m2-blk-f16 (tensor-core MLA: shared-memory hazards)" >> "$OUT/sanitizer.txt"
     timeout 120 compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda \
         --cases 0 --filter mla-d576-e5m2-blk-f16 2>&1 | tail -4 >> "$OUT/sanitizer.txt"

@@ -1,7 +1,7 @@
 /* cuda_linear.c — lightning and gated delta plan / run (kernels/linear.cu). Both ops walk state slots
  * the same way: one block per (request, state head, CK_LIN_COLS value columns), so the plan only
  * records the shapes and picks the kernel (rows per thread from Dk, float4 state access when the pool
- * allows it; for GDN the decode kernel when every request of the batch has one token and there are no
+ * allows it; the decode kernel when every request of the batch has one token and there are no
  * speculative slots, unless ATTNRT_CUDA_LINEAR=general); the run fills the argument struct and makes
  * one launch. No workspace, no host read of device data, nothing allocated at run: the run can be
  * captured in a CUDA graph. The runtime has checked every slot against the pool on the host (and that
@@ -19,7 +19,7 @@ typedef struct cuda_lin_plan {
     cuda_plan12_head_t head;
     int64_t    T, B, H, HV, Dk, Dv, num_spec; /* num_spec -1: no speculative decoding */
     CUfunction f_vec, f_scalar;
-    CUfunction f_decode; /* GDN decode kernel; NULL: not a plain decode batch, Dk outside 33-128, or lightning */
+    CUfunction f_decode; /* decode kernel (1-D grid); NULL: not a plain decode batch, or Dk outside 33-128 */
 } cuda_lin_plan_t;
 
 typedef struct lin_shape {
@@ -85,11 +85,9 @@ static attnrt_status_t lin_plan_new(cuda_dev_t *d, uint32_t kind, const char *op
     if (st == ATTNRT_OK) st = cuda_function(d, sname, &p->f_scalar);
     const char *env = secure_getenv("ATTNRT_CUDA_LINEAR");
     const int general = env && strcmp(env, "general") == 0;
-    /* lightning has no decode kernel: the same form measured 1-3% slower than ck_lin_body there */
-    if (st == ATTNRT_OK && kind == CUDA_PLAN_GATED_DELTA && !general && num_spec < 0 && (rpt == 4 || rpt == 8) &&
-        lin_one_token_each(batch, sh->T)) {
+    if (st == ATTNRT_OK && !general && num_spec < 0 && (rpt == 4 || rpt == 8) && lin_one_token_each(batch, sh->T)) {
         char dname[64];
-        snprintf(dname, sizeof dname, "ck_lin_gdn_decode_r%d", rpt);
+        snprintf(dname, sizeof dname, "ck_lin_%s_decode_r%d", name, rpt);
         st = cuda_function(d, dname, &p->f_decode);
         if (st == ATTNRT_OK)
             (void)cuda_drv.FuncSetAttribute(p->f_decode, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
@@ -134,7 +132,8 @@ static void put2(int64_t dst[2], const attnrt_tensor_t *t)
     dst[1] = t->ndim > 1 ? t->strides[1] : 0;
 }
 
-/* The fields both ops share; then one launch of B x HV blocks x ceil(Dv / 32) column slices. */
+/* The fields both ops share; then one launch of B x HV x ceil(Dv / 32) blocks: the decode kernels' grid
+ * is 1-D, a head's column slices adjacent; ck_lin_body's is B x HV by the slices. */
 static attnrt_status_t lin_launch(cuda_dev_t *d, const cuda_lin_plan_t *p, ck_lin_args_t *k, const attnrt_tensor_t *q,
                                   const attnrt_tensor_t *key, const attnrt_tensor_t *v, const attnrt_tensor_t *out,
                                   const attnrt_tensor_t *state, const attnrt_tensor_t *qsl,
@@ -172,14 +171,15 @@ static attnrt_status_t lin_launch(cuda_dev_t *d, const cuda_lin_plan_t *p, ck_li
               state->strides[1] % 4 == 0 && state->strides[2] % 4 == 0 && state->strides[3] == 1;
     if (p->B <= 0) return ATTNRT_OK;
     const int64_t blocks = p->B * p->HV, slices = (p->Dv + CK_LIN_COLS - 1) / CK_LIN_COLS;
-    if (blocks > 0x7fffffff || slices > 65535)
+    const CUfunction f = !k->vec4 ? p->f_scalar : p->f_decode ? p->f_decode : p->f_vec;
+    const int flat = f == p->f_decode; /* 32-bit block index in the decode kernels */
+    if (flat ? blocks * slices > 0x7fffffff : (blocks > 0x7fffffff || slices > 65535))
         return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda %s: %lld requests x heads and %lld column slices are too many "
                            "for one launch", what, (long long)blocks, (long long)slices);
     attnrt_status_t st = cuda_enter(d);
     if (st != ATTNRT_OK) return st;
     void *params[1] = {k};
-    const CUfunction f = !k->vec4 ? p->f_scalar : p->f_decode ? p->f_decode : p->f_vec;
-    CUresult r = cuda_drv.LaunchKernel(f, (unsigned)blocks, (unsigned)slices, 1,
+    CUresult r = cuda_drv.LaunchKernel(f, (unsigned)(flat ? blocks * slices : blocks), flat ? 1u : (unsigned)slices, 1,
                                        CK_LIN_THREADS, 1, 1, 0, cuda_stream_of(stream), params, NULL);
     if (r != CUDA_SUCCESS) return cuda_fail(r, "cuda %s: cuLaunchKernel (%lld x %lld blocks)", what, (long long)blocks,
                                             (long long)slices);

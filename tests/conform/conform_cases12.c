@@ -177,6 +177,13 @@ void cf_directed_lightning(cf_builder_t *b)
      * a request without a state */
     c = add_state(b, L, "lin-decode-d128v48", "7s0 3s1i | 1s0i 1p 1s1i 1s2", 4, 4, 128, 48, CF_BF16);
     c->extra_slots = 1;
+    /* decode rounds of 16 requests x 24 heads x 4 column slices (1536 blocks of the decode kernel's
+       1-D grid), a partial last slice (Dv 112), padding, fresh states then written ones */
+    c = add_state(b, L, "lin-decode-many",
+                  "1s0 1s1 1s2 1s3 1s4 1s5 1s6 1s7 1s8 1s9 1s10 1s11 1s12 1s13 1s14 1p | "
+                  "1s0i 1s1i 1s2i 1s3i 1s4i 1p 1s6i 1s7i 1s8i 1s9i 1s10i 1s11i 1s12i 1s13i 1s14i 1s15",
+                  24, 24, 128, 112, CF_BF16);
+    c->extra_slots = 1;
 }
 
 void cf_directed_gated_delta(cf_builder_t *b)
@@ -227,6 +234,13 @@ void cf_directed_gated_delta(cf_builder_t *b)
     c->extra_slots = 1;
     c = add_state(b, G, "gdn-decode-d100", "1s0 1s1i 1p 1s2i", 1, 2, 100, 64, CF_F32);
     c->use_l2norm = 1;
+    /* decode rounds of 16 requests x 32 value heads (8 key heads) x 4 slices = 2048 blocks, Dk 100 */
+    c = add_state(b, G, "gdn-decode-many",
+                  "1s0 1s1 1s2 1s3 1s4 1s5 1s6 1s7 1s8 1s9 1s10 1s11 1s12 1s13 1s14 1p | "
+                  "1s0i 1s1i 1s2i 1s3i 1s4i 1p 1s6i 1s7i 1s8i 1s9i 1s10i 1s11i 1s12i 1s13i 1s14i 1s15",
+                  8, 32, 100, 128, CF_F16);
+    c->use_l2norm = 1;
+    c->extra_slots = 1;
 }
 
 void cf_directed_state_pool(cf_builder_t *b)

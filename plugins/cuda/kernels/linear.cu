@@ -1,6 +1,10 @@
 /* linear.cu — lightning attention and the gated delta rule over f32 state slots [slots, HV, Dk, Dv].
  *
- * One block (128 threads) per (request, state head, 32 value columns). Thread (warp w, lane l) owns
+ * One block (128 threads) per (request, state head, 32 value columns). The decode kernels' grid is 1-D
+ * with the column slices of a head adjacent, block x = (request x HV + head) x slices + slice, so they
+ * are dispatched together and a head's state rows (512 bytes at Dv 128) are read and written whole
+ * while their DRAM pages are open; ck_lin_body's is 2-D (x: request x HV, y: slice; its scalar form
+ * spills with the 1-D index). Thread (warp w, lane l) owns
  * columns col0 + 4 (l & 7) + [0, 4) of rows r, r + 16, ... (r = 4 w + (l >> 3)): its part of the state
  * is loaded once by cp.async (16 bytes when aligned) into the block's shared-memory slice, which only
  * that thread reads and writes (no barrier guards it), and stored once, so a decode streams the state
@@ -39,32 +43,43 @@ __device__ __forceinline__ int ck_lin_flag(const ck_lin_args_t &a, int64_t b)
     return ((const uint8_t *)a.has_init)[b * a.init_st] != 0;
 }
 
-/* Column sums of 4 columns over the block's row groups; the result for column c of the block lands in
- * res[c] (c < 32, written by thread c). red: [CK_LIN_WARPS][32] floats of shared memory. */
-__device__ __forceinline__ void ck_lin_colsum(float part[4], float *red, float *res, int warp, int lane)
+/* Column sums over the block's row groups, in two halves so that one barrier can serve two sums.
+ * ck_lin_colsum_part: a thread's partial sums of its 4 columns, added over the warp's 4 row lanes by
+ * shuffles and stored into red[warp][32] (red: [CK_LIN_WARPS][CK_LIN_COLS] floats of shared memory,
+ * 16-byte aligned); no barrier. ck_lin_colsum_total, after a barrier: column c's sum over the warps. */
+__device__ __forceinline__ void ck_lin_colsum_part(float part[4], float *red, int warp, int lane)
 {
 #pragma unroll
     for (int c = 0; c < 4; c++) {
         part[c] += __shfl_xor_sync(0xffffffffu, part[c], 8);
         part[c] += __shfl_xor_sync(0xffffffffu, part[c], 16);
     }
-    if (lane < 8)
+    if (lane < 8) *(float4 *)(red + warp * CK_LIN_COLS + lane * 4) = make_float4(part[0], part[1], part[2], part[3]);
+}
+__device__ __forceinline__ float ck_lin_colsum_total(const float *red, int c)
+{
+    float s = 0.0f;
 #pragma unroll
-        for (int c = 0; c < 4; c++) red[warp * 32 + lane * 4 + c] = part[c];
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        float s = 0.0f;
-#pragma unroll
-        for (int w = 0; w < CK_LIN_WARPS; w++) s += red[w * 32 + threadIdx.x];
-        res[threadIdx.x] = s;
-    }
+    for (int w = 0; w < CK_LIN_WARPS; w++) s += red[w * CK_LIN_COLS + c];
+    return s;
+}
+
+/* The decode kernels' block index -> (request, head, first column): a 1-D grid, a head's column slices
+ * adjacent (see the top of the file). */
+__device__ __forceinline__ void ck_lin_block(const ck_lin_args_t &a, int &b, int &hv, int &col0)
+{
+    const unsigned slices = (unsigned)(a.dv + CK_LIN_COLS - 1) / CK_LIN_COLS;
+    const unsigned bh = blockIdx.x / slices, ub = bh / (unsigned)a.heads;
+    b = (int)ub;
+    hv = (int)(bh - ub * (unsigned)a.heads);
+    col0 = (int)(blockIdx.x - bh * slices) * CK_LIN_COLS;
 }
 
 template <int OP, int RPT, bool VEC>
 __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
 {
     __shared__ float sq[CK_LIN_MAX_DK], sk[CK_LIN_MAX_DK], sv[CK_LIN_COLS], svp[CK_LIN_COLS];
-    __shared__ float red[2][CK_LIN_WARPS * 32], res[2][32];
+    __shared__ __align__(16) float red[2][CK_LIN_WARPS * CK_LIN_COLS];
     __shared__ float sfac[4]; /* [3]: the token's decay e^g */
     __shared__ float snorm[4]; /* |q|^2, |k|^2, q . k of the token */
     __shared__ float sbeta;
@@ -178,8 +193,10 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
                 }
                 *p4 = make_float4(S[0], S[1], S[2], S[3]);
             }
-            ck_lin_colsum(po, red[0], res[0], warp, lane);
-            if (tid < ncols) ck_store(a.out, t * a.out_st[0] + hv * a.out_st[1] + col0 + tid, a.out_dtype, res[0][tid]);
+            ck_lin_colsum_part(po, red[0], warp, lane);
+            __syncthreads();
+            if (tid < ncols)
+                ck_store(a.out, t * a.out_st[0] + hv * a.out_st[1] + col0 + tid, a.out_dtype, ck_lin_colsum_total(red[0], tid));
         } else {
             /* every thread forms the factors itself (no extra barrier): q scale with the L2 norm folded in */
             const float nq = a.l2norm ? (float)(1.0 / sqrt((double)snorm[0] + 1e-6)) : 1.0f;
@@ -197,24 +214,16 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
                     po[c] += S[c] * qr;
                 }
             }
-#pragma unroll
-            for (int c = 0; c < 4; c++) {
-                pu[c] += __shfl_xor_sync(0xffffffffu, pu[c], 8);
-                pu[c] += __shfl_xor_sync(0xffffffffu, pu[c], 16);
-            }
-            if (lane < 8)
-#pragma unroll
-                for (int c = 0; c < 4; c++) red[1][warp * 32 + lane * 4 + c] = pu[c];
-            ck_lin_colsum(po, red[0], res[0], warp, lane); /* synchronises: red[1] is complete too */
-            if (tid < 32) {
-                float u = 0.0f;
-#pragma unroll
-                for (int w = 0; w < CK_LIN_WARPS; w++) u += red[1][w * 32 + tid];
+            ck_lin_colsum_part(pu, red[1], warp, lane);
+            ck_lin_colsum_part(po, red[0], warp, lane);
+            __syncthreads();
+            if (tid < CK_LIN_COLS) {
+                const float u = ck_lin_colsum_total(red[1], tid);
                 const float vp = tid < ncols ? sbeta * (sv[tid] - u) : 0.0f;
                 svp[tid] = vp;
                 if (tid < ncols)
                     ck_store(a.out, t * a.out_st[0] + hv * a.out_st[1] + col0 + tid, a.out_dtype,
-                             res[0][tid] + vp * qk);
+                             ck_lin_colsum_total(red[0], tid) + vp * qk);
             }
             __syncthreads();
             float vp4[4];
@@ -272,32 +281,32 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
     }
 }
 
-/* ---- GDN decode: every request has exactly one token (the plan saw it on the host), no speculative
+/* ---- decode: every request has exactly one token (the plan saw it on the host), no speculative
  * slots, Dk <= 128, float4 state access; token b is request b's. Compared with ck_lin_body: no token
- * loop, so the new state goes from the registers of the last pass straight to global memory (no shared
- * write-back and re-read); 3 barriers a block instead of 6; every warp forms |q|^2, |k|^2, q . k itself
- * from the staged q, k; v, beta and e^g stay in registers and v' goes into its own column of the
- * reduction buffer; the column sums finish in the threads that use them. What that buys is residency:
- * 40 registers and 18432 B of shared memory a block (state slice, q, k, two reduction rows) fit 12
- * blocks an SM (ck_lin_body: 8), i.e. more state loads in flight per SM. (The same form for lightning,
- * 12 blocks against ck_lin_body's 10, measured 1-3% slower: lightning decode stays on ck_lin_body;
- * docs/dev/cuda-linear.md.) */
-template <int RPT>
-__device__ __forceinline__ void ck_lin_gdn_decode_body(const ck_lin_args_t &a)
+ * loop, so the new state goes from registers straight to global memory (no shared write-back and
+ * re-read); 2 barriers a block (lightning) or 3 (GDN) instead of 3 / 6; every warp forms the GDN norms
+ * |q|^2, |k|^2, q . k itself from the staged q, k; v, beta and e^g stay in registers and GDN's v' goes
+ * into its own column of the reduction buffer; the column sums finish in the threads that use them.
+ * What that buys is residency: 40 registers and <= 18432 B of shared memory a block (state slice, q,
+ * k, the reduction rows) fit 12 blocks an SM (ck_lin_body: 8-10), i.e. more state loads in flight. */
+template <int OP, int RPT>
+__device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
 {
+    constexpr int NRED = OP == CK_LIN_GDN ? 2 : 1; /* o partials; GDN also u partials, then v' */
     __shared__ float sq[RPT * CK_LIN_ROW_GROUPS], sk[RPT * CK_LIN_ROW_GROUPS];
-    __shared__ __align__(16) float red[2][CK_LIN_WARPS * CK_LIN_COLS]; /* o, u partials; then v' in red[1] */
+    __shared__ __align__(16) float red[NRED][CK_LIN_WARPS * CK_LIN_COLS];
+    __shared__ __align__(16) float sv[OP == CK_LIN_LIGHTNING ? CK_LIN_COLS : 1];
     __shared__ __align__(16) float sS[RPT * CK_LIN_ROW_GROUPS * CK_LIN_COLS];
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int cg = lane & 7, rg = warp * 4 + (lane >> 3);
-    const int b = (int)(blockIdx.x / (unsigned)a.heads), hv = (int)(blockIdx.x - (unsigned)b * (unsigned)a.heads);
-    const int col0 = blockIdx.y * CK_LIN_COLS;
+    int b, hv, col0;
+    ck_lin_block(a, b, hv, col0);
     const int ncols = min(CK_LIN_COLS, a.dv - col0), jc = col0 + cg * 4;
-    const int kh = hv / a.group;
-    const int64_t out_at = (int64_t)b * a.out_st[0] + (int64_t)hv * a.out_st[1] + col0;
+    const int64_t kh = hv / a.group;
+    const int64_t out_at = b * a.out_st[0] + hv * a.out_st[1] + col0;
 
-    const int64_t slot = a.slot_idx[(int64_t)b * a.slot_st];
+    const int64_t slot = a.slot_idx[b * a.slot_st];
     if (slot < 0 || slot >= a.num_slots) { /* padding */
         if (tid < ncols) ck_store(a.out, out_at + tid, a.out_dtype, 0.0f);
         return;
@@ -305,7 +314,7 @@ __device__ __forceinline__ void ck_lin_gdn_decode_body(const ck_lin_args_t &a)
     const bool read = ck_lin_flag(a, b) != 0;
     const int64_t rstep = CK_LIN_ROW_GROUPS * a.state_st[2];
     /* this thread's first element in global memory and in the shared slice */
-    float *const mine = a.state + slot * a.state_st[0] + (int64_t)hv * a.state_st[1] + rg * a.state_st[2] + jc;
+    float *const mine = a.state + slot * a.state_st[0] + hv * a.state_st[1] + rg * a.state_st[2] + jc;
     float *const my = sS + rg * CK_LIN_COLS + cg * 4;
     const bool colok = jc < a.dv;
 #pragma unroll
@@ -315,23 +324,49 @@ __device__ __forceinline__ void ck_lin_gdn_decode_body(const ck_lin_args_t &a)
     }
     ck_cp_async_commit();
 
-    /* while the state is in flight: q, k (zero past Dk), v, e^g and beta */
+    /* while the state is in flight: q, k (zero past Dk), v; GDN's e^g and beta */
     if (tid < RPT * CK_LIN_ROW_GROUPS) {
         const bool in = tid < a.dk;
-        sq[tid] = in ? ck_load(a.q, (int64_t)b * a.q_st[0] + (int64_t)kh * a.q_st[1] + tid, a.q_dtype) : 0.0f;
-        sk[tid] = in ? ck_load(a.k, (int64_t)b * a.k_st[0] + (int64_t)kh * a.k_st[1] + tid, a.k_dtype) : 0.0f;
+        sq[tid] = in ? ck_load(a.q, b * a.q_st[0] + kh * a.q_st[1] + tid, a.q_dtype) : 0.0f;
+        sk[tid] = in ? ck_load(a.k, b * a.k_st[0] + kh * a.k_st[1] + tid, a.k_dtype) : 0.0f;
     }
     float vreg = 0.0f, beta = 0.0f, decay = 1.0f;
-    if (tid < ncols) vreg = ck_load(a.v, (int64_t)b * a.v_st[0] + (int64_t)hv * a.v_st[1] + col0 + tid, a.v_dtype);
-    if (warp == 0) beta = ck_load(a.beta, (int64_t)b * a.beta_st[0] + (int64_t)hv * a.beta_st[1], a.beta_dtype);
-    if (lane == 0)
-        decay = (float)exp((double)ck_load(a.g, (int64_t)b * a.g_st[0] + (int64_t)hv * a.g_st[1], a.g_dtype));
-    decay = __shfl_sync(0xffffffffu, decay, 0);
+    if (tid < ncols) vreg = ck_load(a.v, b * a.v_st[0] + hv * a.v_st[1] + col0 + tid, a.v_dtype);
+    if (OP == CK_LIN_LIGHTNING) {
+        if (tid < CK_LIN_COLS) sv[tid] = vreg;
+    } else {
+        if (warp == 0) beta = ck_load(a.beta, b * a.beta_st[0] + hv * a.beta_st[1], a.beta_dtype);
+        if (lane == 0) decay = (float)exp((double)ck_load(a.g, b * a.g_st[0] + hv * a.g_st[1], a.g_dtype));
+        decay = __shfl_sync(0xffffffffu, decay, 0);
+    }
     __syncthreads();
     ck_lin_wait_all(); /* this thread's state elements have landed */
 
-    /* |q|^2, |k|^2, q . k (every warp, from the staged rows), then o = (e^g S)^T q + v' (k . q) with
-     * v' = beta (v - (e^g S)^T k) */
+    float po[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (OP == CK_LIN_LIGHTNING) {
+        const double lambda = exp(-(double)a.slopes[hv * a.slopes_st]);
+        const float hi = (float)lambda, lo = (float)(lambda - (double)hi);
+        const float4 v4 = *(const float4 *)(sv + cg * 4); /* zero past the columns */
+#pragma unroll 4 /* fully unrolled, the 8 rows' loads hoisted together spill at 40 registers */
+        for (int i = 0; i < RPT; i++) {
+            const int row = rg + i * CK_LIN_ROW_GROUPS;
+            const float kr = sk[row], qr = sq[row];
+            const float4 x = *(const float4 *)(my + i * CK_LIN_SROW);
+            float4 S;
+            S.x = hi * x.x + (lo * x.x + kr * v4.x);
+            S.y = hi * x.y + (lo * x.y + kr * v4.y);
+            S.z = hi * x.z + (lo * x.z + kr * v4.z);
+            S.w = hi * x.w + (lo * x.w + kr * v4.w);
+            po[0] += qr * S.x, po[1] += qr * S.y, po[2] += qr * S.z, po[3] += qr * S.w;
+            if (colok && row < a.dk) *(float4 *)(mine + i * rstep) = S;
+        }
+        ck_lin_colsum_part(po, red[0], warp, lane);
+        __syncthreads();
+        if (tid < ncols) ck_store(a.out, out_at + tid, a.out_dtype, ck_lin_colsum_total(red[0], tid));
+        return;
+    }
+
+    /* GDN: o = (e^g S)^T q + v' (k . q) with v' = beta (v - (e^g S)^T k) */
     float nq2 = 0.0f, nk2 = 0.0f, qk2 = 0.0f;
 #pragma unroll
     for (int i = lane; i < RPT * CK_LIN_ROW_GROUPS; i += 32) {
@@ -347,7 +382,7 @@ __device__ __forceinline__ void ck_lin_gdn_decode_body(const ck_lin_args_t &a)
     const float nq = a.l2norm ? (float)(1.0 / sqrt((double)nq2 + 1e-6)) : 1.0f;
     const float kf = a.l2norm ? (float)(1.0 / sqrt((double)nk2 + 1e-6)) : 1.0f;
     const float qf = nq * a.scale;
-    float po[4] = {0.0f, 0.0f, 0.0f, 0.0f}, pu[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float pu[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int i = 0; i < RPT; i++) {
         const int row = rg + i * CK_LIN_ROW_GROUPS;
@@ -360,29 +395,18 @@ __device__ __forceinline__ void ck_lin_gdn_decode_body(const ck_lin_args_t &a)
             po[c] += S[c] * qr;
         }
     }
-#pragma unroll
-    for (int c = 0; c < 4; c++) {
-        pu[c] += __shfl_xor_sync(0xffffffffu, pu[c], 8);
-        pu[c] += __shfl_xor_sync(0xffffffffu, pu[c], 16);
-        po[c] += __shfl_xor_sync(0xffffffffu, po[c], 8);
-        po[c] += __shfl_xor_sync(0xffffffffu, po[c], 16);
-    }
-    if (lane < 8) {
-        *(float4 *)(red[0] + warp * CK_LIN_COLS + lane * 4) = make_float4(po[0], po[1], po[2], po[3]);
-        *(float4 *)(red[1] + warp * CK_LIN_COLS + lane * 4) = make_float4(pu[0], pu[1], pu[2], pu[3]);
-    }
+    ck_lin_colsum_part(po, red[0], warp, lane);
+    ck_lin_colsum_part(pu, red[NRED - 1], warp, lane);
     __syncthreads();
     if (tid < CK_LIN_COLS) {
-        float o = 0.0f, u = 0.0f;
-#pragma unroll
-        for (int w = 0; w < CK_LIN_WARPS; w++) o += red[0][w * CK_LIN_COLS + tid], u += red[1][w * CK_LIN_COLS + tid];
+        const float o = ck_lin_colsum_total(red[0], tid), u = ck_lin_colsum_total(red[NRED - 1], tid);
         const float vp = beta * (vreg - u); /* 0 past the columns (v and u are) */
-        red[1][tid] = vp; /* column tid's own entry: only this thread read it */
+        red[NRED - 1][tid] = vp; /* column tid's own entry: only this thread read it */
         if (tid < ncols) ck_store(a.out, out_at + tid, a.out_dtype, o + vp * (qk2 * qf * kf));
     }
     __syncthreads();
     if (!colok) return;
-    const float4 vp4 = *(const float4 *)(red[1] + cg * 4);
+    const float4 vp4 = *(const float4 *)(red[NRED - 1] + cg * 4);
 #pragma unroll
     for (int i = 0; i < RPT; i++) {
         const int row = rg + i * CK_LIN_ROW_GROUPS;
@@ -415,13 +439,15 @@ __device__ __forceinline__ void ck_lin_gdn_decode_body(const ck_lin_args_t &a)
 CK_LIN_KERNELS(CK_LIN_LIGHTNING, lightning)
 CK_LIN_KERNELS(CK_LIN_GDN, gdn)
 
-/* The GDN decode kernels (Dk 33-64: 4 rows a thread, 65-128: 8): 12 blocks an SM at 40 registers
- * (sm_90 -Xptxas -v: no spill; 18432 B of shared memory is the most that lets 12 fit). */
-#define CK_LIN_GDN_DECODE_KERNEL(rpt)                                                                      \
+/* The decode kernels (Dk 33-64: 4 rows a thread, 65-128: 8): 12 blocks an SM at 40 registers (sm_90
+ * -Xptxas -v: no spill; 18432 B of shared memory is the most that lets 12 fit). */
+#define CK_LIN_DECODE_KERNEL(op, opname, rpt)                                                              \
     extern "C" __global__ void __launch_bounds__(CK_LIN_THREADS, 12)                                       \
-        ck_lin_gdn_decode_r##rpt(const __grid_constant__ ck_lin_args_t a)                                  \
+        ck_lin_##opname##_decode_r##rpt(const __grid_constant__ ck_lin_args_t a)                           \
     {                                                                                                      \
-        ck_lin_gdn_decode_body<rpt>(a);                                                                    \
+        ck_lin_decode_body<op, rpt>(a);                                                                    \
     }
-CK_LIN_GDN_DECODE_KERNEL(4)
-CK_LIN_GDN_DECODE_KERNEL(8)
+CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 4)
+CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 8)
+CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 4)
+CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 8)
