@@ -168,14 +168,17 @@ if command -v compute-sanitizer > /dev/null 2>&1; then
     step "compute-sanitizer memcheck on 1.2 cases"
     CASES="mla-small-bs7 mla-sparse-e5m2-small mla-d576-e4m3-dense mla-d576-strided-long mla-d576-wg-f16-bs16 mla-sparse-h128 lin-d32v128 gdn-spec3-nonorm gdn-empty lin-decode-d128 gdn-decode-d1"
     [ "${MLA_ONLY:-0}" = 1 ] && CASES="mla-small-bs7 mla-d576-e4m3-dense mla-d576-strided-long mla-d576-wg-f16-bs16 mla-sparse-h128"
-    for f in $CASES; do
+    for f in $CASES; do # the summary of each, and the first reports ("=========" lines) of each
         timeout 60 compute-sanitizer --tool memcheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda \
-            --cases 0 --filter "$f" 2>&1 | tail -4
+            --cases 0 --filter "$f" > "$OUT/memcheck.tmp" 2>&1
+        tail -4 "$OUT/memcheck.tmp"
+        grep -E "^=========" "$OUT/memcheck.tmp" | grep -v "ERROR SUMMARY" | head -6
     done > "$OUT/sanitizer.txt"
+    rm -f "$OUT/memcheck.tmp"
     for f in mla-d576-e5m2-blk-f16 mla-d576-wg-f16-bs16; do # the mma.sync kernel (fp8), the wgmma kernel
         echo "racecheck $f (tensor-core MLA: shared-memory hazards)" >> "$OUT/sanitizer.txt"
         timeout 120 compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda \
-            --cases 0 --filter $f 2>&1 | tail -4 >> "$OUT/sanitizer.txt"
+            --cases 0 --filter $f 2>&1 | grep -E "^=========|passed" | head -16 >> "$OUT/sanitizer.txt"
     done
     cat "$OUT/sanitizer.txt"
 fi
