@@ -14,7 +14,7 @@
  * Each thread of warpgroup 1 holds the same rows as its twin in warpgroup 0 (the accumulator layout
  * depends on the thread's index in its warpgroup only), so P and the row factors pass as one 16-byte
  * slot a thread and k-step. Two barriers a tile: the tile barrier (tile landed, both P V of the last
- * tile done, its stage free) and a named one (P ready: warpgroup 0 arrives, warpgroup 1 waits).
+ * tile done, its stage free) and a named one (P ready).
  * Dense items walk key positions (causal per row); sparse items are one token each and walk its index
  * list (negative, >= seq_len or an absent block: no key). */
 #include "attn_prefill_sm90a.cuh" /* the wgmma helpers (fence, commit, wait, pin, descriptors), ck_pf_cp16_row */
@@ -31,13 +31,10 @@ __device__ __forceinline__ float ck_mlaw_exp2(float x)
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
 }
-/* Named barriers over both warpgroups (0 is __syncthreads): a producer arrives, the consumer waits.
- *   P:      warpgroup 0 -> 1, P of the tile and the rows' factors are in shared memory;
- *   LANDED: warpgroup 1 -> 0, the next tile landed (copied, fenced for wgmma) with its key positions;
- *   FREE:   warpgroup 0 -> 1, P V of the last tile completed: its stage takes a new tile. */
-enum { CK_MLAW_BAR_P = 1, CK_MLAW_BAR_LANDED = 2, CK_MLAW_BAR_FREE = 3 };
-__device__ __forceinline__ void ck_mlaw_bar_arrive(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
-__device__ __forceinline__ void ck_mlaw_bar_sync(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
+/* named barrier 1 over both warpgroups: P of the tile and its factors are published. Both sides wait
+ * (bar.sync): warpgroup 1 is idle there anyway, and compute-sanitizer's racecheck does not model a
+ * bar.arrive producer (with one, it reported this hand-off as a hazard: docs/dev/cuda-mla.md, run 5). */
+__device__ __forceinline__ void ck_mlaw_bar_p() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 
 template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_mla_args_t &a)
 {
@@ -151,9 +148,6 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
     __syncthreads(); /* the first tiles' addresses are visible */
     if (wg == 1 && n_tiles > 0) issue(0, 0);
     ck_cp_async_commit();
-    ck_cp_async_wait<0>();
-    ck_fence_proxy_async(); /* Q and tile 0 (generic-proxy copies) visible to wgmma */
-    __syncthreads();
 
     /* This thread's rows (both warpgroups alike): wq * 16 + g and + 8. Warpgroup 0 keeps their running
      * max (log2 domain, scaled) and its own share of the running sum; the last key position each sees
@@ -177,10 +171,90 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
     for (int i = 0; i < 128; i++) o[i] = 0.0f;
     uint32_t pa[BN / 16][4]; /* P as A fragments: k-step k2 = keys 16 k2 .. + 15 */
 
-    /* P V of this warpgroup's 256 value columns of the tile in kb: V is the tile's dims wg * 256 .., read
-     * MN-major (k-step k2: keys 16 k2 .., 2048 bytes in; the next 64 columns a block, CB bytes apart).
-     * O is first scaled by its rows' factors (skipped when all are 1: lazy rescaling). */
-    auto issue_pv = [&](uint32_t kb, const float (&al)[2]) {
+    for (int j = 0; j < n_tiles; j++) {
+        const int st = j & 1, slot = j % SLOTS;
+        const uint32_t kb = sK + (uint32_t)st * TILE;
+        ck_cp_async_wait<0>();
+        ck_fence_proxy_async(); /* this thread's copies (generic proxy) visible to wgmma (async proxy) */
+        /* tile j (and Q) landed; both P V of tile j - 1 completed (each warpgroup waited), so stage st ^ 1
+         * takes tile j + 1; tile j + 1's addresses are visible */
+        __syncthreads();
+        float al[2];
+        if (wg == 1) {
+            if (j + 1 < n_tiles) issue(st ^ 1, (j + 1) % SLOTS);
+            ck_cp_async_commit();
+            store((j + 2) % SLOTS, pkB, blkB); /* the slot of tile j - 1: done with */
+            pkB = pkA;
+            blkB = load_blk(pkA);
+            pkA = load_pk(j + 4);
+            ck_mlaw_bar_p(); /* P of tile j and its factors are published */
+            const uint4 *src = (const uint4 *)(smem + (kb + ROPE - base));
+#pragma unroll
+            for (int k2 = 0; k2 < BN / 16; k2++) {
+                const uint4 v = src[k2 * 128 + wt];
+                pa[k2][0] = v.x, pa[k2][1] = v.y, pa[k2][2] = v.z, pa[k2][3] = v.w;
+            }
+            const float2 f = sfac[wt];
+            al[0] = f.x, al[1] = f.y;
+        } else {
+            /* S = Q C^T: k-step kk reads 16 dims: column block kk / 4, 32 bytes in (the hardware applies the
+             * swizzle to the address it forms) */
+            float s[BN / 2];
+            ck_wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) {
+                const uint32_t ofs = (uint32_t)(kk >> 2) * CB + (uint32_t)(kk & 3) * 32u;
+                ck_wg_ss<T, BN>(s, ck_wg_desc(sQ + ofs, 16u, 1024u), ck_wg_desc(kb + ofs, 16u, 1024u), kk > 0);
+            }
+            ck_wg_commit();
+            ck_wg_wait<0>();
+            ck_wg_pin(s);
+
+            /* online softmax of rows (g, g + 8) over keys 8n + 2 t4 + e: scaled into the log2 domain,
+             * masked; the quad holds a row's 64 keys; lazy rescaling */
+            int2 pos[BN / 8];
+#pragma unroll
+            for (int n = 0; n < BN / 8; n++) pos[n] = *(const int2 *)(spos + slot * BN + 8 * n + 2 * t4);
+            float mx[2] = {-CK_INF, -CK_INF};
+#pragma unroll
+            for (int n = 0; n < BN / 8; n++)
+#pragma unroll
+                for (int r = 0; r < 2; r++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const uint32_t p = (uint32_t)(e ? pos[n].y : pos[n].x);
+                        float &v = s[4 * n + 2 * r + e];
+                        v = row_any[r] && p <= lim[r] ? v * scale2 : -CK_INF;
+                        mx[r] = fmaxf(mx[r], v);
+                    }
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+                const float m_new = mx[r] > m_run[r] + CK_MLAW_LAZY ? mx[r] : m_run[r];
+                const float m_use = m_new == -CK_INF ? 0.0f : m_new;
+                /* a row with no key yet has O = 0 and l = 0: factor 1 */
+                al[r] = m_run[r] == -CK_INF ? 1.0f : ck_mlaw_exp2(m_run[r] - m_use);
+                float ls = 0.0f;
+#pragma unroll
+                for (int n = 0; n < BN / 8; n++) {
+                    const float p0 = ck_mlaw_exp2(s[4 * n + 2 * r] - m_use), p1 = ck_mlaw_exp2(s[4 * n + 2 * r + 1] - m_use);
+                    ls += p0 + p1;
+                    pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0, p1);
+                }
+                l_run[r] = l_run[r] * al[r] + ls; /* this thread's share; the quad's sum at the end */
+                m_run[r] = m_new;
+            }
+            uint4 *dst = (uint4 *)(smem + (kb + ROPE - base));
+#pragma unroll
+            for (int k2 = 0; k2 < BN / 16; k2++) dst[k2 * 128 + wt] = make_uint4(pa[k2][0], pa[k2][1], pa[k2][2], pa[k2][3]);
+            sfac[wt] = make_float2(al[0], al[1]);
+            ck_mlaw_bar_p();
+        }
+
+        /* O = alpha O + P V over this warpgroup's 256 value columns: V is the tile's dims wg * 256 ..,
+         * read MN-major (k-step k2: keys 16 k2 .., 2048 bytes in; the next 64 columns a block, CB bytes,
+         * apart) */
         if (__any_sync(0xffffffffu, al[0] != 1.0f || al[1] != 1.0f)) {
 #pragma unroll
             for (int n = 0; n < 32; n++) {
@@ -195,118 +269,11 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
 #pragma unroll
         for (int k2 = 0; k2 < BN / 16; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc(vb + (uint32_t)k2 * 2048u, CB, 1024u));
         ck_wg_commit();
-    };
-
-    if (wg == 1) {
-        /* the copies and look-ups, then this warpgroup's half of P V, tile by tile */
-        for (int j = 0; j < n_tiles; j++) {
-            const uint32_t kb = sK + (uint32_t)(j & 1) * TILE;
-            if (j > 0) ck_mlaw_bar_sync(CK_MLAW_BAR_FREE); /* P V of tile j - 1 done: its stage takes tile j + 1 */
-            if (j + 1 < n_tiles) issue((j + 1) & 1, (j + 1) % SLOTS);
-            ck_cp_async_commit();
-            store((j + 2) % SLOTS, pkB, blkB); /* the slot of tile j - 1: done with */
-            pkB = pkA;
-            blkB = load_blk(pkA);
-            pkA = load_pk(j + 4);
-            ck_mlaw_bar_sync(CK_MLAW_BAR_P); /* P of tile j and its factors are published */
-            const uint4 *src = (const uint4 *)(smem + (kb + ROPE - base));
-#pragma unroll
-            for (int k2 = 0; k2 < BN / 16; k2++) {
-                const uint4 v = src[k2 * 128 + wt];
-                pa[k2][0] = v.x, pa[k2][1] = v.y, pa[k2][2] = v.z, pa[k2][3] = v.w;
-            }
-            const float2 f = sfac[wt];
-            const float al[2] = {f.x, f.y};
-            issue_pv(kb, al);
-            ck_cp_async_wait<0>();
-            ck_fence_proxy_async(); /* tile j + 1 (generic-proxy copies) visible to wgmma */
-            if (j + 1 < n_tiles) ck_mlaw_bar_arrive(CK_MLAW_BAR_LANDED); /* tile j + 1 and its positions */
-            ck_wg_wait<0>();
-            ck_wg_pin(o);
-            ck_wg_pin(pa);
-        }
-    } else {
-        /* S, the softmax, P, then this warpgroup's half of P V, tile by tile; S of tile j + 1 is issued
-         * right behind P V of tile j (no wait between them) */
-        for (int j = 0; j < n_tiles; j++) {
-            const int slot = j % SLOTS;
-            const uint32_t kb = sK + (uint32_t)(j & 1) * TILE;
-            if (j > 0) ck_mlaw_bar_sync(CK_MLAW_BAR_LANDED); /* tile j landed (tile 0: the barrier above) */
-            /* S = Q C^T: k-step kk reads 16 dims: column block kk / 4, 32 bytes in (the hardware applies the
-             * swizzle to the address it forms) */
-            float s[BN / 2];
-            ck_wg_fence();
-#pragma unroll
-            for (int kk = 0; kk < D / 16; kk++) {
-                const uint32_t ofs = (uint32_t)(kk >> 2) * CB + (uint32_t)(kk & 3) * 32u;
-                ck_wg_ss<T, BN>(s, ck_wg_desc(sQ + ofs, 16u, 1024u), ck_wg_desc(kb + ofs, 16u, 1024u), kk > 0);
-            }
-            ck_wg_commit();
-            ck_wg_wait<0>(); /* S of tile j, and P V of tile j - 1 before it */
-            ck_wg_pin(s);
-            ck_wg_pin(o);
-            ck_wg_pin(pa);
-            if (j > 0) ck_mlaw_bar_arrive(CK_MLAW_BAR_FREE);
-
-            /* online softmax of rows (g, g + 8) over keys 8n + 2 t4 + e: the quad holds a row's 64 keys;
-             * masked (raw scores to -inf) unless every key of the warp's rows is visible; the max of the
-             * raw scores, scaled into the log2 domain (scale2 > 0); lazy rescaling */
-            int2 pos[BN / 8];
-            uint32_t pmax = 0;
-#pragma unroll
-            for (int n = 0; n < BN / 8; n++) {
-                pos[n] = *(const int2 *)(spos + slot * BN + 8 * n + 2 * t4);
-                pmax = max(pmax, max((uint32_t)pos[n].x, (uint32_t)pos[n].y));
-            }
-            const bool full = row_any[0] && row_any[1] && pmax <= min(lim[0], lim[1]);
-            if (!__all_sync(0xffffffffu, full)) {
-#pragma unroll
-                for (int n = 0; n < BN / 8; n++)
-#pragma unroll
-                    for (int r = 0; r < 2; r++)
-#pragma unroll
-                        for (int e = 0; e < 2; e++) {
-                            const uint32_t p = (uint32_t)(e ? pos[n].y : pos[n].x);
-                            if (!(row_any[r] && p <= lim[r])) s[4 * n + 2 * r + e] = -CK_INF;
-                        }
-            }
-            float al[2];
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                float mx = -CK_INF;
-#pragma unroll
-                for (int n = 0; n < BN / 8; n++) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                mx *= scale2;
-                const float m_new = mx > m_run[r] + CK_MLAW_LAZY ? mx : m_run[r];
-                const float m_use = m_new == -CK_INF ? 0.0f : m_new;
-                /* a row with no key yet has O = 0 and l = 0: factor 1 */
-                al[r] = m_run[r] == -CK_INF ? 1.0f : ck_mlaw_exp2(m_run[r] - m_use);
-                float ls = 0.0f;
-#pragma unroll
-                for (int n = 0; n < BN / 8; n++) {
-                    const float p0 = ck_mlaw_exp2(fmaf(s[4 * n + 2 * r], scale2, -m_use));
-                    const float p1 = ck_mlaw_exp2(fmaf(s[4 * n + 2 * r + 1], scale2, -m_use));
-                    ls += p0 + p1;
-                    pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0, p1);
-                }
-                l_run[r] = l_run[r] * al[r] + ls; /* this thread's share; the quad's sum at the end */
-                m_run[r] = m_new;
-            }
-            uint4 *dst = (uint4 *)(smem + (kb + ROPE - base));
-#pragma unroll
-            for (int k2 = 0; k2 < BN / 16; k2++) dst[k2 * 128 + wt] = make_uint4(pa[k2][0], pa[k2][1], pa[k2][2], pa[k2][3]);
-            sfac[wt] = make_float2(al[0], al[1]);
-            ck_mlaw_bar_arrive(CK_MLAW_BAR_P);
-            issue_pv(kb, al);
-        }
-        ck_wg_wait<0>();
+        ck_wg_wait<0>(); /* before the next tile barrier: the stage is then free */
         ck_wg_pin(o);
         ck_wg_pin(pa);
     }
     ck_cp_async_wait<0>();
-
 
     /* finish: warpgroup 0 forms each row's factor (one split: sinks here) and LSE and publishes the
      * factor; then both write their 256 columns of the rows that exist, whole or as a partial state */
