@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # bench/h200/prefill.sh — the prefill fast path in ONE device call (~2-3 minutes): conformance of the
 # cuda plugin (full set: the wgmma kernel; attention cases again with ATTNRT_CUDA_PREFILL=fa2: the FA2
-# kernel), the causal prefill rows (B4 x S4096, Hq 32 / Hkv 8, D 64 / 128 / 256, bs 16, bf16) on the fast
-# path (wgmma), the FA2 kernel and the general kernel (ATTNRT_CUDA_PREFILL=fa2 / mma), PyTorch SDPA on the
-# same shapes, resources and SASS counts of the fast kernels, ncu of one D 128 launch, sanitizers on the
-# fast path's directed cases. Run from the repository root; BUILD_DIR (build-cuda) must be carried.
+# kernel, and =mma: the general kernel), the causal prefill rows (B4 x S4096, Hq 32 / Hkv 8,
+# D 64 / 128 / 256, bs 16, bf16) on the fast path (wgmma), the FA2 kernel and the general kernel
+# (ATTNRT_CUDA_PREFILL=fa2 / mma), PyTorch SDPA on the same shapes, resources and SASS counts of the fast
+# kernels, ncu of one D 128 launch, sanitizers on the fast path's directed cases. Run from the repository
+# root; BUILD_DIR (build-cuda) must be carried.
 # Results: $OUT/prefill.log (the summary) and $OUT/prefill.tgz (everything).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,6 +30,10 @@ echo "=== [$(el)s] conformance (cuda, attention cases, ATTNRT_CUDA_PREFILL=fa2: 
 ATTNRT_CUDA_PREFILL=fa2 timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$W/conform-cuda-fa2.txt" 2>&1
 echo "exit $?: $(tail -1 "$W/conform-cuda-fa2.txt")"
 grep -E "^FAIL|^fail" "$W/conform-cuda-fa2.txt" | head -10
+echo "=== [$(el)s] conformance (cuda, attention cases, ATTNRT_CUDA_PREFILL=mma: the general prefill kernel)"
+ATTNRT_CUDA_PREFILL=mma timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$W/conform-cuda-mma.txt" 2>&1
+echo "exit $?: $(tail -1 "$W/conform-cuda-mma.txt")"
+grep -E "^FAIL|^fail" "$W/conform-cuda-mma.txt" | head -10
 
 echo "=== [$(el)s] prefill timings (attnrt-bench, median of 20)"
 for d in 128 64 256; do
@@ -98,5 +103,5 @@ echo "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$W/memcheck.txt" | tail -1) $
 timeout 60 compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn-pf-bs1 > "$W/racecheck.txt" 2>&1
 echo "racecheck exit $?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$W/racecheck.txt" | tail -1)"
 echo "=== [$(el)s] done"
-cp "$W/conform-cuda.txt" "$W/conform-cuda-fa2.txt" "$OUT/" 2>/dev/null
+cp "$W/conform-cuda.txt" "$W/conform-cuda-fa2.txt" "$W/conform-cuda-mma.txt" "$OUT/" 2>/dev/null
 tar czf "$OUT/prefill.tgz" -C "$W" .

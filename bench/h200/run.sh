@@ -2,7 +2,7 @@
 # bench/h200/run.sh — everything the cuda plugin needs from a lent H200, in ONE call (~5-8 minutes):
 #   nvidia-smi; attnrt-info; attnrt-conform --plugin cuda (the full default set; the attention cases
 #   again with ATTNRT_CUDA_PREFILL=fa2, the FA2 prefill kernel the H200 otherwise skips for the wgmma
-#   one; on failure again with every attention on the SIMT kernel, to tell a tensor-core bug from the rest); the graph-capture proof;
+#   one, and with =mma, the general prefill kernel; on failure again with every attention on the SIMT kernel, to tell a tensor-core bug from the rest); the graph-capture proof;
 #   the issue's shapes through attnrt-bench (or bench/h200/attn_timing.c when attnrt-bench is not
 #   built); PyTorch's SDPA (flash, cuDNN) on the same shapes with dense KV; a table in $OUT/h200.md.
 #
@@ -82,6 +82,12 @@ rc_fa2=$?
 grep -E "^FAIL" "$OUT/conform-cuda-fa2.txt" | head -20
 note "conform cuda (ATTNRT_CUDA_PREFILL=fa2: the FA2 prefill kernel, attention cases): exit $rc_fa2; $(tail -1 "$OUT/conform-cuda-fa2.txt")"
 [ $rc_fa2 -ne 0 ] && rc=$rc_fa2
+# ... and the general tensor-core kernel (attn_mma.cuh: fp8 caches, soft-cap, ALiBi, other head dims) on every prefill:
+ATTNRT_CUDA_PREFILL=mma timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$OUT/conform-cuda-mma.txt" 2>&1
+rc_mma=$?
+grep -E "^FAIL" "$OUT/conform-cuda-mma.txt" | head -20
+note "conform cuda (ATTNRT_CUDA_PREFILL=mma: the general prefill kernel, attention cases): exit $rc_mma; $(tail -1 "$OUT/conform-cuda-mma.txt")"
+[ $rc_mma -ne 0 ] && rc=$rc_mma
 if [ $rc -ne 0 ]; then # diagnosis: the same attention cases without split-KV
     ATTNRT_CUDA_SPLITS=1 timeout 240 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$OUT/conform-cuda-nosplit.txt" 2>&1
     note "conform cuda (ATTNRT_CUDA_SPLITS=1, attention cases): exit $?; $(tail -1 "$OUT/conform-cuda-nosplit.txt")"
@@ -232,5 +238,5 @@ step "summary ($(elapsed)s)"
 for s in "${summary[@]}"; do echo "  $s"; done
 # The device tool brings back at most 8 files: everything in one archive, plus the table and the report.
 ( cd "$OUT" && tar czf /tmp/attnrt-h200-results.tgz --exclude=results.tgz . && mv /tmp/attnrt-h200-results.tgz results.tgz &&
-  find . -type f ! -name results.tgz ! -name h200.md ! -name conform-cuda.txt ! -name conform-cuda-fa2.txt ! -name run.log -delete &&
+  find . -type f ! -name results.tgz ! -name h200.md ! -name conform-cuda.txt ! -name conform-cuda-fa2.txt ! -name conform-cuda-mma.txt ! -name run.log -delete &&
   find . -mindepth 1 -type d -empty -delete ) 2> /dev/null || true

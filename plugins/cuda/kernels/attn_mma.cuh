@@ -57,13 +57,6 @@ __device__ __forceinline__ void mma_emit_lse(const ck_attn_args_t &a, const ck_w
     }
 }
 
-/* key / block_size without a 64-bit division when both fit in 31 bits (every real cache). */
-__device__ __forceinline__ int64_t ck_div_bs(int64_t key, int64_t bs)
-{
-    if (((uint64_t)key | (uint64_t)bs) >> 31 == 0) return (int64_t)((uint32_t)key / (uint32_t)bs);
-    return key / bs;
-}
-
 /* 2^x in one MUFU.EX2 (flush-to-zero: results under 2^-126 become 0, as __expf's do; -inf gives 0). */
 __device__ __forceinline__ float ck_exp2(float x)
 {
@@ -144,43 +137,29 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
     const int64_t n_tiles = kend >= kbeg ? (kend - kbeg + BN) / BN : 0;
 
     /* Block id of key k0 + tid (thread tid < BN), -1 past the range: loaded a tile before its offsets
-     * are computed, so the block-table read is never a dependent round trip between tiles. The calls
-     * walk the tiles in order, so the key's (logical block, row in it) advance by (BN / bs, BN % bs)
-     * from one division at the start instead of a division a tile; r_out: the row for meta. */
-    const int64_t bsz = a.block_size, step_lb = BN / bsz, step_r = BN - step_lb * bsz;
-    int64_t cur_lb = ck_div_bs(kbeg + tid, bsz), cur_r = kbeg + tid - cur_lb * bsz;
+     * are computed, so the block-table read is never a dependent round trip between tiles; r_out: the
+     * row for meta. */
+    ck_bt_walker<BN> walk(kbeg + tid, a.block_size);
     auto bt_load = [&](int64_t k0, int64_t &r_out) -> int64_t {
-        const int64_t key = k0 + tid, lb = cur_lb;
-        r_out = cur_r;
-        cur_lb += step_lb;
-        cur_r += step_r;
-        if (cur_r >= bsz) {
-            cur_r -= bsz;
-            cur_lb++;
-        }
-        if (tid >= BN || key > kend) return -1;
-        return a.block_table[seq * a.bt_st[0] + lb * a.bt_st[1]];
+        return walk.next(a, seq, tid < BN && k0 + tid <= kend, &r_out);
     };
     /* Row addresses and scales of the tile at key k0 into slot ks, its absent-key bits into mask slot
      * ms (thread j: key k0 + j, block id blk and row r from bt_load(k0)); returns whether this thread's
      * key is absent. Warp-uniform: BN is a multiple of 32. */
     constexpr int ES = FP8 ? 1 : 2; /* bytes per cache element */
+    const ck_kv_addr_t heads = ck_kv_heads<ES>(a, kvh);
     auto meta = [&](int64_t k0, int ks, int ms, int64_t blk, int64_t r) -> bool {
         if (tid >= BN) return false;
         const int64_t key = k0 + tid;
-        uint64_t kp = 0, vp = 0;
+        ck_kv_addr_t row;
         float ksv = 1.0f, vsv = 1.0f;
-        if (key <= kend && blk >= 0 && blk < a.num_blocks) { /* else absent (a garbage entry too) */
-            kp = (uint64_t)(uintptr_t)a.kc + (uint64_t)((blk * a.kc_st[0] + r * a.kc_st[1] + kvh * a.kc_st[2]) * ES);
-            vp = (uint64_t)(uintptr_t)a.vc + (uint64_t)((blk * a.vc_st[0] + r * a.vc_st[1] + kvh * a.vc_st[2]) * ES);
-            if (FP8) {
-                if (a.k_scale) ksv = a.k_scale[blk * a.ks_st[0] + kvh * a.ks_st[1]];
-                if (a.v_scale) vsv = a.v_scale[blk * a.vs_st[0] + kvh * a.vs_st[1]];
-            }
+        if (ck_kv_row<ES>(a, heads, key <= kend, blk, r, &row) && FP8) {
+            if (a.k_scale) ksv = a.k_scale[blk * a.ks_st[0] + kvh * a.ks_st[1]];
+            if (a.v_scale) vsv = a.v_scale[blk * a.vs_st[0] + kvh * a.vs_st[1]];
         }
-        const int64_t ko = kp ? 0 : -1; /* the absent test below */
-        kaddr[ks * BN + tid] = kp;
-        vaddr[ks * BN + tid] = vp;
+        const int64_t ko = row.k ? 0 : -1; /* the absent test below */
+        kaddr[ks * BN + tid] = row.k;
+        vaddr[ks * BN + tid] = row.v;
         if (FP8) { /* the layout has no scale arrays for 16-bit caches */
             ksc[ks * BN + tid] = ksv;
             vsc[ks * BN + tid] = vsv;

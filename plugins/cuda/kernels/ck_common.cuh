@@ -1,6 +1,6 @@
 /* ck_common.cuh — device helpers every kernel shares: element decode/encode for the five storage
  * formats (bit-exact with plugins/common/dtype_convert.c, which the conformance reference mirrors),
- * key ranges, and the small PTX wrappers (cp.async, ldmatrix, mma.sync). */
+ * key ranges, paged K/V row lookups, and the small PTX wrappers (cp.async, ldmatrix, mma.sync). */
 #ifndef ATTNRT_CK_COMMON_CUH
 #define ATTNRT_CK_COMMON_CUH
 
@@ -156,6 +156,69 @@ template <class A> __device__ __forceinline__ ck_request_t ck_request(const A &a
     const int64_t q_begin = ck_clamp(a.qsl[seq * a.qsl_st], 0, a.num_tokens);
     const int64_t q_end = ck_clamp(a.qsl[(seq + 1) * a.qsl_st], q_begin, a.num_tokens);
     return {q_begin, q_end - q_begin, ck_clamp(a.seq_lens[seq * a.sl_st], 0, a.bt_cols * a.block_size)};
+}
+
+/* ---- paged K/V rows ------------------------------------------------------------------------- */
+/* key / block_size without a 64-bit division when both fit in 31 bits (every real cache). */
+__device__ __forceinline__ int64_t ck_div_bs(int64_t key, int64_t bs)
+{
+    if (((uint64_t)key | (uint64_t)bs) >> 31 == 0) return (int64_t)((uint32_t)key / (uint32_t)bs);
+    return key / bs;
+}
+
+/* One key a thread through the block table, a tile of BN keys a call, tiles in order: the key's (logical
+ * block, row in it) advance by (BN / bs, BN % bs) from one division at the start instead of one a tile.
+ * The prefill kernels load a tile's block ids a tile before its row addresses, so the block-table read is
+ * never a dependent round trip between tiles. A: any kernel's args (block_table, bt_st). */
+template <int BN> struct ck_bt_walker {
+    int64_t lb, r; /* this thread's key in the next tile: logical block, row in it */
+    const int64_t bsz, step_lb, step_r;
+
+    __device__ __forceinline__ ck_bt_walker(int64_t key, int64_t block_size)
+        : bsz(block_size), step_lb(BN / block_size), step_r(BN - step_lb * block_size)
+    {
+        lb = ck_div_bs(key, bsz);
+        r = key - lb * bsz;
+    }
+    /* The block id of this thread's key in the next tile (-1 when !live: no key of this thread, or past the
+     * range) and its row (*row); moves to the tile after. */
+    template <class A> __device__ __forceinline__ int64_t next(const A &a, int64_t seq, bool live, int64_t *row)
+    {
+        const int64_t cur = lb;
+        *row = r;
+        lb += step_lb;
+        r += step_r;
+        if (r >= bsz) {
+            r -= bsz;
+            lb++;
+        }
+        if (!live) return -1;
+        return a.block_table[seq * a.bt_st[0] + cur * a.bt_st[1]];
+    }
+};
+
+/* A K / V pair of byte addresses: one KV head's base in each cache, or one key's rows. */
+struct ck_kv_addr_t {
+    uint64_t k, v;
+};
+/* KV head kvh's base in the K and V caches (ES bytes an element). */
+template <int ES> __device__ __forceinline__ ck_kv_addr_t ck_kv_heads(const ck_attn_args_t &a, int kvh)
+{
+    return {(uint64_t)(uintptr_t)a.kc + (uint64_t)(kvh * a.kc_st[2] * ES),
+            (uint64_t)(uintptr_t)a.vc + (uint64_t)(kvh * a.vc_st[2] * ES)};
+}
+/* The K and V rows of row r of cache block blk at the heads `head` (ck_kv_heads); returns whether the key
+ * is present: live (in the caller's range) and a block id inside the cache (else a garbage entry). An
+ * absent key's addresses are 0, which the copies turn into zeros. */
+template <int ES>
+__device__ __forceinline__ bool ck_kv_row(const ck_attn_args_t &a, ck_kv_addr_t head, bool live, int64_t blk, int64_t r,
+                                          ck_kv_addr_t *row)
+{
+    row->k = row->v = 0;
+    if (!live || blk < 0 || blk >= a.num_blocks) return false;
+    row->k = head.k + (uint64_t)((blk * a.kc_st[0] + r * a.kc_st[1]) * ES);
+    row->v = head.v + (uint64_t)((blk * a.vc_st[0] + r * a.vc_st[1]) * ES);
+    return true;
 }
 
 /* ---- PTX wrappers --------------------------------------------------------------------------- */
