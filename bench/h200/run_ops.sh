@@ -13,6 +13,8 @@
 # behind a device copy, as a step of an engine's stream) and the single NULL-stream call of sessions 1-4.
 #
 # MLA_NCU=1 adds ncu hardware counters of one MLA tensor-core launch and its SASS counts (~20 s).
+# MLA_ONLY=1 keeps the conformance runs, the graph capture, the MLA rows and the MLA sanitizer cases and
+# skips the lightning / GDN ones (an MLA iteration in ~2 minutes).
 # Run from the repository root:   BUILD_DIR=build-cuda-ops bash bench/h200/run_ops.sh
 # The build is carried (meson setup build-cuda-ops -Dtests=disabled --buildtype=release -Dcuda=enabled);
 # results go to $OUT (./out-h200-ops when OUT is not set): run_ops.log, conform-cuda.txt,
@@ -48,8 +50,14 @@ echo "exit $?"
 grep -E "FAIL" "$OUT/conform-cuda-mla-simt.txt" | head -20
 tail -1 "$OUT/conform-cuda-mla-simt.txt"
 
+step "attnrt-conform --plugin cuda --filter mla with ATTNRT_CUDA_MLA=mma (a 16-bit latent on the mma.sync kernel, not wgmma)"
+ATTNRT_CUDA_MLA=mma timeout 120 "$BUILD/tools/attnrt-conform" --plugin cuda --filter mla > "$OUT/conform-cuda-mla-mma.txt" 2>&1
+echo "exit $?"
+grep -E "FAIL" "$OUT/conform-cuda-mla-mma.txt" | head -20
+tail -1 "$OUT/conform-cuda-mla-mma.txt"
+
 step "attnrt-conform --plugin cuda --filter lin / gdn with ATTNRT_CUDA_LINEAR=general (decode rounds on the general kernel)"
-for f in lin gdn; do
+[ "${MLA_ONLY:-0}" = 1 ] || for f in lin gdn; do
     ATTNRT_CUDA_LINEAR=general timeout 120 "$BUILD/tools/attnrt-conform" --plugin cuda --filter "$f" > "$OUT/conform-cuda-$f-general.txt" 2>&1
     echo "exit $? (general $f)"
     grep -E "FAIL" "$OUT/conform-cuda-$f-general.txt" | head -20
@@ -82,9 +90,12 @@ row "${MLA[@]}" --batch 64 --ctx 4096 --kv-dtype fp8_e4m3
 row "${MLA[@]}" --batch 64 --ctx 4096 --topk 2048
 row "${MLA[@]}" --batch 4 --ctx 32768
 row "${MLA[@]}" --batch 64 --ctx 4096 --heads 16
+# the same issue row on the mma.sync kernel (ATTNRT_CUDA_MLA=mma): the A/B of the wgmma kernel in one run
+echo "--- ATTNRT_CUDA_MLA=mma attnrt-bench ${MLA[*]} --batch 64 --ctx 4096"
+ATTNRT_CUDA_MLA=mma timeout 60 "${B[@]}" "${MLA[@]}" --batch 64 --ctx 4096 2>&1 | tail -8
 if [ "${MLA_NCU:-0}" = 1 ] && command -v ncu > /dev/null; then # hardware counters of one MLA launch
-    step "ncu: one launch of the MLA tensor-core kernel (B 64 x 4096, bf16 latent)"
-    timeout 120 ncu --clock-control none -k "regex:ck_mla_mma" -c 1 --section SpeedOfLight --section Occupancy \
+    step "ncu: one launch of the MLA tensor-core kernel (B 64 x 4096, bf16 latent: wgmma on the H200)"
+    timeout 120 ncu --clock-control none -k "regex:ck_mla_(mma|wg)" -c 1 --section SpeedOfLight --section Occupancy \
         --section LaunchStats --section WarpStateStats --section SchedulerStats --section InstructionStats \
         --section MemoryWorkloadAnalysis --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
         "${B[@]::3}" "${MLA[@]}" --batch 64 --ctx 4096 --iters 1 --warmup 0 > "$OUT/ncu-mla.txt" 2>&1
@@ -95,9 +106,13 @@ if [ "${MLA_NCU:-0}" = 1 ] && command -v ncu > /dev/null; then # hardware counte
         cuobjdump -sass -arch sm_90 -fun ck_mla_mma_bf16 "$BUILD/plugins/cuda/attnrt_cuda_kernels_mla.fatbin" > "$OUT/sass-ck_mla_mma_bf16.txt" 2> /dev/null
         echo "sass ck_mla_mma_bf16 (sm_90): $(grep -cE '^ +/\*[0-9a-f]{4,}\*/' "$OUT/sass-ck_mla_mma_bf16.txt") instructions," \
              "$(grep -c HMMA "$OUT/sass-ck_mla_mma_bf16.txt") HMMA, $(grep -c LDSM "$OUT/sass-ck_mla_mma_bf16.txt") LDSM"
+        cuobjdump -sass -fun ck_mla_wg_bf16 "$BUILD/plugins/cuda/attnrt_cuda_kernels_sm90a.fatbin" > "$OUT/sass-ck_mla_wg_bf16.txt" 2> /dev/null
+        echo "sass ck_mla_wg_bf16 (sm_90a): $(grep -cE '^ +/\*[0-9a-f]{4,}\*/' "$OUT/sass-ck_mla_wg_bf16.txt") instructions," \
+             "$(grep -c HGMMA "$OUT/sass-ck_mla_wg_bf16.txt") HGMMA, $(grep -cE 'LDL|STL' "$OUT/sass-ck_mla_wg_bf16.txt") local"
     fi
 fi
 
+if [ "${MLA_ONLY:-0}" != 1 ]; then
 step "bench: lightning decode (Dk = Dv = 128, f32 state)"
 for bh in "64 16" "64 32" "256 16" "256 32"; do
     set -- $bh
@@ -153,23 +168,26 @@ if command -v ncu > /dev/null 2>&1 && [ $(( $(date +%s) - T0 )) -lt 240 ]; then
     lprof gdn_decode ck_lin_gdn ATTNRT_CUDA_LINEAR=auto --op gdn_decode --batch 256 --heads 32 --kv-heads 16 --head-dim 128 --dtype bf16
     lprof gdn_general ck_lin_gdn ATTNRT_CUDA_LINEAR=general --op gdn_decode --batch 256 --heads 32 --kv-heads 16 --head-dim 128 --dtype bf16
 fi
+fi # MLA_ONLY
 
 if command -v compute-sanitizer > /dev/null 2>&1; then
     step "compute-sanitizer memcheck on 1.2 cases"
-    # --report-api-errors no: the plugin finds each kernel by trying the family modules in turn
-    # (cuda_function), and every CUDA_ERROR_NOT_FOUND of that search counts as a memcheck "error"
-    for f in mla-small-bs7 mla-sparse-e5m2-small mla-d576-e4m3-dense mla-d576-strided-long lin-d32v128 gdn-spec3-nonorm gdn-empty lin-decode-d128 gdn-decode-d1 decode-many; do
-        timeout 60 compute-sanitizer --tool memcheck --report-api-errors no --print-limit 10 "$BUILD/tools/attnrt-conform" \
-            --plugin cuda --cases 0 --filter "$f" 2>&1 | tail -4
+    CASES="mla-small-bs7 mla-sparse-e5m2-small mla-d576-e4m3-dense mla-d576-strided-long mla-d576-wg-f16-bs16 mla-sparse-h128 lin-d32v128 gdn-spec3-nonorm gdn-empty lin-decode-d128 gdn-decode-d1 decode-many"
+    [ "${MLA_ONLY:-0}" = 1 ] && CASES="mla-small-bs7 mla-d576-e4m3-dense mla-d576-strided-long mla-d576-wg-f16-bs16 mla-sparse-h128"
+    for f in $CASES; do # the summary of each, and the first reports ("=========" lines) of each
+        timeout 60 compute-sanitizer --tool memcheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda \
+            --cases 0 --filter "$f" > "$OUT/memcheck.tmp" 2>&1
+        tail -4 "$OUT/memcheck.tmp"
+        grep -E "^=========" "$OUT/memcheck.tmp" | grep -v "ERROR SUMMARY" | head -6
     done > "$OUT/sanitizer.txt"
-    for f in lin-decode-many gdn-decode-many; do # the decode kernels' shared reduction rows at a full grid
+    rm -f "$OUT/memcheck.tmp"
+    RACE="lin-decode-many gdn-decode-many mla-d576-e5m2-blk-f16 mla-d576-wg-f16-bs16" # linear decode's shared
+    [ "${MLA_ONLY:-0}" = 1 ] && RACE="mla-d576-e5m2-blk-f16 mla-d576-wg-f16-bs16"    # reductions; both MLA kernels
+    for f in $RACE; do
         echo "racecheck $f" >> "$OUT/sanitizer.txt"
-        timeout 120 compute-sanitizer --tool racecheck --report-api-errors no --print-limit 10 "$BUILD/tools/attnrt-conform" \
-            --plugin cuda --cases 0 --filter "$f" 2>&1 | tail -2 >> "$OUT/sanitizer.txt"
+        timeout 120 compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda \
+            --cases 0 --filter $f 2>&1 | grep -E "^=========|passed" | head -16 >> "$OUT/sanitizer.txt"
     done
-    echo "racecheck mla-d576-e5m2-blk-f16 (tensor-core MLA: shared-memory hazards)" >> "$OUT/sanitizer.txt"
-    timeout 120 compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda \
-        --cases 0 --filter mla-d576-e5m2-blk-f16 2>&1 | tail -4 >> "$OUT/sanitizer.txt"
     cat "$OUT/sanitizer.txt"
 fi
 step "done"

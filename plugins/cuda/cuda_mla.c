@@ -12,6 +12,8 @@
  * at run), copies its list into the head of the caller's workspace with cuMemcpyHtoDAsync on the run's
  * stream (capturable: a graph replays the copy), then launches the items and, when there are splits,
  * the merge. The workspace: [items | merge groups] [part_lse] [part_o], sized for the larger config.
+ * On compute capability 9.0 the tensor-core config takes the wgmma kernel (kernels/mla_sm90a.cu, the
+ * sm_90a module) for a 16-bit latent: the same items, so the same plan.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -33,6 +35,7 @@ typedef struct mla_cfg {
     CUfunction f_main;
     uint32_t   smem;
     int        rows;            /* query rows per item */
+    int        wgmma;           /* f_main is the sm_90a kernel (kernels/mla_sm90a.cu) */
     size_t     list_at;         /* element index of its list in the pinned buffer */
     size_t     list_bytes;
     uint32_t   n_items, n_groups;
@@ -304,8 +307,19 @@ attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, c
         static const char *const names[2][2] = {{"ck_mla_mma_f16", "ck_mla_mma_bf16"},
                                                 {"ck_mla_mma_f16_fp8", "ck_mla_mma_bf16_fp8"}};
         mma->rows = CK_MLA_MMA_ROWS;
-        mma->smem = ck_mla_mma_smem(fp8);
-        st = cuda_function(d, names[fp8][qk == CK_BF16], &mma->f_main);
+        /* a 16-bit latent on compute capability 9.0: the wgmma kernel of the sm_90a module (same items);
+         * ATTNRT_CUDA_MLA=mma keeps the mma.sync one */
+        const char *env = secure_getenv("ATTNRT_CUDA_MLA");
+        const int wg = !fp8 && d->module_sm90a && !(env && strcmp(env, "mma") == 0) && (int64_t)ck_mla_wg_smem() <= optin;
+        mma->smem = wg ? ck_mla_wg_smem() : ck_mla_mma_smem(fp8);
+        mma->wgmma = wg;
+        if (wg) {
+            const char *name = qk == CK_BF16 ? "ck_mla_wg_bf16" : "ck_mla_wg_f16";
+            CUresult r = cuda_drv.ModuleGetFunction(&mma->f_main, d->module_sm90a, name);
+            if (r != CUDA_SUCCESS) st = cuda_fail(r, "cuda:%u: kernel %s is not in the sm_90a fatbin (rebuild the plugin)", d->index, name);
+        } else {
+            st = cuda_function(d, names[fp8][qk == CK_BF16], &mma->f_main);
+        }
         if (st == ATTNRT_OK) {
             CUresult r = cuda_drv.FuncSetAttribute(mma->f_main, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)mma->smem);
             if (r != CUDA_SUCCESS) mma->ok = 0; /* the CUDA cores then */
@@ -448,7 +462,7 @@ attnrt_status_t cuda_mla_run(cuda_dev_t *d, const void *plan, const attnrt_mla_a
     k.part_rows = cf->rows;
     k.items = items;
     st = cuda_launch(cf->f_main, cf->n_items, CK_MLA_THREADS, cf->smem, stream, &k,
-                     cf == &p->cfg[MLA_MMA] ? "cuda mla (tensor cores)" : "cuda mla (CUDA cores)");
+                     cf->wgmma ? "cuda mla (wgmma)" : cf == &p->cfg[MLA_MMA] ? "cuda mla (tensor cores)" : "cuda mla (CUDA cores)");
     if (st == ATTNRT_OK && cf->n_groups) {
         k.items = items + cf->n_items;
         st = cuda_launch(p->f_merge, cf->n_groups * (uint32_t)(cf->rows / CK_MLA_MERGE_ROWS), CK_MLA_THREADS, 0, stream,

@@ -50,6 +50,11 @@ void cf_directed_mla(cf_builder_t *b)
     c->strided = c->lse = 1;
     c = add_mla(b, "mla-d576-e5m2-blk-f16", "4/50 1/129 2/2", 32, 576, 512, 64, CF_F16, CF_E5M2, SCALE_192);
     c->per_block_scale = c->lse = 1;
+    /* the wgmma kernel's paths (compute capability 9.0, a 16-bit latent): 64-key tiles spanning four
+     * 16-key blocks, contexts of exactly one tile, one tile and a key, three tokens over two tiles (two
+     * tokens an item at Hq 32: causal rows of different lengths), 2,100 keys (splits, many tiles) */
+    c = add_mla(b, "mla-d576-wg-f16-bs16", "1/64 1/65 3/128 1/2100", 32, 576, 512, 16, CF_F16, CF_F16, SCALE_192_YARN);
+    c->sinks = c->lse = 1;
 
     /* sparse: top-k 8..64 over mixed batches, -1 entries, duplicates, positions past seq_len */
     c = add_mla(b, "mla-sparse-d576", "1/300 4/120 1/40 2/2", 16, 576, 512, 64, CF_BF16, CF_BF16, SCALE_192_YARN);
