@@ -15,8 +15,9 @@
 /* Tensor-core attention kernels: [config][q type][kv kind][head dim] (see kernels/attn_mma.cu). */
 enum { CUDA_CFG_PREFILL = 0, CUDA_CFG_DECODE = 1 };
 #define CUDA_MMA_DIMS 3 /* 64, 128, 256 */
-/* The main fatbins, one per kernel family (plugins/cuda/meson.build builds them, cuda_module.c loads them). */
-enum { CUDA_FAMILY_ATTENTION, CUDA_FAMILY_MLA, CUDA_FAMILY_LINEAR, CUDA_FAMILIES };
+/* The fatbins, one per kernel family, and the sm_90a one (plugins/cuda/meson.build builds them, cuda_module.c
+ * loads them; the sm_90a module on compute capability 9.0 only, else NULL). */
+enum { CUDA_FAMILY_ATTENTION, CUDA_FAMILY_MLA, CUDA_FAMILY_LINEAR, CUDA_FAMILY_SM90A, CUDA_FAMILIES };
 
 typedef struct cuda_kernels {
     CUfunction kv_write, attn_simt, merge_states, split_merge;
@@ -31,8 +32,7 @@ typedef struct cuda_dev {
     uint32_t       index;
     CUdevice       dev;
     CUcontext      ctx;        /* the device's primary context, retained until close */
-    CUmodule       modules[CUDA_FAMILIES]; /* one per kernel family's fatbin (cuda_module.c) */
-    CUmodule       module_sm90a; /* the second fatbin (sm_90a: wgmma kernels), compute capability 9.0 only */
+    CUmodule       modules[CUDA_FAMILIES]; /* one per fatbin (cuda_module.c); [CUDA_FAMILY_SM90A] NULL off CC 9.0 */
     cuda_kernels_t k;
     int            sm_count, cc_major, cc_minor;
     int            force_simt; /* ATTNRT_CUDA_KERNELS=simt: every attention on the CUDA cores */
@@ -69,9 +69,9 @@ attnrt_status_t cuda_launch(CUfunction f, uint32_t grid, uint32_t block, uint32_
 /* Module (cuda_module.c): loads the embedded fatbins into the current context and finds every kernel. */
 attnrt_status_t cuda_module_load(cuda_dev_t *d);
 void cuda_module_unload(cuda_dev_t *d);
-/* A kernel of the device's main fatbins by name (plans look theirs up once; the handle lives as long as
- * the modules, i.e. the device). */
-attnrt_status_t cuda_function(const cuda_dev_t *d, const char *name, CUfunction *f);
+/* A kernel of the device's `family` module (CUDA_FAMILY_*) by name (plans look theirs up once; the handle
+ * lives as long as the modules, i.e. the device). */
+attnrt_status_t cuda_function(const cuda_dev_t *d, int family, const char *name, CUfunction *f);
 /* Index of a padded head dim in the mma tables (64 -> 0, 128 -> 1, 256 -> 2), -1 when none fits. */
 int cuda_mma_dim_index(int64_t dqk, int64_t dv);
 

@@ -81,14 +81,14 @@ static attnrt_status_t lin_plan_new(cuda_dev_t *d, uint32_t kind, const char *op
     snprintf(sname, sizeof sname, "ck_lin_%s_r%d_s", name, rpt);
     cuda_lin_plan_t *p = calloc(1, sizeof *p);
     if (!p) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cuda %s plan: out of memory", op);
-    st = cuda_function(d, vname, &p->f_vec);
-    if (st == ATTNRT_OK) st = cuda_function(d, sname, &p->f_scalar);
+    st = cuda_function(d, CUDA_FAMILY_LINEAR, vname, &p->f_vec);
+    if (st == ATTNRT_OK) st = cuda_function(d, CUDA_FAMILY_LINEAR, sname, &p->f_scalar);
     const char *env = secure_getenv("ATTNRT_CUDA_LINEAR");
     const int general = env && strcmp(env, "general") == 0;
     if (st == ATTNRT_OK && !general && num_spec < 0 && (rpt == 4 || rpt == 8) && lin_one_token_each(batch, sh->T)) {
         char dname[64];
         snprintf(dname, sizeof dname, "ck_lin_%s_decode_r%d", name, rpt);
-        st = cuda_function(d, dname, &p->f_decode);
+        st = cuda_function(d, CUDA_FAMILY_LINEAR, dname, &p->f_decode);
         if (st == ATTNRT_OK)
             (void)cuda_drv.FuncSetAttribute(p->f_decode, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
     }

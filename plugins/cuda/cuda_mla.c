@@ -282,12 +282,12 @@ attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, c
     p->Dv = sh.Dv;
     p->topk = sh.topk;
     p->sparse = sh.sparse;
-    st = cuda_function(d, "ck_mla_split_merge", &p->f_merge);
+    st = cuda_function(d, CUDA_FAMILY_MLA, "ck_mla_split_merge", &p->f_merge);
     mla_cfg_t *simt = &p->cfg[MLA_SIMT], *mma = &p->cfg[MLA_MMA];
     simt->ok = 1;
     simt->rows = CK_MLA_ROWS;
     simt->smem = ck_mla_smem((int)(sh.D | 1));
-    if (st == ATTNRT_OK) st = cuda_function(d, "ck_mla_simt", &simt->f_main);
+    if (st == ATTNRT_OK) st = cuda_function(d, CUDA_FAMILY_MLA, "ck_mla_simt", &simt->f_main);
     if (st == ATTNRT_OK) {
         CUresult r = cuda_drv.FuncSetAttribute(simt->f_main, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)simt->smem);
         if (r != CUDA_SUCCESS) st = cuda_fail(r, "cuda mla plan: kv_dim %lld needs %u bytes of shared memory", (long long)sh.D, simt->smem);
@@ -310,15 +310,14 @@ attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, c
         /* a 16-bit latent on compute capability 9.0: the wgmma kernel of the sm_90a module (same items);
          * ATTNRT_CUDA_MLA=mma keeps the mma.sync one */
         const char *env = secure_getenv("ATTNRT_CUDA_MLA");
-        const int wg = !fp8 && d->module_sm90a && !(env && strcmp(env, "mma") == 0) && (int64_t)ck_mla_wg_smem() <= optin;
+        const int wg = !fp8 && d->modules[CUDA_FAMILY_SM90A] && !(env && strcmp(env, "mma") == 0) && (int64_t)ck_mla_wg_smem() <= optin;
         mma->smem = wg ? ck_mla_wg_smem() : ck_mla_mma_smem(fp8);
         mma->wgmma = wg;
         if (wg) {
             const char *name = qk == CK_BF16 ? "ck_mla_wg_bf16" : "ck_mla_wg_f16";
-            CUresult r = cuda_drv.ModuleGetFunction(&mma->f_main, d->module_sm90a, name);
-            if (r != CUDA_SUCCESS) st = cuda_fail(r, "cuda:%u: kernel %s is not in the sm_90a fatbin (rebuild the plugin)", d->index, name);
+            st = cuda_function(d, CUDA_FAMILY_SM90A, name, &mma->f_main);
         } else {
-            st = cuda_function(d, names[fp8][qk == CK_BF16], &mma->f_main);
+            st = cuda_function(d, CUDA_FAMILY_MLA, names[fp8][qk == CK_BF16], &mma->f_main);
         }
         if (st == ATTNRT_OK) {
             CUresult r = cuda_drv.FuncSetAttribute(mma->f_main, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)mma->smem);

@@ -1,6 +1,6 @@
-/* attn_prefill_sm90a.cu — the wgmma prefill kernels (attn_prefill_sm90a.cuh), the one translation unit
- * of the plugin's second fatbin (`-gencode arch=compute_90a,code=sm_90a`, loaded on compute capability
- * 9.0 devices only), picked by name by the host (cuda_prefill.c): ck_attn_prefill_wg_<f16|bf16>_d<D>. */
+/* attn_prefill_sm90a.cu — the wgmma prefill kernels (attn_prefill_sm90a.cuh), part of the sm_90a fatbin
+ * (fatbin_sm90a.cu: `-gencode arch=compute_90a,code=sm_90a`, loaded on compute capability 9.0 devices
+ * only), picked by name by the host (cuda_prefill.c): ck_attn_prefill_wg_<f16|bf16>_d<D>. */
 #include "attn_prefill_sm90a.cuh"
 
 #define CK_PFW_KERNEL(tname, T, D)                                                                        \
