@@ -184,7 +184,19 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                 if (ck_elect_one()) {
                     const uint32_t bar = bars + st * 8;
                     ck_mbar_arrive_expect_tx(bar, (uint32_t)__popc(~absent & (KPW == 32 ? ~0u : (1u << KPW) - 1u)) * (kbytes + vbytes));
-#pragma unroll 8
+                    if (absent == 0 && kbytes == ROWB && vbytes == ROWB) { /* every key present, whole rows */
+                        const unsigned char *stage = ring + st * TILEB;
+#pragma unroll
+                        for (int r0 = 0; r0 < KPW; r0 += 8) { /* 8 rows' addresses loaded, then their copies */
+                            ulonglong2 p[8];
+#pragma unroll
+                            for (int i = 0; i < 8; i++) p[i] = *(const ulonglong2 *)(stage + (r0 + i) * PITCH + ROWB);
+#pragma unroll
+                            for (int i = 0; i < 8; i++)
+                                ck_bulk_g2s_kv_row<ROWB>(kdst + (r0 + i) * PITCH, vdst + (r0 + i) * PITCH, p[i].x, p[i].y, bar);
+                        }
+                    } else
+#pragma unroll 4
                     for (int row = 0; row < KPW; row++) {
                         uint64_t pk, pv;
                         asm volatile("ld.shared.v2.u64 {%0, %1}, [%2];\n" : "=l"(pk), "=l"(pv) : "r"(kdst + row * PITCH + ROWB) : "memory");

@@ -96,4 +96,20 @@ __device__ __forceinline__ void ck_bulk_g2s(uint32_t dst, uint64_t src, uint32_t
 #endif
 }
 
+/* One K and one V row of BYTES bytes (an immediate) from global ka / va to shared kdst / vdst, counted on
+ * bar. No predicate: the issuing loop of a tile whose keys are all present stays one basic block, so the
+ * compiler moves the barrier address into a uniform register once a tile rather than once a copy (run
+ * 16's SASS: ~25 instructions a row with predicates, each copy behind its own branch). No "memory"
+ * clobber: the copies' shared-memory writes are ordered by the mbarrier wait (which has one), and the
+ * loads of the next rows' addresses may be issued ahead of these copies. */
+template <int BYTES>
+__device__ __forceinline__ void ck_bulk_g2s_kv_row(uint32_t kdst, uint32_t vdst, uint64_t ka, uint64_t va, uint32_t bar)
+{
+#if CK_DEC_BULK
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%2], %5, [%4];\n"
+                 "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%1], [%3], %5, [%4];\n" ::"r"(kdst),
+                 "r"(vdst), "l"(ka), "l"(va), "r"(bar), "n"(BYTES));
+#endif
+}
+
 #endif /* ATTNRT_ATTN_DECODE_BULK_CUH */
