@@ -182,12 +182,17 @@ static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk)
     return l;
 }
 
+/* Whether a cache of this kind takes the bulk form on sm_90+: 16-bit rows only. fp8 rows (128 bytes at
+ * D 128) need twice the copies a tile, and its kernel became instruction-bound on them (runs 16-17 of
+ * docs/dev/cuda-decode.md: 0.185 against 0.162 ms at B64), so fp8 keeps the cp.async form. */
+#define CK_DEC_BULK_KV(fp8) (!(fp8))
+
 /* What the host reserves: the larger of the two forms (the device picks its form by its code's
- * architecture). fp8 D 128: 113,856 bytes (bulk), still 2 blocks an SM on the H200. */
+ * architecture). bf16 D 128: 104,640 bytes (bulk), still 2 blocks an SM on the H200. */
 static inline CK_HD ck_dec_layout_t ck_dec_layout(int d, int fp8)
 {
     ck_dec_layout_t l = ck_dec_layout_of(d, fp8, 0);
-    const uint32_t bulk_total = ck_dec_layout_of(d, fp8, 1).total;
+    const uint32_t bulk_total = CK_DEC_BULK_KV(fp8) ? ck_dec_layout_of(d, fp8, 1).total : 0u;
     if (bulk_total > l.total) l.total = bulk_total;
     return l;
 }

@@ -8,10 +8,10 @@
  * registers for the whole block.
  *
  * Each of the 4 warps streams its own tiles of KPW keys (warp w takes tiles w, w + 4, ...) through a
- * private ring of stages: a lane looks up one key's block (block ids a tile ahead). sm_90+: one lane
- * copies whole K and V rows with the bulk copy engine (attn_decode_bulk.cuh), each stage completing
- * on its mbarrier, rows padded by 16 bytes so ldmatrix reads them without bank conflicts. sm_80: the
- * warp publishes the tile's row addresses through shared memory and copies the rows in 16-byte
+ * private ring of stages: a lane looks up one key's block (block ids a tile ahead). sm_90+ with a
+ * 16-bit cache: one lane copies whole K and V rows with the bulk copy engine (attn_decode_bulk.cuh),
+ * each stage completing on its mbarrier, rows padded by 16 bytes so ldmatrix reads them without bank
+ * conflicts. sm_80, and fp8 caches everywhere (CK_DEC_BULK_KV): the warp publishes the tile's row addresses through shared memory and copies the rows in 16-byte
  * cp.async chunks, XOR-swizzled for the same reason. No block barrier in the key loop; the warps'
  * (m, l, acc) are combined through shared memory at the end.
  *
@@ -85,7 +85,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     constexpr int NW = CK_DEC_WARPS, KPW = CK_DEC_KPW(D, FP8), STAGES = CK_DEC_STAGES(D, FP8);
     constexpr int ES = FP8 ? 1 : 2, ROWB = D * ES, CPR = ROWB / 16; /* bytes, 16-byte chunks a row */
     constexpr int MT = KPW / 16, MO = D / 16;                        /* key m-tiles a tile, dim m-tiles */
-    constexpr bool BULK = CK_DEC_BULK;                               /* row copies by the bulk copy engine */
+    constexpr bool BULK = CK_DEC_BULK && CK_DEC_BULK_KV(FP8); /* rows by the bulk copy engine (16-bit KV) */
     constexpr int PITCH = BULK ? ROWB + 16 : ROWB;                   /* bytes between rows in a stage */
     constexpr int TILEB = 2 * KPW * PITCH;                           /* one stage: K rows then V rows */
     static_assert(KPW % 16 == 0 && KPW <= 32 && 32 % CPR == 0 && KPW % (32 / CPR) == 0, "tile shape");

@@ -5,6 +5,8 @@
  * decode kernel whatever its warps do (docs/dev/cuda-decode.md, run 15); a bulk copy moves a whole
  * row (256 bytes bf16 / 128 fp8 at D 128) outside the L1 request path.
  *
+ * Used for 16-bit caches only (CK_DEC_BULK_KV in cuda_kernel_args.h: fp8's 128-byte rows double the
+ * copies a tile and made that kernel instruction-bound).
  * CK_DEC_BULK is 1 where the device code is compiled for sm_90 or later (the sm_90 SASS and the
  * compute_90 PTX of the main fatbin), 0 for sm_80; the host sizes shared memory for either
  * (ck_dec_layout). The wrappers are empty below sm_90: nothing calls them there. */
