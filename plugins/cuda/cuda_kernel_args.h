@@ -155,23 +155,45 @@ static inline CK_HD ck_mma_layout_t ck_mma_layout(int d, int rows, int bn, int f
 #define CK_DEC_STAGES(d, fp8) ((d) == 64 && (fp8) ? 4 : (d) == 256 && !(fp8) ? 2 : 3)
 
 typedef struct ck_dec_layout {
-    uint32_t ring, addr, scl, meta, combine, total;
+    uint32_t pitch, ring, addr, scl, meta, bar, combine, total;
 } ck_dec_layout_t;
 
-static inline CK_HD ck_dec_layout_t ck_dec_layout(int d, int fp8)
+/* bulk = 0: the cp.async form (sm_80): rows of d * element bytes, 16-byte chunks XOR-swizzled, the
+ * tile's row addresses published in `addr`. bulk = 1: the bulk-copy form (sm_90+, attn_decode_bulk.cuh):
+ * rows land unswizzled at a pitch of row bytes + 16 (consecutive rows 16 bytes apart in the banks:
+ * ldmatrix stays conflict-free); the 16 pad bytes of each K row of a stage carry that key's {K, V}
+ * row addresses to the issuing lane (no `addr`); one mbarrier a (warp, stage). */
+static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk)
 {
     ck_dec_layout_t l;
     const uint32_t kpw = (uint32_t)CK_DEC_KPW(d, fp8), st = (uint32_t)CK_DEC_STAGES(d, fp8), w = CK_DEC_WARPS;
     const uint32_t row = (uint32_t)d * (fp8 ? 1u : 2u);
     uint32_t at = 0;
-    l.ring = at; at += w * st * 2u * kpw * row;  /* [warp][stage][K|V][kpw][row bytes], chunks swizzled */
-    l.addr = at; at += w * kpw * 16u;            /* [warp][kpw] {K row address, V row address} */
+    l.pitch = row + (bulk ? 16u : 0u);
+    l.ring = at; at += w * st * 2u * kpw * l.pitch; /* [warp][stage][K|V][kpw][pitch] */
+    l.addr = at; at += bulk ? 0u : w * kpw * 16u;  /* [warp][kpw] {K row address, V row address} */
     l.scl = at;  at += fp8 ? w * st * kpw * 8u : 0u; /* [warp][stage][kpw] {k scale, v scale} */
     l.meta = at; at += w * st * 8u;              /* [warp][stage] {absent-key bits, largest |v scale|} */
+    l.bar = at;  at += bulk ? w * st * 8u : 0u;  /* [warp][stage] mbarrier */
     /* after the loop: m, l per (warp, row), acc [warp][16 rows][d] f32, merge weights, from 0 */
     l.combine = 0;
     const uint32_t combine_end = 2u * w * 16u * 4u + w * 16u * (uint32_t)d * 4u;
     l.total = ck_align16(at > combine_end ? at : combine_end);
+    return l;
+}
+
+/* Whether a cache of this kind takes the bulk form on sm_90+: 16-bit rows only. fp8 rows (128 bytes at
+ * D 128) need twice the copies a tile, and its kernel became instruction-bound on them (runs 16-17 of
+ * docs/dev/cuda-decode.md: 0.185 against 0.162 ms at B64), so fp8 keeps the cp.async form. */
+#define CK_DEC_BULK_KV(fp8) (!(fp8))
+
+/* What the host reserves: the larger of the two forms (the device picks its form by its code's
+ * architecture). bf16 D 128: 104,640 bytes (bulk), still 2 blocks an SM on the H200. */
+static inline CK_HD ck_dec_layout_t ck_dec_layout(int d, int fp8)
+{
+    ck_dec_layout_t l = ck_dec_layout_of(d, fp8, 0);
+    const uint32_t bulk_total = CK_DEC_BULK_KV(fp8) ? ck_dec_layout_of(d, fp8, 1).total : 0u;
+    if (bulk_total > l.total) l.total = bulk_total;
     return l;
 }
 

@@ -8,10 +8,12 @@
  * registers for the whole block.
  *
  * Each of the 4 warps streams its own tiles of KPW keys (warp w takes tiles w, w + 4, ...) through a
- * private ring of cp.async stages: a lane looks up one key's block (block ids a tile ahead), the
- * warp publishes the tile's row addresses through shared memory and copies the rows in 16-byte
- * chunks, XOR-swizzled so ldmatrix reads them without bank conflicts. No block barrier in the key
- * loop; the warps' (m, l, acc) are combined through shared memory at the end.
+ * private ring of stages: a lane looks up one key's block (block ids a tile ahead). sm_90+ with a
+ * 16-bit cache: one lane copies whole K and V rows with the bulk copy engine (attn_decode_bulk.cuh),
+ * each stage completing on its mbarrier, rows padded by 16 bytes so ldmatrix reads them without bank
+ * conflicts. sm_80, and fp8 caches everywhere (CK_DEC_BULK_KV): the warp publishes the tile's row addresses through shared memory and copies the rows in 16-byte
+ * cp.async chunks, XOR-swizzled for the same reason. No block barrier in the key loop; the warps'
+ * (m, l, acc) are combined through shared memory at the end.
  *
  * fp8 caches land raw and are widened in registers: K by ldmatrix of the bytes + one cvt per pair
  * (the QK^T product is f16 x f16, exact widening; Q in f16 times a power of two, qmul, keeping it in
@@ -30,6 +32,7 @@
 #ifndef ATTNRT_ATTN_DECODE_CUH
 #define ATTNRT_ATTN_DECODE_CUH
 
+#include "attn_decode_bulk.cuh"
 #include "attn_mma.cuh"
 #include "split_merge.cuh"
 
@@ -82,18 +85,21 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     constexpr int NW = CK_DEC_WARPS, KPW = CK_DEC_KPW(D, FP8), STAGES = CK_DEC_STAGES(D, FP8);
     constexpr int ES = FP8 ? 1 : 2, ROWB = D * ES, CPR = ROWB / 16; /* bytes, 16-byte chunks a row */
     constexpr int MT = KPW / 16, MO = D / 16;                        /* key m-tiles a tile, dim m-tiles */
-    constexpr int TILEB = 2 * KPW * ROWB;                            /* one stage: K rows then V rows */
+    constexpr bool BULK = CK_DEC_BULK && CK_DEC_BULK_KV(FP8); /* rows by the bulk copy engine (16-bit KV) */
+    constexpr int PITCH = BULK ? ROWB + 16 : ROWB;                   /* bytes between rows in a stage */
+    constexpr int TILEB = 2 * KPW * PITCH;                           /* one stage: K rows then V rows */
     static_assert(KPW % 16 == 0 && KPW <= 32 && 32 % CPR == 0 && KPW % (32 / CPR) == 0, "tile shape");
     typedef typename ck_qk_type<T, FP8>::type TK; /* QK^T operands */
     typedef typename ck_qk_type<T, FP8>::type TP; /* PV operands: f16 for fp8 (V widened to f16), else T */
 
     extern __shared__ __align__(16) unsigned char smem[];
-    const ck_dec_layout_t lay = ck_dec_layout(D, FP8);
+    const ck_dec_layout_t lay = ck_dec_layout_of(D, FP8, BULK);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
     unsigned char *ring = smem + lay.ring + warp * STAGES * TILEB;
     ulonglong2 *addr = (ulonglong2 *)(smem + lay.addr) + warp * KPW;
     float2 *scl = (float2 *)(smem + lay.scl) + warp * STAGES * KPW;
     uint2 *meta = (uint2 *)(smem + lay.meta) + warp * STAGES; /* {absent bits, largest |v scale| bits} */
+    const uint32_t bars = ck_smem(smem + lay.bar) + warp * STAGES * 8; /* BULK: stage st's mbarrier at + 8 st */
 
     const int64_t seq = it.seq;
     const ck_request_t rq = ck_request(a, seq);
@@ -140,7 +146,8 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
      * largest |v scale| into meta[st]; then the copies into stage st. Warp-collective. */
     const int cp_ch = lane % CPR, cp_r0 = lane / CPR;
     const bool cp_k = cp_ch < a.dqk * ES / 16, cp_v = cp_ch < a.dv * ES / 16;
-    auto sw = [](int row) -> int { return CPR >= 8 ? row & 7 : (row >> 1) & 3; };
+    auto sw = [](int row) -> int { return BULK ? 0 : CPR >= 8 ? row & 7 : (row >> 1) & 3; };
+    const uint32_t kbytes = a.dqk * ES, vbytes = a.dv * ES; /* BULK: bytes copied a K / V row */
     auto fetch = [&](int st, int jt, int32_t blk, int32_t r, bool real) {
         __syncwarp(); /* every lane is done with stage st (and its scales) from the last tile */
         if (real) {
@@ -154,28 +161,67 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                 if (vpk) vsv = a.v_scale[(int64_t)blk * a.vs_st[0] + kvh * a.vs_st[1]];
             }
             const uint32_t absent = __ballot_sync(0xffffffffu, kp == 0) & (KPW == 32 ? ~0u : (1u << KPW) - 1u);
-            const bool skip_k = !cp_k, skip_v = !cp_v; /* pad chunks: zero-filled, never read */
-            if (lane < KPW) {
-                addr[lane] = make_ulonglong2(kp, vp);
-                if (FP8) scl[st * KPW + lane] = make_float2(ksv, vsv);
-            }
+            if (lane < KPW && FP8) scl[st * KPW + lane] = make_float2(ksv, vsv);
             uint32_t vmax = 0;
             if (vpk) vmax = __reduce_max_sync(0xffffffffu, __float_as_uint(fabsf(vsv)));
             if (lane == 0) meta[st] = make_uint2(absent, vmax);
-            __syncwarp();
-            const uint32_t kdst = ck_smem(ring + st * TILEB), vdst = kdst + KPW * ROWB;
+            const uint32_t kdst = ck_smem(ring + st * TILEB), vdst = kdst + KPW * PITCH;
+            if (BULK) {
+                /* each key's lane puts its {K, V} row addresses in its K row's pad bytes; an absent key's
+                 * V row is zeroed (its probability is 0, but 0 times stale bits could be NaN); then one
+                 * lane expects the stage's bytes and issues a K and a V row copy a present key */
+                if (lane < KPW) {
+                    asm volatile("st.shared.v2.u64 [%0], {%1, %2};\n" ::"r"(kdst + lane * PITCH + ROWB), "l"(kp), "l"(vp)
+                                 : "memory");
+                    if (kp == 0)
 #pragma unroll
-            for (int i = 0; i < KPW / (32 / CPR); i++) {
-                const int row = cp_r0 + i * (32 / CPR);
-                const ulonglong2 p = addr[row];
-                const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
-                const bool gone = (absent >> row) & 1u;
-                ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(p.x + cp_ch * 16), gone || skip_k);
-                ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(p.y + cp_ch * 16), gone || skip_v);
+                        for (int c = 0; c < CPR; c++)
+                            asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(vdst + lane * PITCH + c * 16), "r"(0)
+                                         : "memory");
+                    if (kp == 0) ck_fence_proxy_async_smem(); /* before a later copy into this row */
+                }
+                __syncwarp();
+                if (ck_elect_one()) {
+                    const uint32_t bar = bars + st * 8;
+                    ck_mbar_arrive_expect_tx(bar, (uint32_t)__popc(~absent & (KPW == 32 ? ~0u : (1u << KPW) - 1u)) * (kbytes + vbytes));
+                    if (absent == 0 && kbytes == ROWB && vbytes == ROWB) { /* every key present, whole rows */
+                        const unsigned char *stage = ring + st * TILEB;
+#pragma unroll
+                        for (int r0 = 0; r0 < KPW; r0 += 8) { /* 8 rows' addresses loaded, then their copies */
+                            ulonglong2 p[8];
+#pragma unroll
+                            for (int i = 0; i < 8; i++) p[i] = *(const ulonglong2 *)(stage + (r0 + i) * PITCH + ROWB);
+#pragma unroll
+                            for (int i = 0; i < 8; i++)
+                                ck_bulk_g2s_kv_row<ROWB>(kdst + (r0 + i) * PITCH, vdst + (r0 + i) * PITCH, p[i].x, p[i].y, bar);
+                        }
+                    } else
+#pragma unroll 4
+                    for (int row = 0; row < KPW; row++) {
+                        uint64_t pk, pv;
+                        asm volatile("ld.shared.v2.u64 {%0, %1}, [%2];\n" : "=l"(pk), "=l"(pv) : "r"(kdst + row * PITCH + ROWB) : "memory");
+                        const uint32_t here = ((absent >> row) & 1u) ^ 1u;
+                        ck_bulk_g2s(kdst + row * PITCH, pk, kbytes, bar, here);
+                        ck_bulk_g2s(vdst + row * PITCH, pv, vbytes, bar, here);
+                    }
+                }
+            } else {
+                const bool skip_k = !cp_k, skip_v = !cp_v; /* pad chunks: zero-filled, never read */
+                if (lane < KPW) addr[lane] = make_ulonglong2(kp, vp);
+                __syncwarp();
+#pragma unroll
+                for (int i = 0; i < KPW / (32 / CPR); i++) {
+                    const int row = cp_r0 + i * (32 / CPR);
+                    const ulonglong2 p = addr[row];
+                    const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
+                    const bool gone = (absent >> row) & 1u;
+                    ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(p.x + cp_ch * 16), gone || skip_k);
+                    ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(p.y + cp_ch * 16), gone || skip_v);
+                }
             }
         }
-        ck_cp_async_commit();
-        __syncwarp(); /* addr is rewritten by the next call */
+        if (!BULK) ck_cp_async_commit();
+        __syncwarp(); /* addr / the pad bytes are rewritten by the next call */
     };
 
     /* Pipeline prologue, before Q is read (a block's start is a chain of round trips: request -> block ids
@@ -184,6 +230,23 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     int32_t b0[STAGES - 1], r0[STAGES - 1];
 #pragma unroll
     for (int j = 0; j < STAGES - 1; j++) b0[j] = bt_load(r0[j]);
+    if (BULK) {
+        /* the warp's stage barriers (one arrival each: the issuing lane's); K columns past dqk are never
+         * copied but ldmatrix reads them (times Q's zeros): zero them once */
+        if (lane == 0) {
+#pragma unroll
+            for (int i = 0; i < STAGES; i++) ck_mbar_init(bars + i * 8, 1);
+            ck_mbar_init_fence();
+        }
+        if ((int)kbytes < ROWB)
+            for (int i = lane; i < STAGES * KPW * CPR; i += 32) {
+                const int row = i / CPR, c = i - row * CPR, sti = row / KPW;
+                if (c * 16 >= (int)kbytes)
+                    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(ck_smem(ring + sti * TILEB + (row - sti * KPW) * PITCH + c * 16)), "r"(0)
+                                 : "memory");
+            }
+        __syncwarp();
+    }
     int32_t r_n, r_nn;
     int32_t blk_n = bt_load(r_n), blk_nn = bt_load(r_nn);
 
@@ -282,19 +345,25 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     float vu = 0.0f; /* per-key V scales: the warp's running largest |v scale| (o = vu * acc) */
 
     int st = 0, st_f = STAGES - 1;
+    uint32_t phase = 0; /* BULK: bit s = the parity of stage s's next phase to wait for */
     for (int j = 0; j < n_j; j++) {
         /* refill the stage consumed last iteration with tile j + STAGES - 1; look up tile j + STAGES + 1 */
         fetch(st_f, j + STAGES - 1, blk_n, r_n, j + STAGES - 1 < n_j);
         blk_n = blk_nn;
         r_n = r_nn;
         blk_nn = bt_load(r_nn);
-        ck_cp_async_wait<STAGES - 1>();
+        if (BULK) {
+            ck_mbar_wait(bars + st * 8, (phase >> st) & 1u);
+            phase ^= 1u << st;
+        } else {
+            ck_cp_async_wait<STAGES - 1>();
+        }
         __syncwarp();
 
         const int64_t k0 = kbeg + (int64_t)(warp + NW * j) * KPW;
         const uint2 mt_info = meta[st];
         const bool interior = mt_info.x == 0u && k0 >= all_lo && k0 + KPW - 1 <= all_hi;
-        const uint32_t rbase = ck_smem(ring + st * TILEB), vbase = rbase + KPW * ROWB;
+        const uint32_t rbase = ck_smem(ring + st * TILEB), vbase = rbase + KPW * PITCH;
 
         /* S^T = K Q^T: per m-tile of 16 keys, ldmatrix.x4 of 16 key rows x 32 bytes (fp8: two k-steps,
          * bytes of 4t4..4t4+3 per lane widened by two cvt each; 16-bit: one k-step). */
@@ -307,7 +376,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 #pragma unroll
             for (int cp = 0; cp < CPR / 2; cp++) {
                 uint32_t kr[4];
-                ck_ldmatrix_x4(kr, rbase + krow * ROWB + (((cp * 2 + (lane >> 4)) ^ sw(krow)) * 16));
+                ck_ldmatrix_x4(kr, rbase + krow * PITCH + (((cp * 2 + (lane >> 4)) ^ sw(krow)) * 16));
                 if (FP8) {
 #pragma unroll
                     for (int h = 0; h < 2; h++) { /* k-step 2cp + h: kr[2h] keys 0-7, kr[2h+1] keys 8-15 */
@@ -444,7 +513,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 #pragma unroll
                 for (int cp = 0; cp < CPR / 2; cp++) {
                     uint32_t vr[4];
-                    ck_ldmatrix_x4_trans(vr, vbase + vrow * ROWB + (((cp * 2 + (lane >> 4)) ^ sw(vrow)) * 16));
+                    ck_ldmatrix_x4_trans(vr, vbase + vrow * PITCH + (((cp * 2 + (lane >> 4)) ^ sw(vrow)) * 16));
 #pragma unroll
                     for (int h = 0; h < 2; h++) { /* dim chunk 2cp + h: vr[2h] keys 0-7, vr[2h+1] keys 8-15 */
                         uint32_t p0, p1;
@@ -463,7 +532,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 #pragma unroll
                 for (int m = 0; m < MO; m++) {
                     uint32_t vr[4];
-                    ck_ldmatrix_x4_trans(vr, vbase + vrow * ROWB + (((m * 2 + ((lane >> 3) & 1)) ^ sw(vrow)) * 16));
+                    ck_ldmatrix_x4_trans(vr, vbase + vrow * PITCH + (((m * 2 + ((lane >> 3) & 1)) ^ sw(vrow)) * 16));
 #pragma unroll
                     for (int nr = 0; nr < NR; nr++) ck_mma16816<T>(o[m][nr], vr, pb[nr][0], pb[nr][1]);
                 }
@@ -472,7 +541,14 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         st = st + 1 == STAGES ? 0 : st + 1;
         st_f = st_f + 1 == STAGES ? 0 : st_f + 1;
     }
-    ck_cp_async_wait<0>(); /* only empty groups can be left; the ring is reused below */
+    if (BULK) { /* every issued copy was waited for: the barriers' memory may be reused */
+        __syncwarp();
+        if (lane == 0)
+#pragma unroll
+            for (int i = 0; i < STAGES; i++) ck_mbar_inval(bars + i * 8);
+    } else {
+        ck_cp_async_wait<0>(); /* only empty groups can be left; the ring is reused below */
+    }
 
     /* Combine the warps: m (log2 domain), l, acc through shared memory, then one thread an element. */
     float lsum[NR][2];
