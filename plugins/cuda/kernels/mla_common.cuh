@@ -1,5 +1,5 @@
-/* mla_common.cuh — what both MLA kernels (mla.cu: SIMT, mla_mma.cu: tensor cores) derive alike from a
- * work item. */
+/* mla_common.cuh — what the MLA kernels (mla.cu: SIMT, mla_mma.cu and mla_sm90a.cu: tensor cores) derive
+ * alike from a work item, and the tensor-core kernels' output stores. */
 #pragma once
 
 #include "../cuda_ops12.h"
@@ -24,5 +24,21 @@ __device__ __forceinline__ void ck_mla_item_keys(const ck_mla_args_t &a, const c
         chunk = (chunk + tile - 1) / tile * tile;
         *k_lo = min((int64_t)it.split * chunk, nkeys);
         *k_hi = min(*k_lo + chunk, nkeys);
+    }
+}
+
+/* The tensor-core kernels' store of columns col, col + 1 of an item's query row `row` (token t, head h),
+ * already divided by the row's sum: into its split's partial rows (f32, merged later) when the item is a
+ * split, else into the output in its dtype. */
+__device__ __forceinline__ void ck_mla_store_pair(const ck_mla_args_t &a, const ck_mla_item_t &it, bool part, int row,
+                                                  int64_t t, int64_t h, int col, float o0, float o1)
+{
+    if (part) {
+        float *dst = a.part_o + ((int64_t)(it.part_index + it.split) * CK_MLA_MMA_ROWS + row) * a.dv + col;
+        *(float2 *)dst = make_float2(o0, o1);
+    } else {
+        const int64_t at = t * a.out_st[0] + h * a.out_st[1] + col;
+        ck_store(a.out, at, a.out_dtype, o0);
+        ck_store(a.out, at + 1, a.out_dtype, o1);
     }
 }

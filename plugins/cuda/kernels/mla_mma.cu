@@ -380,14 +380,7 @@ template <typename T, bool FP8> __device__ __forceinline__ void ck_mla_mma_body(
             for (int n = 0; n < 8; n++) {
                 const int col = warp * 64 + n * 8 + 2 * t4;
                 const float o0 = o[mt][n][2 * r] * mul, o1 = o[mt][n][2 * r + 1] * mul;
-                if (part) {
-                    float *dst = a.part_o + ((int64_t)(it.part_index + it.split) * ROWS + row) * a.dv + col;
-                    *(float2 *)dst = make_float2(o0, o1);
-                } else {
-                    const int64_t at = t * a.out_st[0] + h * a.out_st[1] + col;
-                    ck_store(a.out, at, a.out_dtype, o0);
-                    ck_store(a.out, at + 1, a.out_dtype, o1);
-                }
+                ck_mla_store_pair(a, it, part, row, t, h, col, o0, o1);
             }
         }
 }
