@@ -56,6 +56,27 @@ __device__ __forceinline__ void ck_lin_colsum_part(float part[4], float *red, in
     }
     if (lane < 8) *(float4 *)(red + warp * CK_LIN_COLS + lane * 4) = make_float4(part[0], part[1], part[2], part[3]);
 }
+/* GDN's pass over a thread's RPT rows of the decayed state (row rg + i * CK_LIN_ROW_GROUPS, 4 columns at
+ * my + i * CK_LIN_SROW): adds (decay S[row][c]) k[row] kf to pu[c] and (decay S[row][c]) q[row] qf to
+ * po[c], the column sums (e^g S)^T k and (e^g S)^T q. GUARD: rows at or past dk count as zero (the
+ * general kernel; the decode kernel's rows all exist). */
+template <int RPT, bool GUARD>
+__device__ __forceinline__ void ck_lin_decayed_sums(const float *my, const float *sk, const float *sq, float kf, float qf,
+                                                    float decay, int rg, int dk, float pu[4], float po[4])
+{
+#pragma unroll
+    for (int i = 0; i < RPT; i++) {
+        const int row = rg + i * CK_LIN_ROW_GROUPS;
+        const float kr = !GUARD || row < dk ? sk[row] * kf : 0.0f, qr = !GUARD || row < dk ? sq[row] * qf : 0.0f;
+        const float4 x = *(const float4 *)(my + i * CK_LIN_SROW);
+        const float S[4] = {x.x * decay, x.y * decay, x.z * decay, x.w * decay};
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            pu[c] += S[c] * kr;
+            po[c] += S[c] * qr;
+        }
+    }
+}
 __device__ __forceinline__ float ck_lin_colsum_total(const float *red, int c)
 {
     float s = 0.0f;
@@ -202,18 +223,7 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
             const float nq = a.l2norm ? (float)(1.0 / sqrt((double)snorm[0] + 1e-6)) : 1.0f;
             const float kf = a.l2norm ? (float)(1.0 / sqrt((double)snorm[1] + 1e-6)) : 1.0f;
             const float qf = nq * a.scale, qk = snorm[2] * qf * kf, decay = sfac[3];
-#pragma unroll
-            for (int i = 0; i < RPT; i++) {
-                const int row = rg + i * CK_LIN_ROW_GROUPS;
-                const float kr = row < a.dk ? sk[row] * kf : 0.0f, qr = row < a.dk ? sq[row] * qf : 0.0f;
-                const float4 x = *(const float4 *)(my + i * CK_LIN_SROW);
-                const float S[4] = {x.x * decay, x.y * decay, x.z * decay, x.w * decay};
-#pragma unroll
-                for (int c = 0; c < 4; c++) {
-                    pu[c] += S[c] * kr;
-                    po[c] += S[c] * qr;
-                }
-            }
+            ck_lin_decayed_sums<RPT, true>(my, sk, sq, kf, qf, decay, rg, a.dk, pu, po);
             ck_lin_colsum_part(pu, red[1], warp, lane);
             ck_lin_colsum_part(po, red[0], warp, lane);
             __syncthreads();
@@ -383,18 +393,7 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     const float kf = a.l2norm ? (float)(1.0 / sqrt((double)nk2 + 1e-6)) : 1.0f;
     const float qf = nq * a.scale;
     float pu[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-    for (int i = 0; i < RPT; i++) {
-        const int row = rg + i * CK_LIN_ROW_GROUPS;
-        const float kr = sk[row] * kf, qr = sq[row] * qf;
-        const float4 x = *(const float4 *)(my + i * CK_LIN_SROW);
-        const float S[4] = {x.x * decay, x.y * decay, x.z * decay, x.w * decay};
-#pragma unroll
-        for (int c = 0; c < 4; c++) {
-            pu[c] += S[c] * kr;
-            po[c] += S[c] * qr;
-        }
-    }
+    ck_lin_decayed_sums<RPT, false>(my, sk, sq, kf, qf, decay, rg, 0, pu, po);
     ck_lin_colsum_part(po, red[0], warp, lane);
     ck_lin_colsum_part(pu, red[NRED - 1], warp, lane);
     __syncthreads();
