@@ -72,6 +72,9 @@ void cuda_module_unload(cuda_dev_t *d);
 /* A kernel of the device's `family` module (CUDA_FAMILY_*) by name (plans look theirs up once; the handle
  * lives as long as the modules, i.e. the device). */
 attnrt_status_t cuda_function(const cuda_dev_t *d, int family, const char *name, CUfunction *f);
+/* cuda_function, then the kernel's dynamic shared-memory limit raised to smem (and the largest carveout
+ * asked for): the form every kernel with more than 48 KB of dynamic shared memory is loaded by. */
+attnrt_status_t cuda_function_smem(const cuda_dev_t *d, int family, const char *name, uint32_t smem, CUfunction *f);
 /* Index of a padded head dim in the mma tables (64 -> 0, 128 -> 1, 256 -> 2), -1 when none fits. */
 int cuda_mma_dim_index(int64_t dqk, int64_t dv);
 

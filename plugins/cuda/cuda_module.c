@@ -69,6 +69,18 @@ attnrt_status_t cuda_function(const cuda_dev_t *d, int family, const char *name,
                                          d->index, name, families[family].family);
 }
 
+attnrt_status_t cuda_function_smem(const cuda_dev_t *d, int family, const char *name, uint32_t smem, CUfunction *f)
+{
+    attnrt_status_t st = cuda_function(d, family, name, f);
+    if (st != ATTNRT_OK) return st;
+    CUresult r = cuda_drv.FuncSetAttribute(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
+    if (r != CUDA_SUCCESS) return cuda_fail(r, "cuda:%u: %s needs %u bytes of shared memory", d->index, name, smem);
+    /* a hint only (ignored on failure): the largest shared-memory carveout, so as many blocks as fit
+     * are resident */
+    (void)cuda_drv.FuncSetAttribute(*f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
+    return ATTNRT_OK;
+}
+
 attnrt_status_t cuda_module_load(cuda_dev_t *d)
 {
     CUresult r = CUDA_SUCCESS;
@@ -113,14 +125,7 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
                     char name[64];
                     snprintf(name, sizeof name, "ck_attn_mma_%s_%s_%s_d%d", cfg_name[cfg], t_name[t], kv_name[fp8], D);
                     CUfunction f;
-                    st = cuda_function(d, CUDA_FAMILY_ATTENTION, name, &f);
-                    if (st == ATTNRT_OK) {
-                        r = cuda_drv.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
-                        if (r != CUDA_SUCCESS) st = cuda_fail(r, "cuda:%u: %s needs %u bytes of shared memory", d->index, name, smem);
-                        /* a hint only (ignored on failure): the largest shared-memory carveout, so
-                         * as many blocks as fit are resident */
-                        else (void)cuda_drv.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
-                    }
+                    st = cuda_function_smem(d, CUDA_FAMILY_ATTENTION, name, smem, &f);
                     if (st != ATTNRT_OK) {
                         cuda_module_unload(d);
                         return st;

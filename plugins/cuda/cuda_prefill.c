@@ -13,17 +13,6 @@
 
 static const int pf_dims[CUDA_MMA_DIMS] = {64, 128, 256};
 
-/* Finds `name` in the `family` module and raises its shared-memory limit to smem. */
-static attnrt_status_t pf_function(const cuda_dev_t *d, int family, const char *name, uint32_t smem, CUfunction *f)
-{
-    attnrt_status_t st = cuda_function(d, family, name, f);
-    if (st != ATTNRT_OK) return st;
-    CUresult r = cuda_drv.FuncSetAttribute(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
-    if (r != CUDA_SUCCESS) return cuda_fail(r, "cuda:%u: %s needs %u bytes of shared memory", d->index, name, smem);
-    (void)cuda_drv.FuncSetAttribute(*f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100); /* a hint */
-    return ATTNRT_OK;
-}
-
 attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
 {
     const char *env = secure_getenv("ATTNRT_CUDA_PREFILL");
@@ -44,7 +33,7 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
         for (int t = 0; t < 2; t++) {
             char name[48];
             snprintf(name, sizeof name, use_wg ? "ck_attn_prefill_wg_%s_d%d" : "ck_attn_prefill_%s_d%d", t_name[t], D);
-            attnrt_status_t st = pf_function(d, use_wg ? CUDA_FAMILY_SM90A : CUDA_FAMILY_ATTENTION, name, smem, &d->k.prefill[t][di]);
+            attnrt_status_t st = cuda_function_smem(d, use_wg ? CUDA_FAMILY_SM90A : CUDA_FAMILY_ATTENTION, name, smem, &d->k.prefill[t][di]);
             if (st != ATTNRT_OK) return st;
         }
     }
