@@ -213,9 +213,9 @@ int main(int argc, char **argv)
     TRY(attnrt_mem_alloc(ctx, copy_bytes, &cb));
     TRY(attnrt_mem_set(ctx, ca, 0x3c, copy_bytes, NULL));
 
-    enum { NULL_EV, NULL_HOST, IDLE, IDLE_WAIT, QUEUED, STREAM, NULLOP, NULLOP_QUEUED, LAUNCH_US, MEM, NROWS };
+    enum { NULL_EV, NULL_HOST, IDLE, IDLE_WAIT, QUEUED, STREAM, NULLOP, NULLOP_QUEUED, PEER_QUEUED, LAUNCH_US, MEM, NROWS };
     static const char *const names[NROWS] = {"null", "null_host", "idle", "idle_wait", "queued", "stream",
-                                             "nullop", "nullop_queued", "launch_us", "mem_gb_per_s"};
+                                             "nullop", "nullop_queued", "peer_queued", "launch_us", "mem_gb_per_s"};
     double *t[NROWS];
     for (int r = 0; r < NROWS; r++)
         if (!(t[r] = malloc(sizeof(double) * (size_t)o.iters))) return 1;
@@ -224,6 +224,8 @@ int main(int argc, char **argv)
     const size_t queue_bytes = (size_t)128 << 20; /* the device copy in front of a queued call */
     void *tiny = NULL;
     TRY(attnrt_mem_alloc(ctx, 256, &tiny));
+    const size_t peer_bytes = (size_t)(4 * B * HV * D * D); /* read + written: the state's bytes */
+    if (peer_bytes > copy_bytes - queue_bytes) { fprintf(stderr, "linear_timing: the state is too large for the peer copy\n"); return 1; }
     for (int i = 0; i < o.warmup; i++) step_run(&s, NULL), step_run(&s, stream);
     TRY(attnrt_stream_synchronize(ctx, stream));
     float ms = 0.0f;
@@ -259,6 +261,14 @@ int main(int argc, char **argv)
         TRY(attnrt_event_record(e1, stream));
         TRY(attnrt_event_elapsed_ms(e0, e1, &ms));
         t[NULLOP_QUEUED][i] = ms;
+        /* the step's physical peer: a device copy that reads and writes the state's bytes, queued the same way
+         * (its own buffers, past the copy in front's) */
+        TRY(attnrt_mem_copy_on_device(ctx, cb, ca, queue_bytes, stream));
+        TRY(attnrt_event_record(e0, stream));
+        TRY(attnrt_mem_copy_on_device(ctx, (char *)cb + queue_bytes, (char *)ca + queue_bytes, peer_bytes, stream));
+        TRY(attnrt_event_record(e1, stream));
+        TRY(attnrt_event_elapsed_ms(e0, e1, &ms));
+        t[PEER_QUEUED][i] = ms;
         t[MEM][i] = timing_copy_gbs(ctx, cb, ca, copy_bytes, stream, e0, e2);
     }
     double med[NROWS];

@@ -85,6 +85,29 @@ __device__ __forceinline__ float ck_lin_colsum_total(const float *red, int c)
     return s;
 }
 
+/* L2 policies of the decode kernels' state traffic (probe): evict_first, or evict_normal (the default). */
+__device__ __forceinline__ uint64_t ck_lin_policy(bool first)
+{
+    uint64_t p;
+    if (first) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+    else asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(p));
+    return p;
+}
+__device__ __forceinline__ void ck_lin_cp16_hint(uint32_t dst, const void *src, int src_bytes, uint64_t pol, bool pf256)
+{
+    if (pf256)
+        asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::256B [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
+                     "r"(src_bytes), "l"(pol));
+    else
+        asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
+                     "r"(src_bytes), "l"(pol));
+}
+__device__ __forceinline__ void ck_lin_st16_hint(float *p, float4 x, uint64_t pol)
+{
+    asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(p), "f"(x.x), "f"(x.y), "f"(x.z),
+                 "f"(x.w), "l"(pol) : "memory");
+}
+
 /* The decode kernels' block index -> (request, head, first column): a 1-D grid, a head's column slices
  * adjacent (see the top of the file). */
 __device__ __forceinline__ void ck_lin_block(const ck_lin_args_t &a, int &b, int &hv, int &col0)
@@ -327,10 +350,12 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     float *const mine = a.state + slot * a.state_st[0] + hv * a.state_st[1] + rg * a.state_st[2] + jc;
     float *const my = sS + rg * CK_LIN_COLS + cg * 4;
     const bool colok = jc < a.dv;
+    const uint64_t pol_ld = ck_lin_policy(a.l2hint & 1), pol_st = ck_lin_policy(a.l2hint & 2);
+    const bool pf256 = a.l2hint & 4;
 #pragma unroll
     for (int i = 0; i < RPT; i++) {
         const bool ok = read && colok && rg + i * CK_LIN_ROW_GROUPS < a.dk;
-        ck_cp_async16(ck_smem(my + i * CK_LIN_SROW), ok ? mine + i * rstep : a.state, ok ? 16 : 0);
+        ck_lin_cp16_hint(ck_smem(my + i * CK_LIN_SROW), ok ? mine + i * rstep : a.state, ok ? 16 : 0, pol_ld, pf256);
     }
     ck_cp_async_commit();
 
@@ -368,7 +393,7 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
             S.z = hi * x.z + (lo * x.z + kr * v4.z);
             S.w = hi * x.w + (lo * x.w + kr * v4.w);
             po[0] += qr * S.x, po[1] += qr * S.y, po[2] += qr * S.z, po[3] += qr * S.w;
-            if (colok && row < a.dk) *(float4 *)(mine + i * rstep) = S;
+            if (colok && row < a.dk) ck_lin_st16_hint(mine + i * rstep, S, pol_st);
         }
         ck_lin_colsum_part(po, red[0], warp, lane);
         __syncthreads();
@@ -412,9 +437,10 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
         if (row >= a.dk) break;
         const float kr = sk[row] * kf;
         const float4 x = *(const float4 *)(my + i * CK_LIN_SROW); /* decayed again, rounded as in pass 1 */
-        *(float4 *)(mine + i * rstep) =
-            make_float4(__fmul_rn(x.x, decay) + kr * vp4.x, __fmul_rn(x.y, decay) + kr * vp4.y,
-                        __fmul_rn(x.z, decay) + kr * vp4.z, __fmul_rn(x.w, decay) + kr * vp4.w);
+        ck_lin_st16_hint(mine + i * rstep,
+                         make_float4(__fmul_rn(x.x, decay) + kr * vp4.x, __fmul_rn(x.y, decay) + kr * vp4.y,
+                                     __fmul_rn(x.z, decay) + kr * vp4.z, __fmul_rn(x.w, decay) + kr * vp4.w),
+                         pol_st);
     }
 }
 
