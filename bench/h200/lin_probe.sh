@@ -62,7 +62,7 @@ step "linear_timing (peer_queued: the state's bytes as one device copy, queued t
 LT=/tmp/lin_timing
 gcc -O2 -std=c11 -D_GNU_SOURCE -Iruntime/include -Iabi bench/h200/linear_timing.c -L"$BUILD/runtime" \
     -Wl,-rpath,"$BUILD/runtime" -lattnrt -lm -o "$LT" && for op in lightning_decode gdn_decode; do
-    for bh in "64 16" "256 32"; do set -- $bh
+    for bh in ${LT_SHAPES:-"64 16" "64 32"}; do set -- $bh
         kvh=$2; [ "$op" = gdn_decode ] && kvh=$(( $2 / 2 ))
         timeout 60 "$LT" --plugin cuda --op $op --batch $1 --heads $2 --kv-heads $kvh --head-dim 128 --json >> "$OUT/linear_timing.jsonl"
     done
@@ -71,15 +71,17 @@ done
 if command -v ncu > /dev/null 2>&1; then
     step "ncu: B 64 x H 16 decode kernels, queued behind the 128 MiB copy (application replay)"
     M=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,launch__waves_per_multiprocessor,sm__cycles_active.avg,sm__cycles_elapsed.avg,sm__warps_active.avg.pct_of_peak_sustained_active,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
-    for cfg in "none 0 lightning" "all 0 lightning" "none 0 gdn" "all 0 gdn" ${NCU_EXTRA:-"none 3 lightning" "none 3 gdn"}; do
+    for cfg in ${NCU_CFGS:-"none:0:lightning" "all:0:lightning" "none:0:gdn" "all:0:gdn"}; do
+        cfg=${cfg//:/ }
         set -- $cfg
         op=lightning_decode; kvh=16; [ $3 = gdn ] && op=gdn_decode && kvh=8
         ATTNRT_CUDA_LIN_HINT=$2 timeout 90 ncu --clock-control none --cache-control $1 --replay-mode application \
             -k "regex:ck_lin_$3_decode" -c 1 --metrics $M "$BUILD/tools/attnrt-bench" --plugin cuda --op $op --batch 64 \
             --heads 16 --kv-heads $kvh --head-dim 128 --dtype bf16 --iters 1 --warmup 0 --timing queued --no-ceiling \
-            > "$OUT/ncu-$3-$1-h$2.txt" 2>&1
+            > "$OUT/ncu.tmp" 2>&1
         echo "--- ncu $3 cache-control $1 hint $2 (exit $?)"
-        grep -E "^ +(gpu__|dram__|launch__|sm__|lts__)" "$OUT/ncu-$3-$1-h$2.txt"
+        grep -E "^ +(gpu__|dram__|launch__|sm__|lts__)" "$OUT/ncu.tmp"
+        cat "$OUT/ncu.tmp" >> "$OUT/ncu.txt"; rm -f "$OUT/ncu.tmp"
     done
 fi
 step "done"

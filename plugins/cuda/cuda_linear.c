@@ -168,7 +168,7 @@ static attnrt_status_t lin_launch(cuda_dev_t *d, const cuda_lin_plan_t *p, ck_li
     k->v_dtype = cuda_ck_dtype(v->dtype);
     k->out_dtype = cuda_ck_dtype(out->dtype);
     const char *hint = secure_getenv("ATTNRT_CUDA_LIN_HINT"); /* probe of session 6 */
-    k->l2hint = hint ? atoi(hint) & 7 : 0;
+    k->l2hint = hint ? atoi(hint) & 31 : 0;
     k->vec4 = p->Dv % 4 == 0 && (uintptr_t)state->data % 16 == 0 && state->strides[0] % 4 == 0 &&
               state->strides[1] % 4 == 0 && state->strides[2] % 4 == 0 && state->strides[3] == 1;
     if (p->B <= 0) return ATTNRT_OK;

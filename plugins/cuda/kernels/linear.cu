@@ -93,19 +93,40 @@ __device__ __forceinline__ uint64_t ck_lin_policy(bool first)
     else asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(p));
     return p;
 }
-__device__ __forceinline__ void ck_lin_cp16_hint(uint32_t dst, const void *src, int src_bytes, uint64_t pol, bool pf256)
+__device__ __forceinline__ void ck_lin_cp16_hint(uint32_t dst, const void *src, int src_bytes, uint64_t pol, bool pf256,
+                                                 bool plain)
 {
-    if (pf256)
+    if (plain) ck_cp_async16(dst, src, src_bytes);
+    else if (pf256)
         asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::256B [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
                      "r"(src_bytes), "l"(pol));
     else
         asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
                      "r"(src_bytes), "l"(pol));
 }
-__device__ __forceinline__ void ck_lin_st16_hint(float *p, float4 x, uint64_t pol)
+__device__ __forceinline__ void ck_lin_st16_hint(float *p, float4 x, uint64_t pol, bool plain)
 {
-    asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(p), "f"(x.x), "f"(x.y), "f"(x.z),
+    if (plain) *(float4 *)p = x;
+    else asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(p), "f"(x.x), "f"(x.y), "f"(x.z),
                  "f"(x.w), "l"(pol) : "memory");
+}
+
+/* GDN decode: |q|^2, |k|^2 and q . k over the RPT x 16 staged rows, summed over the warp (every lane
+ * gets the totals). */
+template <int RPT>
+__device__ __forceinline__ void ck_lin_norms(const float *sq, const float *sk, int lane, float &nq2, float &nk2, float &qk2)
+{
+#pragma unroll
+    for (int i = lane; i < RPT * CK_LIN_ROW_GROUPS; i += 32) {
+        const float x = sq[i], y = sk[i];
+        nq2 += x * x, nk2 += y * y, qk2 += x * y;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        nq2 += __shfl_xor_sync(0xffffffffu, nq2, o);
+        nk2 += __shfl_xor_sync(0xffffffffu, nk2, o);
+        qk2 += __shfl_xor_sync(0xffffffffu, qk2, o);
+    }
 }
 
 /* The decode kernels' block index -> (request, head, first column): a 1-D grid, a head's column slices
@@ -351,11 +372,11 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     float *const my = sS + rg * CK_LIN_COLS + cg * 4;
     const bool colok = jc < a.dv;
     const uint64_t pol_ld = ck_lin_policy(a.l2hint & 1), pol_st = ck_lin_policy(a.l2hint & 2);
-    const bool pf256 = a.l2hint & 4;
+    const bool pf256 = a.l2hint & 4, plain = a.l2hint & 8, early = a.l2hint & 16;
 #pragma unroll
     for (int i = 0; i < RPT; i++) {
         const bool ok = read && colok && rg + i * CK_LIN_ROW_GROUPS < a.dk;
-        ck_lin_cp16_hint(ck_smem(my + i * CK_LIN_SROW), ok ? mine + i * rstep : a.state, ok ? 16 : 0, pol_ld, pf256);
+        ck_lin_cp16_hint(ck_smem(my + i * CK_LIN_SROW), ok ? mine + i * rstep : a.state, ok ? 16 : 0, pol_ld, pf256, plain);
     }
     ck_cp_async_commit();
 
@@ -374,12 +395,17 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
         if (lane == 0) decay = (float)exp((double)ck_load(a.g, b * a.g_st[0] + hv * a.g_st[1], a.g_dtype));
         decay = __shfl_sync(0xffffffffu, decay, 0);
     }
+    double lambda = 0.0; /* lightning's decay (probe bit 16: formed while the state is in flight) */
+    if (OP == CK_LIN_LIGHTNING && early) lambda = exp(-(double)a.slopes[hv * a.slopes_st]);
     __syncthreads();
+    /* GDN: |q|^2, |k|^2, q . k over the staged rows (every warp forms them itself) */
+    float nq2 = 0.0f, nk2 = 0.0f, qk2 = 0.0f;
+    if (OP == CK_LIN_GDN && early) ck_lin_norms<RPT>(sq, sk, lane, nq2, nk2, qk2);
     ck_lin_wait_all(); /* this thread's state elements have landed */
 
     float po[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (OP == CK_LIN_LIGHTNING) {
-        const double lambda = exp(-(double)a.slopes[hv * a.slopes_st]);
+        if (!early) lambda = exp(-(double)a.slopes[hv * a.slopes_st]);
         const float hi = (float)lambda, lo = (float)(lambda - (double)hi);
         const float4 v4 = *(const float4 *)(sv + cg * 4); /* zero past the columns */
 #pragma unroll 4 /* fully unrolled, the 8 rows' loads hoisted together spill at 40 registers */
@@ -393,7 +419,7 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
             S.z = hi * x.z + (lo * x.z + kr * v4.z);
             S.w = hi * x.w + (lo * x.w + kr * v4.w);
             po[0] += qr * S.x, po[1] += qr * S.y, po[2] += qr * S.z, po[3] += qr * S.w;
-            if (colok && row < a.dk) ck_lin_st16_hint(mine + i * rstep, S, pol_st);
+            if (colok && row < a.dk) ck_lin_st16_hint(mine + i * rstep, S, pol_st, plain);
         }
         ck_lin_colsum_part(po, red[0], warp, lane);
         __syncthreads();
@@ -402,18 +428,7 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     }
 
     /* GDN: o = (e^g S)^T q + v' (k . q) with v' = beta (v - (e^g S)^T k) */
-    float nq2 = 0.0f, nk2 = 0.0f, qk2 = 0.0f;
-#pragma unroll
-    for (int i = lane; i < RPT * CK_LIN_ROW_GROUPS; i += 32) {
-        const float x = sq[i], y = sk[i];
-        nq2 += x * x, nk2 += y * y, qk2 += x * y;
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        nq2 += __shfl_xor_sync(0xffffffffu, nq2, o);
-        nk2 += __shfl_xor_sync(0xffffffffu, nk2, o);
-        qk2 += __shfl_xor_sync(0xffffffffu, qk2, o);
-    }
+    if (!early) ck_lin_norms<RPT>(sq, sk, lane, nq2, nk2, qk2);
     const float nq = a.l2norm ? (float)(1.0 / sqrt((double)nq2 + 1e-6)) : 1.0f;
     const float kf = a.l2norm ? (float)(1.0 / sqrt((double)nk2 + 1e-6)) : 1.0f;
     const float qf = nq * a.scale;
@@ -440,7 +455,7 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
         ck_lin_st16_hint(mine + i * rstep,
                          make_float4(__fmul_rn(x.x, decay) + kr * vp4.x, __fmul_rn(x.y, decay) + kr * vp4.y,
                                      __fmul_rn(x.z, decay) + kr * vp4.z, __fmul_rn(x.w, decay) + kr * vp4.w),
-                         pol_st);
+                         pol_st, plain);
     }
 }
 
