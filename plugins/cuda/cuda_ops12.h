@@ -126,8 +126,6 @@ typedef struct ck_lin_args {
     int64_t num_tokens, num_seqs, num_slots;
     int32_t heads, group, dk, dv, num_spec, spec, init_bits, l2norm, vec4;
     int32_t q_dtype, k_dtype, v_dtype, out_dtype, g_dtype, beta_dtype;
-    int32_t l2hint; /* decode kernels, probe (ATTNRT_CUDA_LIN_HINT): 1 evict_first loads, 2 stores, 4 256 B prefetch,
-                     * 8 plain forms (no policy), 16 lambda / GDN norms before the state wait */
     float   scale;
 } ck_lin_args_t;
 

@@ -85,34 +85,29 @@ __device__ __forceinline__ float ck_lin_colsum_total(const float *red, int c)
     return s;
 }
 
-/* L2 policies of the decode kernels' state traffic (probe): evict_first, or evict_normal (the default). */
-__device__ __forceinline__ uint64_t ck_lin_policy(bool first)
+/* The decode kernels' state loads and stores carry an explicit L2::evict_normal policy (createpolicy +
+ * .L2::cache_hint). Same-run A/B on the H200 (docs/dev/cuda-linear.md, session 6): 2-4 us faster at
+ * B 64 x H 16 and 3-6 points faster at the larger shapes than the plain cp.async.cg / st.global.v4 forms,
+ * whose stores made 23-37 % more L2 write sectors (ncu); evict_first on either was slower. */
+__device__ __forceinline__ uint64_t ck_lin_policy_normal()
 {
     uint64_t p;
-    if (first) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
-    else asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(p));
+    asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(p));
     return p;
 }
-__device__ __forceinline__ void ck_lin_cp16_hint(uint32_t dst, const void *src, int src_bytes, uint64_t pol, bool pf256,
-                                                 bool plain)
+__device__ __forceinline__ void ck_lin_cp16_pol(uint32_t dst, const void *src, int src_bytes, uint64_t pol)
 {
-    if (plain) ck_cp_async16(dst, src, src_bytes);
-    else if (pf256)
-        asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::256B [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
-                     "r"(src_bytes), "l"(pol));
-    else
-        asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
-                     "r"(src_bytes), "l"(pol));
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src), "r"(src_bytes),
+                 "l"(pol));
 }
-__device__ __forceinline__ void ck_lin_st16_hint(float *p, float4 x, uint64_t pol, bool plain)
+__device__ __forceinline__ void ck_lin_st16_pol(float *p, float4 x, uint64_t pol)
 {
-    if (plain) *(float4 *)p = x;
-    else asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(p), "f"(x.x), "f"(x.y), "f"(x.z),
+    asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(p), "f"(x.x), "f"(x.y), "f"(x.z),
                  "f"(x.w), "l"(pol) : "memory");
 }
 
-/* GDN decode: |q|^2, |k|^2 and q . k over the RPT x 16 staged rows, summed over the warp (every lane
- * gets the totals). */
+/* GDN decode: |q|^2, |k|^2 and q . k over the RPT x 16 staged rows, summed over the warp (every warp
+ * forms them itself: no barrier; every lane gets the totals). */
 template <int RPT>
 __device__ __forceinline__ void ck_lin_norms(const float *sq, const float *sk, int lane, float &nq2, float &nk2, float &qk2)
 {
@@ -371,12 +366,11 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     float *const mine = a.state + slot * a.state_st[0] + hv * a.state_st[1] + rg * a.state_st[2] + jc;
     float *const my = sS + rg * CK_LIN_COLS + cg * 4;
     const bool colok = jc < a.dv;
-    const uint64_t pol_ld = ck_lin_policy(a.l2hint & 1), pol_st = ck_lin_policy(a.l2hint & 2);
-    const bool pf256 = a.l2hint & 4, plain = a.l2hint & 8, early = a.l2hint & 16;
+    const uint64_t pol_ld = ck_lin_policy_normal();
 #pragma unroll
     for (int i = 0; i < RPT; i++) {
         const bool ok = read && colok && rg + i * CK_LIN_ROW_GROUPS < a.dk;
-        ck_lin_cp16_hint(ck_smem(my + i * CK_LIN_SROW), ok ? mine + i * rstep : a.state, ok ? 16 : 0, pol_ld, pf256, plain);
+        ck_lin_cp16_pol(ck_smem(my + i * CK_LIN_SROW), ok ? mine + i * rstep : a.state, ok ? 16 : 0, pol_ld);
     }
     ck_cp_async_commit();
 
@@ -395,19 +389,16 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
         if (lane == 0) decay = (float)exp((double)ck_load(a.g, b * a.g_st[0] + hv * a.g_st[1], a.g_dtype));
         decay = __shfl_sync(0xffffffffu, decay, 0);
     }
-    double lambda = 0.0; /* lightning's decay (probe bit 16: formed while the state is in flight) */
-    if (OP == CK_LIN_LIGHTNING && early) lambda = exp(-(double)a.slopes[hv * a.slopes_st]);
+    /* lightning's decay (a load of the slope and an exp) formed while the state is still in flight */
+    const double lambda = OP == CK_LIN_LIGHTNING ? exp(-(double)a.slopes[hv * a.slopes_st]) : 0.0;
     __syncthreads();
-    /* GDN: |q|^2, |k|^2, q . k over the staged rows (every warp forms them itself) */
-    float nq2 = 0.0f, nk2 = 0.0f, qk2 = 0.0f;
-    if (OP == CK_LIN_GDN && early) ck_lin_norms<RPT>(sq, sk, lane, nq2, nk2, qk2);
     ck_lin_wait_all(); /* this thread's state elements have landed */
 
     float po[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (OP == CK_LIN_LIGHTNING) {
-        if (!early) lambda = exp(-(double)a.slopes[hv * a.slopes_st]);
         const float hi = (float)lambda, lo = (float)(lambda - (double)hi);
         const float4 v4 = *(const float4 *)(sv + cg * 4); /* zero past the columns */
+        const uint64_t pol = ck_lin_policy_normal(); /* formed here: no register pair held across the wait */
 #pragma unroll 4 /* fully unrolled, the 8 rows' loads hoisted together spill at 40 registers */
         for (int i = 0; i < RPT; i++) {
             const int row = rg + i * CK_LIN_ROW_GROUPS;
@@ -419,7 +410,7 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
             S.z = hi * x.z + (lo * x.z + kr * v4.z);
             S.w = hi * x.w + (lo * x.w + kr * v4.w);
             po[0] += qr * S.x, po[1] += qr * S.y, po[2] += qr * S.z, po[3] += qr * S.w;
-            if (colok && row < a.dk) ck_lin_st16_hint(mine + i * rstep, S, pol_st, plain);
+            if (colok && row < a.dk) ck_lin_st16_pol(mine + i * rstep, S, pol);
         }
         ck_lin_colsum_part(po, red[0], warp, lane);
         __syncthreads();
@@ -427,8 +418,10 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
         return;
     }
 
-    /* GDN: o = (e^g S)^T q + v' (k . q) with v' = beta (v - (e^g S)^T k) */
-    if (!early) ck_lin_norms<RPT>(sq, sk, lane, nq2, nk2, qk2);
+    /* GDN: o = (e^g S)^T q + v' (k . q) with v' = beta (v - (e^g S)^T k); the norms after the wait (before
+     * it, held across it, they spill at 40 registers) */
+    float nq2 = 0.0f, nk2 = 0.0f, qk2 = 0.0f;
+    ck_lin_norms<RPT>(sq, sk, lane, nq2, nk2, qk2);
     const float nq = a.l2norm ? (float)(1.0 / sqrt((double)nq2 + 1e-6)) : 1.0f;
     const float kf = a.l2norm ? (float)(1.0 / sqrt((double)nk2 + 1e-6)) : 1.0f;
     const float qf = nq * a.scale;
@@ -446,16 +439,110 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     __syncthreads();
     if (!colok) return;
     const float4 vp4 = *(const float4 *)(red[NRED - 1] + cg * 4);
-#pragma unroll
+#pragma unroll 4 /* fully unrolled, the stores' policy spills 4 bytes at 40 registers */
     for (int i = 0; i < RPT; i++) {
         const int row = rg + i * CK_LIN_ROW_GROUPS;
         if (row >= a.dk) break;
         const float kr = sk[row] * kf;
         const float4 x = *(const float4 *)(my + i * CK_LIN_SROW); /* decayed again, rounded as in pass 1 */
-        ck_lin_st16_hint(mine + i * rstep,
-                         make_float4(__fmul_rn(x.x, decay) + kr * vp4.x, __fmul_rn(x.y, decay) + kr * vp4.y,
-                                     __fmul_rn(x.z, decay) + kr * vp4.z, __fmul_rn(x.w, decay) + kr * vp4.w),
-                         pol_st, plain);
+        ck_lin_st16_pol(mine + i * rstep,
+                        make_float4(__fmul_rn(x.x, decay) + kr * vp4.x, __fmul_rn(x.y, decay) + kr * vp4.y,
+                                    __fmul_rn(x.z, decay) + kr * vp4.z, __fmul_rn(x.w, decay) + kr * vp4.w),
+                        ck_lin_policy_normal());
+    }
+}
+
+/* ---- GDN decode, warp columns: as ck_lin_decode_body<GDN> (same grid, same state slice in shared
+ * memory, 40 registers, 12 blocks an SM), but a warp owns 8 whole columns of the slice (lane: 4 columns x
+ * rows rg + 16 i, rg = lane / 2), so both column sums over Dk are warp shuffles and no barrier follows
+ * the state wait: each warp computes v' and stores its columns' new state as soon as its own rows have
+ * landed, instead of after the slowest warp's (two barriers in ck_lin_decode_body). A thread's 4 columns
+ * sit at chunk (c4 ^ 2 (rg & 3)) of its shared rows (c4 = its 16-byte chunk in the 128-byte row): the 8
+ * lanes of a 128-byte shared access then hit 8 different chunks. */
+template <int RPT>
+__device__ __forceinline__ void ck_lin_gdn_decode_warp_body(const ck_lin_args_t &a)
+{
+    __shared__ float sq[RPT * CK_LIN_ROW_GROUPS], sk[RPT * CK_LIN_ROW_GROUPS];
+    __shared__ __align__(16) float sv[CK_LIN_COLS];
+    __shared__ __align__(16) float sS[RPT * CK_LIN_ROW_GROUPS * CK_LIN_COLS];
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int rg = lane >> 1, c4 = warp * 2 + (lane & 1); /* row lane, 16-byte chunk of the slice */
+    int b, hv, col0;
+    ck_lin_block(a, b, hv, col0);
+    const int ncols = min(CK_LIN_COLS, a.dv - col0), cl = c4 * 4, jc = col0 + cl;
+    const int64_t kh = hv / a.group;
+    const int64_t out_at = b * a.out_st[0] + hv * a.out_st[1] + col0;
+
+    const int64_t slot = a.slot_idx[b * a.slot_st];
+    if (slot < 0 || slot >= a.num_slots) { /* padding */
+        if (tid < ncols) ck_store(a.out, out_at + tid, a.out_dtype, 0.0f);
+        return;
+    }
+    const bool read = ck_lin_flag(a, b) != 0;
+    const int64_t rstep = CK_LIN_ROW_GROUPS * a.state_st[2];
+    float *const mine = a.state + slot * a.state_st[0] + hv * a.state_st[1] + rg * a.state_st[2] + jc;
+    float *const my = sS + rg * CK_LIN_COLS + ((c4 ^ ((rg & 3) << 1)) << 2);
+    const bool colok = jc < a.dv;
+    const uint64_t pol_ld = ck_lin_policy_normal();
+#pragma unroll
+    for (int i = 0; i < RPT; i++) {
+        const bool ok = read && colok && rg + i * CK_LIN_ROW_GROUPS < a.dk;
+        ck_lin_cp16_pol(ck_smem(my + i * CK_LIN_SROW), ok ? mine + i * rstep : a.state, ok ? 16 : 0, pol_ld);
+    }
+    ck_cp_async_commit();
+
+    /* while the state is in flight: q, k (zero past Dk), v (zero past the columns); e^g and beta */
+    if (tid < RPT * CK_LIN_ROW_GROUPS) {
+        const bool in = tid < a.dk;
+        sq[tid] = in ? ck_load(a.q, b * a.q_st[0] + kh * a.q_st[1] + tid, a.q_dtype) : 0.0f;
+        sk[tid] = in ? ck_load(a.k, b * a.k_st[0] + kh * a.k_st[1] + tid, a.k_dtype) : 0.0f;
+    }
+    if (tid < CK_LIN_COLS) sv[tid] = tid < ncols ? ck_load(a.v, b * a.v_st[0] + hv * a.v_st[1] + col0 + tid, a.v_dtype) : 0.0f;
+    float beta = 0.0f, decay = 1.0f;
+    if (lane == 0) {
+        beta = ck_load(a.beta, b * a.beta_st[0] + hv * a.beta_st[1], a.beta_dtype);
+        decay = (float)exp((double)ck_load(a.g, b * a.g_st[0] + hv * a.g_st[1], a.g_dtype));
+    }
+    beta = __shfl_sync(0xffffffffu, beta, 0);
+    decay = __shfl_sync(0xffffffffu, decay, 0);
+    __syncthreads();
+    ck_lin_wait_all(); /* this thread's state elements have landed; no barrier after this */
+
+    float nq2 = 0.0f, nk2 = 0.0f, qk2 = 0.0f;
+    ck_lin_norms<RPT>(sq, sk, lane, nq2, nk2, qk2);
+    const float nq = a.l2norm ? (float)(1.0 / sqrt((double)nq2 + 1e-6)) : 1.0f;
+    const float kf = a.l2norm ? (float)(1.0 / sqrt((double)nk2 + 1e-6)) : 1.0f;
+    const float qf = nq * a.scale;
+    float pu[4] = {0.0f, 0.0f, 0.0f, 0.0f}, po[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    ck_lin_decayed_sums<RPT, false>(my, sk, sq, kf, qf, decay, rg, 0, pu, po);
+#pragma unroll
+    for (int o = 2; o < 32; o <<= 1) /* over the 16 row lanes of the warp (lanes of one chunk) */
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            pu[c] += __shfl_xor_sync(0xffffffffu, pu[c], o);
+            po[c] += __shfl_xor_sync(0xffffffffu, po[c], o);
+        }
+    const float4 v4 = *(const float4 *)(sv + cl);
+    /* v' = beta (v - u): 0 past the columns (v and u are) */
+    const float vp[4] = {beta * (v4.x - pu[0]), beta * (v4.y - pu[1]), beta * (v4.z - pu[2]), beta * (v4.w - pu[3])};
+    if (rg == 0) {
+        const float qk = qk2 * qf * kf;
+#pragma unroll
+        for (int c = 0; c < 4; c++)
+            if (cl + c < ncols) ck_store(a.out, out_at + cl + c, a.out_dtype, po[c] + vp[c] * qk);
+    }
+    if (!colok) return;
+#pragma unroll 4
+    for (int i = 0; i < RPT; i++) {
+        const int row = rg + i * CK_LIN_ROW_GROUPS;
+        if (row >= a.dk) break;
+        const float kr = sk[row] * kf;
+        const float4 x = *(const float4 *)(my + i * CK_LIN_SROW); /* decayed again, rounded as in pass 1 */
+        ck_lin_st16_pol(mine + i * rstep,
+                        make_float4(__fmul_rn(x.x, decay) + kr * vp[0], __fmul_rn(x.y, decay) + kr * vp[1],
+                                    __fmul_rn(x.z, decay) + kr * vp[2], __fmul_rn(x.w, decay) + kr * vp[3]),
+                        ck_lin_policy_normal());
     }
 }
 
@@ -491,3 +578,11 @@ CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 4)
 CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 8)
 CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 4)
 CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 8)
+/* GDN decode with warp columns (ck_lin_gdn_decode_warp_body; ATTNRT_CUDA_LINEAR=warp) */
+#define CK_LIN_GDN_WARP_KERNEL(rpt)                                                                        \
+    extern "C" __global__ void __launch_bounds__(CK_LIN_THREADS, 12)                                       \
+        ck_lin_gdn_decode_w_r##rpt(const __grid_constant__ ck_lin_args_t a)                                \
+    {                                                                                                      \
+        ck_lin_gdn_decode_warp_body<rpt>(a);                                                               \
+    }
+CK_LIN_GDN_WARP_KERNEL(8) /* Dk 65-128 only: at 4 rows a thread it spills at 40 registers */
