@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# bench/h200/lin_ab.sh — an A/B of a linear decode variant selected by ATTNRT_CUDA_LINEAR=$LIN_AB (session
-# 6: warp, the warp-column GDN decode kernel) against the default, in one call after run_ops.sh:
+# bench/h200/lin_ab.sh — an A/B of a linear decode variant selected by ATTNRT_CUDA_LINEAR=$LIN_AB (default
+# general; session 6 ran it on a warp-column GDN decode kernel, since removed) against the default, in one
+# call after run_ops.sh:
 # attnrt-conform (full set) under the variant, racecheck / memcheck of the decode cases under it, and
 # interleaved attnrt-bench rows of $LIN_AB_OP at the four issue shapes (twice). Results: $OUT/lin_ab.log,
-# $OUT/lin_ab.jsonl (rows tagged by the knob).   LIN_AB=warp OUT=$OUT BUILD_DIR=build-cuda bash bench/h200/lin_ab.sh
+# $OUT/lin_ab.jsonl (rows tagged by the knob).   LIN_AB=general OUT=$OUT BUILD_DIR=build-cuda bash bench/h200/lin_ab.sh
 set -u
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$ROOT"
@@ -14,7 +15,7 @@ mkdir -p "$OUT"
 exec > >(tee -a "$OUT/lin_ab.log") 2>&1
 export ATTNRT_PLUGIN_PATH="$BUILD/plugins/cuda:$BUILD/plugins/cpu"
 unset ATTNRT_PLUGIN ATTNRT_DEVICE ATTNRT_CUDA_KERNELS ATTNRT_CUDA_SPLITS ATTNRT_CUDA_LINEAR
-V=${LIN_AB:-warp}
+V=${LIN_AB:-general}
 OP=${LIN_AB_OP:-gdn_decode}
 echo "=== conformance with ATTNRT_CUDA_LINEAR=$V"
 ATTNRT_CUDA_LINEAR=$V timeout 120 "$BUILD/tools/attnrt-conform" --plugin cuda > "$OUT/conform-ab.txt" 2>&1
