@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# bench/h200/lin_probe.sh — session 6's probe of the small linear decode step (B 64 x H 16) in ONE call:
+# bench/h200/lin_probe.sh — session 6's probe of the small linear decode step (B 64 x H 16) in ONE call
+# (kept as the record of calls 1-2; the ATTNRT_CUDA_LIN_HINT knob it sweeps is gone from the plugin since,
+# so its hint rows now all time the kept kernels: docs/dev/cuda-linear.md, session 6):
 # conformance (full set; lin / gdn on the general kernel), attnrt-bench rows (queued and single) of both
 # decode ops at the four issue shapes under the L2-policy knob ATTNRT_CUDA_LIN_HINT (PROBE_HINTS), the
 # copy peer of the step (linear_timing's peer_queued: a device copy of the state's bytes, queued the same
