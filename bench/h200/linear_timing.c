@@ -15,6 +15,8 @@
  *   stream:     --runs calls back to back on the created stream between two events, per call;
  *   nullop:     a 4-byte attnrt_mem_set on the NULL stream between two events: the fixed cost of any
  *               synchronous NULL-stream call with ~no device work; nullop_queued: the same set queued;
+ *   peer_queued: a device copy of the state's bytes (read + written), queued as `queued`: the step's
+ *               physical peer (0 when the state is larger than the copy buffers' spare 384 MiB);
  *   launch_us:  the host's time in the run call on the created stream (enqueue only).
  * Each is the median of --iters samples after --warmup calls. The line goes to stderr; --json also
  * prints the figures as one JSON line on stdout. Bytes, as attnrt-bench counts them: the
@@ -213,9 +215,9 @@ int main(int argc, char **argv)
     TRY(attnrt_mem_alloc(ctx, copy_bytes, &cb));
     TRY(attnrt_mem_set(ctx, ca, 0x3c, copy_bytes, NULL));
 
-    enum { NULL_EV, NULL_HOST, IDLE, IDLE_WAIT, QUEUED, STREAM, NULLOP, NULLOP_QUEUED, LAUNCH_US, MEM, NROWS };
+    enum { NULL_EV, NULL_HOST, IDLE, IDLE_WAIT, QUEUED, STREAM, NULLOP, NULLOP_QUEUED, PEER_QUEUED, LAUNCH_US, MEM, NROWS };
     static const char *const names[NROWS] = {"null", "null_host", "idle", "idle_wait", "queued", "stream",
-                                             "nullop", "nullop_queued", "launch_us", "mem_gb_per_s"};
+                                             "nullop", "nullop_queued", "peer_queued", "launch_us", "mem_gb_per_s"};
     double *t[NROWS];
     for (int r = 0; r < NROWS; r++)
         if (!(t[r] = malloc(sizeof(double) * (size_t)o.iters))) return 1;
@@ -224,6 +226,8 @@ int main(int argc, char **argv)
     const size_t queue_bytes = (size_t)128 << 20; /* the device copy in front of a queued call */
     void *tiny = NULL;
     TRY(attnrt_mem_alloc(ctx, 256, &tiny));
+    const size_t peer_bytes = (size_t)(4 * B * HV * D * D); /* read + written: the state's bytes */
+    const int peer_ok = peer_bytes <= copy_bytes - queue_bytes; /* else the peer row reads 0 */
     for (int i = 0; i < o.warmup; i++) step_run(&s, NULL), step_run(&s, stream);
     TRY(attnrt_stream_synchronize(ctx, stream));
     float ms = 0.0f;
@@ -259,6 +263,17 @@ int main(int argc, char **argv)
         TRY(attnrt_event_record(e1, stream));
         TRY(attnrt_event_elapsed_ms(e0, e1, &ms));
         t[NULLOP_QUEUED][i] = ms;
+        /* the step's physical peer: a device copy that reads and writes the state's bytes, queued the same way
+         * (its own buffers, past the copy in front's) */
+        t[PEER_QUEUED][i] = 0.0;
+        if (peer_ok) {
+            TRY(attnrt_mem_copy_on_device(ctx, cb, ca, queue_bytes, stream));
+            TRY(attnrt_event_record(e0, stream));
+            TRY(attnrt_mem_copy_on_device(ctx, (char *)cb + queue_bytes, (char *)ca + queue_bytes, peer_bytes, stream));
+            TRY(attnrt_event_record(e1, stream));
+            TRY(attnrt_event_elapsed_ms(e0, e1, &ms));
+            t[PEER_QUEUED][i] = ms;
+        }
         t[MEM][i] = timing_copy_gbs(ctx, cb, ca, copy_bytes, stream, e0, e2);
     }
     double med[NROWS];
@@ -273,7 +288,7 @@ int main(int argc, char **argv)
             "(%% of the ceiling):\n", op, (long long)B, (long long)HV, (long long)H, (long long)D, bytes * 1e-6, ceil);
     for (int r = 0; r < NROWS - 1; r++) {
         const double us = r == LAUNCH_US ? med[r] : med[r] * 1e3;
-        if (r == LAUNCH_US || r == NULLOP || r == NULLOP_QUEUED) fprintf(stderr, "  %-13s %8.1f\n", names[r], us);
+        if (r == LAUNCH_US || r == NULLOP || r == NULLOP_QUEUED || us <= 0.0) fprintf(stderr, "  %-13s %8.1f\n", names[r], us);
         else fprintf(stderr, "  %-13s %8.1f  (%.1f%%)\n", names[r], us, 100.0 * bytes / (us * 1e-6) * 1e-9 / ceil);
     }
     if (o.json) {
@@ -283,7 +298,7 @@ int main(int argc, char **argv)
         for (int r = 0; r < NROWS - 1; r++) {
             const double us = r == LAUNCH_US ? med[r] : med[r] * 1e3;
             printf(", \"%s_us\": %.4g", r == LAUNCH_US ? "launch" : names[r], us);
-            if (r != LAUNCH_US && r != NULLOP && r != NULLOP_QUEUED)
+            if (r != LAUNCH_US && r != NULLOP && r != NULLOP_QUEUED && us > 0.0) /* peer_queued 0: not run */
                 printf(", \"%s_fraction_of_mem\": %.4f", names[r], bytes / (us * 1e-6) * 1e-9 / ceil);
         }
         printf("}\n");

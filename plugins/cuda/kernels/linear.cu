@@ -85,6 +85,45 @@ __device__ __forceinline__ float ck_lin_colsum_total(const float *red, int c)
     return s;
 }
 
+/* The decode kernels' state loads and stores carry an explicit L2::evict_normal policy (createpolicy +
+ * .L2::cache_hint). Same-run A/B on the H200 (docs/dev/cuda-linear.md, session 6): 2-4 us faster at
+ * B 64 x H 16 and 3-6 points faster at the larger shapes than the plain cp.async.cg / st.global.v4 forms,
+ * whose stores made 23-37 % more L2 write sectors (ncu); evict_first on either was slower. */
+__device__ __forceinline__ uint64_t ck_lin_policy_normal()
+{
+    uint64_t p;
+    asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(p));
+    return p;
+}
+__device__ __forceinline__ void ck_lin_cp16_pol(uint32_t dst, const void *src, int src_bytes, uint64_t pol)
+{
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src), "r"(src_bytes),
+                 "l"(pol));
+}
+__device__ __forceinline__ void ck_lin_st16_pol(float *p, float4 x, uint64_t pol)
+{
+    asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(p), "f"(x.x), "f"(x.y), "f"(x.z),
+                 "f"(x.w), "l"(pol) : "memory");
+}
+
+/* GDN decode: |q|^2, |k|^2 and q . k over the RPT x 16 staged rows, summed over the warp (every warp
+ * forms them itself: no barrier; every lane gets the totals). */
+template <int RPT>
+__device__ __forceinline__ void ck_lin_norms(const float *sq, const float *sk, int lane, float &nq2, float &nk2, float &qk2)
+{
+#pragma unroll
+    for (int i = lane; i < RPT * CK_LIN_ROW_GROUPS; i += 32) {
+        const float x = sq[i], y = sk[i];
+        nq2 += x * x, nk2 += y * y, qk2 += x * y;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        nq2 += __shfl_xor_sync(0xffffffffu, nq2, o);
+        nk2 += __shfl_xor_sync(0xffffffffu, nk2, o);
+        qk2 += __shfl_xor_sync(0xffffffffu, qk2, o);
+    }
+}
+
 /* The decode kernels' block index -> (request, head, first column): a 1-D grid, a head's column slices
  * adjacent (see the top of the file). */
 __device__ __forceinline__ void ck_lin_block(const ck_lin_args_t &a, int &b, int &hv, int &col0)
@@ -327,10 +366,11 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     float *const mine = a.state + slot * a.state_st[0] + hv * a.state_st[1] + rg * a.state_st[2] + jc;
     float *const my = sS + rg * CK_LIN_COLS + cg * 4;
     const bool colok = jc < a.dv;
+    const uint64_t pol_ld = ck_lin_policy_normal();
 #pragma unroll
     for (int i = 0; i < RPT; i++) {
         const bool ok = read && colok && rg + i * CK_LIN_ROW_GROUPS < a.dk;
-        ck_cp_async16(ck_smem(my + i * CK_LIN_SROW), ok ? mine + i * rstep : a.state, ok ? 16 : 0);
+        ck_lin_cp16_pol(ck_smem(my + i * CK_LIN_SROW), ok ? mine + i * rstep : a.state, ok ? 16 : 0, pol_ld);
     }
     ck_cp_async_commit();
 
@@ -349,14 +389,16 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
         if (lane == 0) decay = (float)exp((double)ck_load(a.g, b * a.g_st[0] + hv * a.g_st[1], a.g_dtype));
         decay = __shfl_sync(0xffffffffu, decay, 0);
     }
+    /* lightning's decay (a load of the slope and an exp) formed while the state is still in flight */
+    const double lambda = OP == CK_LIN_LIGHTNING ? exp(-(double)a.slopes[hv * a.slopes_st]) : 0.0;
     __syncthreads();
     ck_lin_wait_all(); /* this thread's state elements have landed */
 
     float po[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (OP == CK_LIN_LIGHTNING) {
-        const double lambda = exp(-(double)a.slopes[hv * a.slopes_st]);
         const float hi = (float)lambda, lo = (float)(lambda - (double)hi);
         const float4 v4 = *(const float4 *)(sv + cg * 4); /* zero past the columns */
+        const uint64_t pol = ck_lin_policy_normal(); /* formed here: no register pair held across the wait */
 #pragma unroll 4 /* fully unrolled, the 8 rows' loads hoisted together spill at 40 registers */
         for (int i = 0; i < RPT; i++) {
             const int row = rg + i * CK_LIN_ROW_GROUPS;
@@ -368,7 +410,7 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
             S.z = hi * x.z + (lo * x.z + kr * v4.z);
             S.w = hi * x.w + (lo * x.w + kr * v4.w);
             po[0] += qr * S.x, po[1] += qr * S.y, po[2] += qr * S.z, po[3] += qr * S.w;
-            if (colok && row < a.dk) *(float4 *)(mine + i * rstep) = S;
+            if (colok && row < a.dk) ck_lin_st16_pol(mine + i * rstep, S, pol);
         }
         ck_lin_colsum_part(po, red[0], warp, lane);
         __syncthreads();
@@ -376,19 +418,10 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
         return;
     }
 
-    /* GDN: o = (e^g S)^T q + v' (k . q) with v' = beta (v - (e^g S)^T k) */
+    /* GDN: o = (e^g S)^T q + v' (k . q) with v' = beta (v - (e^g S)^T k); the norms after the wait (before
+     * it, held across it, they spill at 40 registers) */
     float nq2 = 0.0f, nk2 = 0.0f, qk2 = 0.0f;
-#pragma unroll
-    for (int i = lane; i < RPT * CK_LIN_ROW_GROUPS; i += 32) {
-        const float x = sq[i], y = sk[i];
-        nq2 += x * x, nk2 += y * y, qk2 += x * y;
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        nq2 += __shfl_xor_sync(0xffffffffu, nq2, o);
-        nk2 += __shfl_xor_sync(0xffffffffu, nk2, o);
-        qk2 += __shfl_xor_sync(0xffffffffu, qk2, o);
-    }
+    ck_lin_norms<RPT>(sq, sk, lane, nq2, nk2, qk2);
     const float nq = a.l2norm ? (float)(1.0 / sqrt((double)nq2 + 1e-6)) : 1.0f;
     const float kf = a.l2norm ? (float)(1.0 / sqrt((double)nk2 + 1e-6)) : 1.0f;
     const float qf = nq * a.scale;
@@ -406,15 +439,16 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     __syncthreads();
     if (!colok) return;
     const float4 vp4 = *(const float4 *)(red[NRED - 1] + cg * 4);
-#pragma unroll
+#pragma unroll 4 /* fully unrolled, the stores' policy spills 4 bytes at 40 registers */
     for (int i = 0; i < RPT; i++) {
         const int row = rg + i * CK_LIN_ROW_GROUPS;
         if (row >= a.dk) break;
         const float kr = sk[row] * kf;
         const float4 x = *(const float4 *)(my + i * CK_LIN_SROW); /* decayed again, rounded as in pass 1 */
-        *(float4 *)(mine + i * rstep) =
-            make_float4(__fmul_rn(x.x, decay) + kr * vp4.x, __fmul_rn(x.y, decay) + kr * vp4.y,
-                        __fmul_rn(x.z, decay) + kr * vp4.z, __fmul_rn(x.w, decay) + kr * vp4.w);
+        ck_lin_st16_pol(mine + i * rstep,
+                        make_float4(__fmul_rn(x.x, decay) + kr * vp4.x, __fmul_rn(x.y, decay) + kr * vp4.y,
+                                    __fmul_rn(x.z, decay) + kr * vp4.z, __fmul_rn(x.w, decay) + kr * vp4.w),
+                        ck_lin_policy_normal());
     }
 }
 
