@@ -203,7 +203,8 @@ static attnrt_status_t mla_build(cuda_dev_t *d, const attnrt_mla_args_t *a, cons
         }
     }
     int occupancy = 1;
-    if (cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, cf->f_main, CK_MLA_THREADS, cf->smem) != CUDA_SUCCESS)
+    if (cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, cf->f_main, cf->wgmma ? CK_MLA_WG_THREADS : CK_MLA_THREADS,
+                                                           cf->smem) != CUDA_SUCCESS)
         occupancy = 1;
     const int64_t resident = (int64_t)(d->sm_count > 0 ? d->sm_count : 1) * (occupancy > 0 ? occupancy : 1);
     const int64_t cap = d->max_splits < CK_MLA_MAX_SPLITS ? d->max_splits : CK_MLA_MAX_SPLITS;
@@ -460,7 +461,7 @@ attnrt_status_t cuda_mla_run(cuda_dev_t *d, const void *plan, const attnrt_mla_a
     k.part_o = (float *)(void *)((char *)workspace + cf->off_part_o);
     k.part_rows = cf->rows;
     k.items = items;
-    st = cuda_launch(cf->f_main, cf->n_items, CK_MLA_THREADS, cf->smem, stream, &k,
+    st = cuda_launch(cf->f_main, cf->n_items, cf->wgmma ? CK_MLA_WG_THREADS : CK_MLA_THREADS, cf->smem, stream, &k,
                      cf->wgmma ? "cuda mla (wgmma)" : cf == &p->cfg[MLA_MMA] ? "cuda mla (tensor cores)" : "cuda mla (CUDA cores)");
     if (st == ATTNRT_OK && cf->n_groups) {
         k.items = items + cf->n_items;

@@ -89,18 +89,21 @@ static inline uint32_t ck_mla_mma_smem(int fp8)
                       2 * CK_MLA_MMA_ROWS * 4 + st * CK_MLA_MMA_BN * (8 + 4 + 4));
 }
 
-/* The Hopper MLA kernel (kernels/mla_sm90a.cuh, sm_90a only; ck_mla_wg_{f16,bf16}): the same items and
- * splits as the tensor-core kernel above (64 query rows, a 16-bit latent of the query's dtype), 256
- * threads in two warpgroups, 64 keys a tile in wgmma's 128-byte-swizzle layout, two cp.async stages. */
+/* The Hopper MLA kernel (kernels/mla_sm90a.cu, sm_90a only; ck_mla_wg_{f16,bf16}): the same items and
+ * splits as the tensor-core kernel above (64 query rows, a 16-bit latent of the query's dtype), 384
+ * threads in three warpgroups (scores with Q in registers; two value halves), 64 keys a tile in wgmma's
+ * 128-byte-swizzle layout, three cp.async stages. */
 #define CK_MLA_WG_BN 64
-#define CK_MLA_WG_SLOTS 3 /* key-address slots: the tile being computed, the one being copied, the next */
+#define CK_MLA_WG_THREADS 384
+#define CK_MLA_WG_STAGES 3
+#define CK_MLA_WG_SLOTS 3 /* key-address slots, one a stage: written three tiles ahead, when the stage's softmax is done */
 static inline uint32_t ck_mla_wg_smem(void)
 {
-    /* 1024 bytes of alignment slack, Q, two latent stages (16-bit), then [SLOTS][BN] row addresses
-     * (u64) and key positions (int32), and a float2 per thread of the first warpgroup (its rows' factors):
-     * 225,536 bytes */
-    return (uint32_t)(1024 + (CK_MLA_MMA_ROWS + 2 * CK_MLA_WG_BN) * CK_MLA_MMA_D * 2 +
-                      CK_MLA_WG_SLOTS * CK_MLA_WG_BN * (8 + 4) + 128 * 8);
+    /* 1008 bytes of alignment slack (the base is 16-byte aligned; the tiles need 1024), Q's rope dims (64 x
+     * 64, 16-bit), three latent stages (16-bit), [SLOTS][BN] row addresses (u64), two tiles' row factors
+     * (f32): 232,432 bytes of the 232,448 an H100 / H200 block may opt in to */
+    return (uint32_t)(1008 + CK_MLA_MMA_ROWS * 64 * 2 + CK_MLA_WG_STAGES * CK_MLA_WG_BN * CK_MLA_MMA_D * 2 +
+                      CK_MLA_WG_SLOTS * CK_MLA_WG_BN * 8 + 2 * CK_MLA_MMA_ROWS * 4);
 }
 
 /* ---- lightning / gated delta ----------------------------------------------------------------- */
