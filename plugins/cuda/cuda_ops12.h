@@ -91,18 +91,17 @@ static inline uint32_t ck_mla_mma_smem(int fp8)
 
 /* The Hopper MLA kernel (kernels/mla_sm90a.cu, sm_90a only; ck_mla_wg_{f16,bf16}): the same items and
  * splits as the tensor-core kernel above (64 query rows, a 16-bit latent of the query's dtype), 384
- * threads in three warpgroups (scores with Q in registers; two value halves), 64 keys a tile in wgmma's
- * 128-byte-swizzle layout, three cp.async stages. */
+ * threads in three warpgroups (scores; two value halves), 64 keys a tile in wgmma's 128-byte-swizzle
+ * layout, two cp.async stages. */
 #define CK_MLA_WG_BN 64
 #define CK_MLA_WG_THREADS 384
-#define CK_MLA_WG_STAGES 3
-#define CK_MLA_WG_SLOTS 3 /* key-address slots, one a stage: written three tiles ahead, when the stage's softmax is done */
+#define CK_MLA_WG_STAGES 2
+#define CK_MLA_WG_SLOTS 3 /* key-address slots: written three tiles ahead, once the tile's softmax is done */
 static inline uint32_t ck_mla_wg_smem(void)
 {
-    /* 1008 bytes of alignment slack (the base is 16-byte aligned; the tiles need 1024), Q's rope dims (64 x
-     * 64, 16-bit), three latent stages (16-bit), [SLOTS][BN] row addresses (u64), two tiles' row factors
-     * (f32): 232,432 bytes of the 232,448 an H100 / H200 block may opt in to */
-    return (uint32_t)(1008 + CK_MLA_MMA_ROWS * 64 * 2 + CK_MLA_WG_STAGES * CK_MLA_WG_BN * CK_MLA_MMA_D * 2 +
+    /* 1008 bytes of alignment slack (the base is 16-byte aligned; the tiles need 1024), Q and two latent
+     * stages (16-bit), [SLOTS][BN] row addresses (u64), two tiles' row factors (f32): 224,240 bytes */
+    return (uint32_t)(1008 + (CK_MLA_MMA_ROWS + CK_MLA_WG_STAGES * CK_MLA_WG_BN) * CK_MLA_MMA_D * 2 +
                       CK_MLA_WG_SLOTS * CK_MLA_WG_BN * 8 + 2 * CK_MLA_MMA_ROWS * 4);
 }
 

@@ -3,23 +3,21 @@
  * takes the tensor-core kernel's items and splits (mla_mma.cu: 64 query rows an item, a token's heads
  * sharing its latent rows) and computes the same function; fp8 latents stay on mla_mma.cu.
  *
- * 384 threads, three warpgroups, 64 keys a tile, three cp.async latent stages in wgmma's 128-byte-swizzle
- * layout (the layout of the wgmma prefill kernel, attn_prefill_sm90a.cuh); Q's first 512 dims live in
- * registers, so the three stages fit (Q in shared memory left room for two: docs/dev/cuda-mla.md, v2, v3):
- *   warpgroup 0 (scores): Q's dims 0 .. 511 as wgmma A fragments (32 k-steps x 4 registers), its rope dims
- *                in shared memory; S = Q C^T (36 wgmma m64n64k16, the latent tile read by the tensor cores
- *                from shared memory), the online
- *                softmax in registers (lazy rescaling, as mla_mma.cu), P to the tile's rope columns (dims
- *                512 .. 575 feed S only, so they are dead once S is done) in the A operand's layout and
- *                the rows' factors to shared memory;
+ * 384 threads, three warpgroups, 64 keys a tile, Q and two cp.async latent stages in wgmma's
+ * 128-byte-swizzle layout (the layout of the wgmma prefill kernel, attn_prefill_sm90a.cuh):
+ *   warpgroup 0 (scores): S = Q C^T (36 wgmma m64n64k16, Q and the latent tile read by the tensor cores
+ *                from shared memory), the online softmax in registers (lazy rescaling, as mla_mma.cu), P to
+ *                the tile's rope columns (dims 512 .. 575 feed S only, so they are dead once S is done) in
+ *                the A operand's layout and the rows' factors to shared memory;
  *   warpgroups 1, 2 (values): O[:, 0:256] and O[:, 256:512] += P V (4 wgmma m64n256k16 each, P and V from
- *                shared memory), the block-table look-ups and the copies of the tile three ahead.
- * So S of tile j + 1 and the softmax of tile j run beside P V of tile j - 1 / j. Per tile three named
- * barriers: FULL (tile landed: values -> scores), P (P and factors published: scores -> values), PV (both
- * P V done, the stage takes a new tile: values only). FULL and P alternate between two ids by the tile's
- * parity, so arrivals of two tiles never meet at one barrier. setmaxnreg gives the scores warpgroup 192
- * registers and the value warpgroups 160 each (128 x (192 + 2 x 160) = 65,536; a value warpgroup's O is
- * 128 of them, and ptxas needs 154 there).
+ *                shared memory), the block-table look-ups and the copies of the next tiles.
+ * So S and the softmax of tile j + 1 run beside P V of tile j (v2: two warpgroups, the first doing S, the
+ * softmax and half of P V in turn). Per tile three named barriers: FULL (tile landed: values -> scores), P
+ * (P and factors published: scores -> values), PV (both P V done, the stage takes tile j + 2: values only).
+ * FULL and P alternate between two ids by the tile's parity, so arrivals of two tiles never meet at one
+ * barrier. Registers: a value warpgroup needs ~154 (O is 128), the scores ~60, under the 168 of 384
+ * threads. (Q in registers, to make room for a third stage, does not fit the register file:
+ * docs/dev/cuda-mla.md, v3.)
  * Dense items walk key positions (causal per row); sparse items are one token each and walk its index
  * list (negative, >= seq_len or an absent block: no key). */
 #include "attn_prefill_sm90a.cuh" /* the wgmma helpers (fence, commit, wait, pin, descriptors), ck_pf_cp16_row */
@@ -32,9 +30,7 @@
 #define CK_MLAW_BAR_FULL 1 /* + tile parity */
 #define CK_MLAW_BAR_P 3    /* + tile parity */
 #define CK_MLAW_BAR_PV 5
-#define CK_MLAW_BAR_Q 6 /* the scores warpgroup: Q's rope dims stored */
-#define CK_MLAW_REGS_SCORES 192
-#define CK_MLAW_REGS_VALUES 160
+#define CK_MLAW_BAR_Q 6 /* the scores warpgroup: Q landed */
 
 __device__ __forceinline__ float ck_mlaw_exp2(float x)
 {
@@ -49,11 +45,10 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
 {
     constexpr int ROWS = CK_MLA_MMA_ROWS, BN = CK_MLA_WG_BN, D = CK_MLA_MMA_D, SLOTS = CK_MLA_WG_SLOTS;
     constexpr int STAGES = CK_MLA_WG_STAGES, NT = CK_MLA_WG_THREADS, KS = D / 16;
-    constexpr int KQ = CK_MLA_MMA_DV / 16; /* k-steps of S with Q from registers; the rest from shared memory */
     constexpr uint32_t CB = BN * 128;                /* a 64-column block of a tile */
     constexpr uint32_t TILE = (D / 64) * CB;         /* a latent tile: 9 column blocks */
     constexpr uint32_t ROPE = (CK_MLA_MMA_DV / 64) * CB; /* the rope block: P of the tile goes there */
-    static_assert(ROWS == 64 && BN == 64 && D % 64 == 0 && CK_MLA_MMA_DV == 512 && NT == 384 && SLOTS == STAGES,
+    static_assert(ROWS == 64 && BN == 64 && D % 64 == 0 && CK_MLA_MMA_DV == 512 && NT == 384 && STAGES == 2 && SLOTS == 3,
                   "the shapes this kernel is written for");
 
     extern __shared__ __align__(1024) unsigned char ck_mla_wg_dyn[];
@@ -61,9 +56,9 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
      * the slack) */
     const uint32_t raw = ck_smem(ck_mla_wg_dyn), base = (raw + 1023u) & ~1023u;
     unsigned char *smem = ck_mla_wg_dyn + (base - raw);
-    const uint32_t sQr = base;                                 /* Q's rope dims: [ROWS][128 B] */
-    const uint32_t sK = base + CB;                             /* [STAGES][9 column blocks][BN rows][128 B] */
-    uint64_t *saddr = (uint64_t *)(smem + CB + STAGES * TILE); /* [SLOTS][BN] row address, 0: no key */
+    const uint32_t sQ = base;                                  /* Q: [9 column blocks][ROWS][128 B] */
+    const uint32_t sK = base + TILE;                           /* [STAGES][9 column blocks][BN rows][128 B] */
+    uint64_t *saddr = (uint64_t *)(smem + TILE + STAGES * TILE); /* [SLOTS][BN] row address, 0: no key */
     float *sfac = (float *)(saddr + SLOTS * BN);               /* [2][ROWS] tile j's alpha in [j & 1]; at the end 1 / l */
 
     const ck_mla_item_t it = a.items[blockIdx.x];
@@ -121,40 +116,31 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
      * its warpgroup only): wq * 16 + g and + 8. */
     const int row0 = wq * 16 + g;
     if (wg == 0) {
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CK_MLAW_REGS_SCORES));
-        /* Q's first 512 dims as the A fragments of 32 k-steps: qa[kk][2 h + r] = Q[row0 + 8 r][16 kk + 8 h +
-         * 2 t4 ..+ 1]; its rope dims (512 .. 575) to shared memory in the tiles' swizzled layout (registers
-         * for all 36 k-steps would leave the value warpgroups too few). Q has the kernel's 16-bit type; zeros
-         * past nrows; 32-bit loads when pairs are 4-byte aligned. */
-        const uint16_t *q16 = (const uint16_t *)a.q;
-        const bool q4 = (((uintptr_t)a.q | (uintptr_t)(a.q_st[0] * 2) | (uintptr_t)(a.q_st[1] * 2)) & 3) == 0;
-        auto q_at = [&](int row) -> int64_t {
-            return (tok0 + row / hc) * a.q_st[0] + (int64_t)(it.head_first + row % hc) * a.q_st[1];
-        };
-        auto q_pair = [&](const uint16_t *p) -> uint32_t { return q4 ? *(const uint32_t *)p : (uint32_t)p[0] | (uint32_t)p[1] << 16; };
-        uint32_t qa[KQ][4];
+        /* Q rows (zeros past nrows), swizzled as the tiles: 16-byte copies when the rows are 16-byte aligned
+         * (Q has the kernel's 16-bit type), else element by element */
+        {
+            const bool q_vec = (((uintptr_t)a.q | (uintptr_t)(a.q_st[0] * 2) | (uintptr_t)(a.q_st[1] * 2)) & 15) == 0;
+            for (int c = wt; c < ROWS * (D / 8); c += 128) {
+                const int r = c / (D / 8), ch = c - r * (D / 8);
+                const uint32_t dst = sQ + (uint32_t)(ch >> 3) * CB + (uint32_t)r * 128u + (uint32_t)(((ch & 7) ^ (r & 7)) << 4);
+                const bool live = r < nrows;
+                const int64_t at = live ? (tok0 + r / hc) * a.q_st[0] + (int64_t)(it.head_first + r % hc) * a.q_st[1] + ch * 8 : 0;
+                if (q_vec) {
+                    ck_cp_async16_zf(dst, (const T *)a.q + at, !live);
+                } else {
+                    uint32_t w[4];
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const int row = row0 + 8 * r;
-            const bool live = row < nrows;
-            const uint16_t *qrow = q16 + (live ? q_at(row) + 2 * t4 : 0);
-#pragma unroll
-            for (int kk = 0; kk < KQ; kk++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) qa[kk][2 * h + r] = live ? q_pair(qrow + 16 * kk + 8 * h) : 0u;
-        }
-#pragma unroll
-        for (int i = 0; i < ROWS * 8 / 128; i++) {
-            const int c = wt + 128 * i, row = c >> 3, ch = c & 7;
-            uint4 v = make_uint4(0u, 0u, 0u, 0u);
-            if (row < nrows) {
-                const uint16_t *qp = q16 + q_at(row) + CK_MLA_MMA_DV + 8 * ch;
-                v = make_uint4(q_pair(qp), q_pair(qp + 2), q_pair(qp + 4), q_pair(qp + 6));
+                    for (int e = 0; e < 4; e++)
+                        w[e] = ck_pack2<T>(live ? ck_load(a.q, at + 2 * e, a.q_dtype) : 0.0f,
+                                           live ? ck_load(a.q, at + 2 * e + 1, a.q_dtype) : 0.0f);
+                    *(uint4 *)(smem + (dst - base)) = make_uint4(w[0], w[1], w[2], w[3]);
+                }
             }
-            *(uint4 *)(smem + (sQr - base) + row * 128 + ((ch ^ (row & 7)) << 4)) = v;
+            ck_cp_async_commit();
+            ck_cp_async_wait<0>();
+            ck_fence_proxy_async(); /* Q (generic proxy) visible to wgmma (async proxy) */
+            ck_mlaw_bar_sync(CK_MLAW_BAR_Q, 128);
         }
-        ck_fence_proxy_async(); /* Q's rope dims (generic proxy) visible to wgmma (async proxy) */
-        ck_mlaw_bar_sync(CK_MLAW_BAR_Q, 128);
         /* running max (log2 domain, scaled) and this thread's share of the running sum; the last key
          * position each row sees, as unsigned (an absent key, -1, compares above every limit) */
         float m_run[2] = {-CK_INF, -CK_INF}, l_run[2] = {0.0f, 0.0f};
@@ -178,12 +164,10 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
             float s[BN / 2];
             ck_wg_fence();
 #pragma unroll
-            for (int kk = 0; kk < KQ; kk++)
-                ck_wg_rsk<T, BN>(s, qa[kk], ck_wg_desc(kb + (uint32_t)(kk >> 2) * CB + (uint32_t)(kk & 3) * 32u, 16u, 1024u), kk > 0);
-#pragma unroll
-            for (int kk = KQ; kk < KS; kk++)
-                ck_wg_ss<T, BN>(s, ck_wg_desc(sQr + (uint32_t)(kk & 3) * 32u, 16u, 1024u),
-                                ck_wg_desc(kb + (uint32_t)(kk >> 2) * CB + (uint32_t)(kk & 3) * 32u, 16u, 1024u), 1);
+            for (int kk = 0; kk < KS; kk++) {
+                const uint32_t ofs = (uint32_t)(kk >> 2) * CB + (uint32_t)(kk & 3) * 32u;
+                ck_wg_ss<T, BN>(s, ck_wg_desc(sQ + ofs, 16u, 1024u), ck_wg_desc(kb + ofs, 16u, 1024u), kk > 0);
+            }
             ck_wg_commit();
             ck_wg_wait<0>();
             ck_wg_pin(s);
@@ -264,7 +248,6 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
         }
         __syncthreads(); /* the factors are published */
     } else {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(CK_MLAW_REGS_VALUES));
         const int vw = wg - 1; /* value half */
         /* Tile t into stage t % STAGES: copier ct takes chunk ct % 8 of each column block of rows ct / 8 and
          * ct / 8 + 32 (one swizzle for both); absent rows are zero-filled. One group a call, empty past
@@ -286,9 +269,8 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
         };
         issue(0);
         issue(1);
-        issue(2);
         if (n_tiles > 0) {
-            ck_cp_async_wait<2>();
+            ck_cp_async_wait<1>();
             ck_fence_proxy_async(); /* this thread's copies (generic proxy) visible to wgmma (async proxy) */
             ck_mlaw_bar_arrive(CK_MLAW_BAR_FULL, NT);
         }
@@ -300,11 +282,6 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
         for (int i = 0; i < 128; i++) o[i] = 0.0f;
         for (int j = 0; j < n_tiles; j++) {
             const uint32_t kb = sK + (uint32_t)(j % STAGES) * TILE;
-            if (j + 1 < n_tiles) { /* tile j + 1 landed (groups: up to tile j + 2 issued) */
-                ck_cp_async_wait<1>();
-                ck_fence_proxy_async();
-                ck_mlaw_bar_arrive(CK_MLAW_BAR_FULL + ((j + 1) & 1), NT);
-            }
             ck_mlaw_bar_sync(CK_MLAW_BAR_P + (j & 1), NT); /* P of tile j and its factors are published */
             const float al0 = sfac[(j & 1) * ROWS + row0], al1 = sfac[(j & 1) * ROWS + row0 + 8];
             if (__any_sync(0xffffffffu, al0 != 1.0f || al1 != 1.0f)) {
@@ -329,11 +306,16 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
              * is done) */
             store((j + 3) % SLOTS, pkB);
             pkB = load_pk(j + 4);
+            if (j + 1 < n_tiles) { /* tile j + 1 (issued after P V of tile j - 1) landed */
+                ck_cp_async_wait<0>();
+                ck_fence_proxy_async(); /* this thread's copies (generic proxy) visible to wgmma (async proxy) */
+                ck_mlaw_bar_arrive(CK_MLAW_BAR_FULL + ((j + 1) & 1), NT);
+            }
             ck_wg_wait<0>();
             ck_wg_pin(o);
-            /* both P V of tile j done: its stage takes tile j + 3, whose addresses are visible */
+            /* both P V of tile j done: its stage takes tile j + 2, whose addresses are visible */
             ck_mlaw_bar_sync(CK_MLAW_BAR_PV, NT - 128);
-            issue(j + 3);
+            issue(j + 2);
         }
         ck_cp_async_wait<0>();
 
