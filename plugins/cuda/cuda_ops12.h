@@ -50,7 +50,8 @@ typedef struct ck_mla_args {
     int32_t hq, d, dv, ld;           /* ld: shared-memory row length (odd: no bank conflicts) */
     int32_t q_dtype, out_dtype, kv_dtype, causal, sparse;
     int32_t part_rows;               /* rows of one partial state: the launch's rows per item */
-    float   scale, pad_;
+    float   scale;
+    int32_t l2_prefetch;             /* mla_sm90a.cu: prefetch each latent row into L2 three tiles ahead */
 } ck_mla_args_t;
 
 /* Dynamic shared memory of ck_mla_simt for a row length `ld`: q rows, latent rows, scores, state. */

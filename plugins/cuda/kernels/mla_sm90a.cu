@@ -99,6 +99,10 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
             row = (uint64_t)(uintptr_t)a.kv +
                   (uint64_t)(blk * a.kv_st[0] + (pk - (pk / a.block_size) * a.block_size) * a.kv_st[1]) * 2u;
         saddr[slot * BN + lt] = row;
+        /* the row is copied two tiles from now (the first tiles: sooner); ask L2 for it now, so the copy
+         * waits for L2 rather than DRAM: with one tile of copies in flight, the copies' latency bounds the
+         * tile rate (docs/dev/cuda-mla.md, v3b) */
+        if (row && a.l2_prefetch) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(row), "n"(D * 2) : "memory");
     };
 
     int32_t pkB = -1; /* the position of tile j + 3's key */
