@@ -93,8 +93,6 @@ row "${MLA[@]}" --batch 64 --ctx 4096 --heads 16
 # the same issue row on the mma.sync kernel (ATTNRT_CUDA_MLA=mma): the A/B of the wgmma kernel in one run
 echo "--- ATTNRT_CUDA_MLA=mma attnrt-bench ${MLA[*]} --batch 64 --ctx 4096"
 ATTNRT_CUDA_MLA=mma timeout 60 "${B[@]}" "${MLA[@]}" --batch 64 --ctx 4096 2>&1 | tail -8
-echo "--- ATTNRT_CUDA_MLA_PREFETCH=0 attnrt-bench ${MLA[*]} --batch 64 --ctx 4096 (the wgmma kernel without its L2 prefetch)"
-ATTNRT_CUDA_MLA_PREFETCH=0 timeout 60 "${B[@]}" "${MLA[@]}" --batch 64 --ctx 4096 2>&1 | tail -8
 if [ "${MLA_NCU:-0}" = 1 ] && command -v ncu > /dev/null; then # hardware counters of one MLA launch
     step "ncu: one launch of the MLA tensor-core kernel (B 64 x 4096, bf16 latent: wgmma on the H200)"
     timeout 120 ncu --clock-control none -k "regex:ck_mla_(mma|wg)" -c 1 --section SpeedOfLight --section Occupancy \

@@ -36,7 +36,6 @@ typedef struct mla_cfg {
     uint32_t   smem;
     int        rows;            /* query rows per item */
     int        wgmma;           /* f_main is the sm_90a kernel (kernels/mla_sm90a.cu) */
-    int        l2_prefetch;     /* the sm_90a kernel prefetches latent rows into L2 (ATTNRT_CUDA_MLA_PREFETCH=0: off) */
     size_t     list_at;         /* element index of its list in the pinned buffer */
     size_t     list_bytes;
     uint32_t   n_items, n_groups;
@@ -204,8 +203,7 @@ static attnrt_status_t mla_build(cuda_dev_t *d, const attnrt_mla_args_t *a, cons
         }
     }
     int occupancy = 1;
-    if (cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, cf->f_main, cf->wgmma ? CK_MLA_WG_THREADS : CK_MLA_THREADS,
-                                                           cf->smem) != CUDA_SUCCESS)
+    if (cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, cf->f_main, CK_MLA_THREADS, cf->smem) != CUDA_SUCCESS)
         occupancy = 1;
     const int64_t resident = (int64_t)(d->sm_count > 0 ? d->sm_count : 1) * (occupancy > 0 ? occupancy : 1);
     const int64_t cap = d->max_splits < CK_MLA_MAX_SPLITS ? d->max_splits : CK_MLA_MAX_SPLITS;
@@ -315,8 +313,6 @@ attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, c
         const int wg = !fp8 && d->modules[CUDA_FAMILY_SM90A] && !(env && strcmp(env, "mma") == 0) && (int64_t)ck_mla_wg_smem() <= optin;
         mma->smem = wg ? ck_mla_wg_smem() : ck_mla_mma_smem(fp8);
         mma->wgmma = wg;
-        const char *pf = secure_getenv("ATTNRT_CUDA_MLA_PREFETCH");
-        mma->l2_prefetch = wg && !(pf && strcmp(pf, "0") == 0);
         if (wg) {
             const char *name = qk == CK_BF16 ? "ck_mla_wg_bf16" : "ck_mla_wg_f16";
             st = cuda_function(d, CUDA_FAMILY_SM90A, name, &mma->f_main);
@@ -453,7 +449,6 @@ attnrt_status_t cuda_mla_run(cuda_dev_t *d, const void *plan, const attnrt_mla_a
     k.causal = a.causal != 0;
     k.sparse = sh.sparse;
     k.scale = a.scale;
-    k.l2_prefetch = cf->l2_prefetch;
 
     st = cuda_enter(d);
     if (st != ATTNRT_OK) return st;
@@ -465,7 +460,7 @@ attnrt_status_t cuda_mla_run(cuda_dev_t *d, const void *plan, const attnrt_mla_a
     k.part_o = (float *)(void *)((char *)workspace + cf->off_part_o);
     k.part_rows = cf->rows;
     k.items = items;
-    st = cuda_launch(cf->f_main, cf->n_items, cf->wgmma ? CK_MLA_WG_THREADS : CK_MLA_THREADS, cf->smem, stream, &k,
+    st = cuda_launch(cf->f_main, cf->n_items, CK_MLA_THREADS, cf->smem, stream, &k,
                      cf->wgmma ? "cuda mla (wgmma)" : cf == &p->cfg[MLA_MMA] ? "cuda mla (tensor cores)" : "cuda mla (CUDA cores)");
     if (st == ATTNRT_OK && cf->n_groups) {
         k.items = items + cf->n_items;

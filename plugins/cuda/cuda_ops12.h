@@ -50,8 +50,7 @@ typedef struct ck_mla_args {
     int32_t hq, d, dv, ld;           /* ld: shared-memory row length (odd: no bank conflicts) */
     int32_t q_dtype, out_dtype, kv_dtype, causal, sparse;
     int32_t part_rows;               /* rows of one partial state: the launch's rows per item */
-    float   scale;
-    int32_t l2_prefetch;             /* mla_sm90a.cu: prefetch each latent row into L2 three tiles ahead */
+    float   scale, pad_;
 } ck_mla_args_t;
 
 /* Dynamic shared memory of ck_mla_simt for a row length `ld`: q rows, latent rows, scores, state. */
@@ -90,20 +89,18 @@ static inline uint32_t ck_mla_mma_smem(int fp8)
                       2 * CK_MLA_MMA_ROWS * 4 + st * CK_MLA_MMA_BN * (8 + 4 + 4));
 }
 
-/* The Hopper MLA kernel (kernels/mla_sm90a.cu, sm_90a only; ck_mla_wg_{f16,bf16}): the same items and
- * splits as the tensor-core kernel above (64 query rows, a 16-bit latent of the query's dtype), 384
- * threads in three warpgroups (scores; two value halves), 64 keys a tile in wgmma's 128-byte-swizzle
- * layout, two cp.async stages. */
+/* The Hopper MLA kernel (kernels/mla_sm90a.cuh, sm_90a only; ck_mla_wg_{f16,bf16}): the same items and
+ * splits as the tensor-core kernel above (64 query rows, a 16-bit latent of the query's dtype), 256
+ * threads in two warpgroups, 64 keys a tile in wgmma's 128-byte-swizzle layout, two cp.async stages. */
 #define CK_MLA_WG_BN 64
-#define CK_MLA_WG_THREADS 384
-#define CK_MLA_WG_STAGES 2
-#define CK_MLA_WG_SLOTS 3 /* key-address slots: written three tiles ahead, once the tile's softmax is done */
+#define CK_MLA_WG_SLOTS 3 /* key-address slots: the tile being computed, the one being copied, the next */
 static inline uint32_t ck_mla_wg_smem(void)
 {
-    /* 1008 bytes of alignment slack (the base is 16-byte aligned; the tiles need 1024), Q and two latent
-     * stages (16-bit), [SLOTS][BN] row addresses (u64), two tiles' row factors (f32): 224,240 bytes */
-    return (uint32_t)(1008 + (CK_MLA_MMA_ROWS + CK_MLA_WG_STAGES * CK_MLA_WG_BN) * CK_MLA_MMA_D * 2 +
-                      CK_MLA_WG_SLOTS * CK_MLA_WG_BN * 8 + 2 * CK_MLA_MMA_ROWS * 4);
+    /* 1024 bytes of alignment slack, Q, two latent stages (16-bit), then [SLOTS][BN] row addresses
+     * (u64) and key positions (int32), and a float2 per thread of the first warpgroup (its rows' factors):
+     * 225,536 bytes */
+    return (uint32_t)(1024 + (CK_MLA_MMA_ROWS + 2 * CK_MLA_WG_BN) * CK_MLA_MMA_D * 2 +
+                      CK_MLA_WG_SLOTS * CK_MLA_WG_BN * (8 + 4) + 128 * 8);
 }
 
 /* ---- lightning / gated delta ----------------------------------------------------------------- */
