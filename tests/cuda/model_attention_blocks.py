@@ -2,16 +2,20 @@
 """model_attention_blocks.py -- a desk check of the cuda plugin's paged attention that needs no GPU.
 
 A float64 transcription, block by block, of cuda_attention_plan.c (row tiles, decode/prefill
-configurations, split-KV) and attn_mma.cuh (key ranges, splits, per-tile block-table lookups, the
-interior-tile mask skip, per-warp online softmax, the key-warp combine, partial states) and
-ck_attn_split_merge, checked on random batches against a direct implementation of docs/semantics.md
-(causal, windows, cross-attention, soft-cap, ALiBi, sinks, LSE, GQA, empty rows, odd block sizes).
-The fragment-level arithmetic is checked apart (model_mma_fragments.py). Run:
+configurations, split-KV by its rounds model), the block logic of the general prefill kernel
+(attn_mma.cuh: 4 row warps) and of the decode kernel (attn_decode.cuh: 4 warps, warp w taking the key
+tiles w, w + 4, ...): key ranges, splits (ck_item_keys), per-tile block-table lookups, the interior-tile
+mask skip, per-warp online softmax, the warps' combine, partial states, and the split merge (done in the
+kernel by a row tile's last block; here after every block, the same arithmetic), checked on random
+batches against a direct implementation of docs/semantics.md (causal, windows, cross-attention,
+soft-cap, ALiBi, sinks, LSE, GQA, empty rows, odd block sizes). The fragment-level arithmetic is
+checked apart (model_mma_fragments.py, model_decode_fragments.py). Run:
 python3 tests/cuda/model_attention_blocks.py (about a minute). Keep it in step with the kernels.
 """
 import math, random
 
 INF = float('inf')
+DECODE_BN, MIN_CHUNK, SPLIT_OVERHEAD, MAX_SPLITS = 64, 2, 2, 64  # cuda_attention_plan.c, CK_MAX_SPLITS
 
 def key_range(pq, S, causal, wl, wr):
     a, b = 0, S - 1
@@ -66,14 +70,28 @@ def build_items(c, sm_count=4, occupancy=2):
                                       cfg=cfg, keys=hi-lo+1 if hi >= lo else 0))
                     i0 += tpt
                 hf += hc_full
-    resident = sm_count*occupancy; work = sum((t['keys']+63)//64 for t in tiles if t['cfg']=='dec')
-    chunk_tiles = max(2, (work + 4*resident - 1)//(4*resident))
+    # cuda_attention_plan.c's rounds model: blocks run in rounds of `resident`, a block costs its key
+    # tiles + SPLIT_OVERHEAD; the chunk that cuts the longest decode tile into 1 .. MAX_SPLITS pieces
+    # (at least MIN_CHUNK tiles) with the least ceil(blocks / resident) x (min(chunk, longest) + 2) wins
+    resident = sm_count*occupancy
+    kts = [(t['keys']+DECODE_BN-1)//DECODE_BN for t in tiles if t['cfg']=='dec']
+    longest = max(kts, default=0)
+    chunk_tiles, best, prev = max(longest, MIN_CHUNK), None, None
+    for cut in range(1, MAX_SPLITS + 1):
+        if longest <= 0: break
+        ch = max(-(-longest // cut), MIN_CHUNK)
+        if ch == prev: continue
+        prev = ch
+        blocks = sum(max(1, min(-(-kt // ch), MAX_SPLITS)) for kt in kts)
+        cost = -(-blocks // resident) * (min(ch, longest) + SPLIT_OVERHEAD)
+        if best is None or cost < best: best, chunk_tiles = cost, ch
+        if ch == MIN_CHUNK: break
     if c.get('force_chunk'): chunk_tiles = c['force_chunk']
     parts = 0; items_pre, items_dec, groups = [], [], []
     for t in tiles:
         if t['cfg'] == 'pre': items_pre.append(t); continue
-        ns = ((t['keys']+63)//64 + chunk_tiles - 1)//chunk_tiles
-        ns = max(1, min(ns, 64)); t['ns'] = ns
+        ns = ((t['keys']+DECODE_BN-1)//DECODE_BN + chunk_tiles - 1)//chunk_tiles
+        ns = max(1, min(ns, MAX_SPLITS)); t['ns'] = ns
         if ns > 1: t['part'] = parts; parts += ns; groups.append(t)
         for s in range(ns):
             d = dict(t); d['split'] = s; items_dec.append(d)
