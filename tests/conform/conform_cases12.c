@@ -55,6 +55,12 @@ void cf_directed_mla(cf_builder_t *b)
      * tokens an item at Hq 32: causal rows of different lengths), 2,100 keys (splits, many tiles) */
     c = add_mla(b, "mla-d576-wg-f16-bs16", "1/64 1/65 3/128 1/2100", 32, 576, 512, 16, CF_F16, CF_F16, SCALE_192_YARN);
     c->sinks = c->lse = 1;
+    /* 64-key tiles over two 32-key blocks, and 128-key blocks holding two tiles (the second 64 rows
+     * in), contexts that cut the last tile; strided Q / out / LSE */
+    c = add_mla(b, "mla-d576-wg-bs32", "1/96 1/257 2/64", 16, 576, 512, 32, CF_BF16, CF_BF16, SCALE_192_YARN);
+    c->lse = 1;
+    c = add_mla(b, "mla-d576-wg-bs128", "1/300 1/128 3/190 1/1100", 32, 576, 512, 128, CF_BF16, CF_BF16, SCALE_192);
+    c->strided = c->lse = 1;
 
     /* sparse: top-k 8..64 over mixed batches, -1 entries, duplicates, positions past seq_len */
     c = add_mla(b, "mla-sparse-d576", "1/300 4/120 1/40 2/2", 16, 576, 512, 64, CF_BF16, CF_BF16, SCALE_192_YARN);
