@@ -338,7 +338,13 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
  * into its own column of the reduction buffer; the column sums finish in the threads that use them.
  * What that buys is residency: 40 registers and <= 18432 B of shared memory a block (state slice, q,
  * k, the reduction rows) fit 12 blocks an SM (ck_lin_body: 8-10), i.e. more state loads in flight. */
-template <int OP, int RPT>
+/* GDN decode variants (session 6, GDN helper; A/B by ATTNRT_CUDA_LINEAR): 0 as before; CK_LIN_ONEBAR: no
+ * third barrier, every warp forms v' of the block's 32 columns itself (lane = column, u summed over the
+ * warps' partials) and takes its 4 columns' v' by shuffles, the output stored after the state rows;
+ * CK_LIN_EARLY: CK_LIN_ONEBAR + the norms formed before the state wait, each warp from its own loads of
+ * the whole of q and k (no barrier, no shared memory for them). */
+enum { CK_LIN_TWOBAR = 0, CK_LIN_ONEBAR = 1, CK_LIN_EARLY = 2 };
+template <int OP, int RPT, int VAR>
 __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
 {
     constexpr int NRED = OP == CK_LIN_GDN ? 2 : 1; /* o partials; GDN also u partials, then v' */
@@ -375,17 +381,46 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     ck_cp_async_commit();
 
     /* while the state is in flight: q, k (zero past Dk), v; GDN's e^g and beta */
-    if (tid < RPT * CK_LIN_ROW_GROUPS) {
+    float nq2 = 0.0f, nk2 = 0.0f, qk2 = 0.0f, nq = 1.0f, kf = 1.0f; /* GDN: the norms, the L2 factors of q, k */
+    if (OP == CK_LIN_GDN && VAR == CK_LIN_EARLY) {
+        /* every warp loads all of q and k (lane: rows lane + 32 j) and forms the norms itself, in
+         * ck_lin_norms's order; warp j then stages rows 32 j + lane already scaled (q by its factor and
+         * the softmax scale, k by its factor: the same products the passes form), so that only
+         * q . k's factor is held across the wait */
+        float x[RPT * CK_LIN_ROW_GROUPS / 32], y[RPT * CK_LIN_ROW_GROUPS / 32];
+#pragma unroll
+        for (int j = 0; j < RPT * CK_LIN_ROW_GROUPS / 32; j++) {
+            const int r = lane + 32 * j;
+            const bool in = r < a.dk;
+            x[j] = in ? ck_load(a.q, b * a.q_st[0] + kh * a.q_st[1] + r, a.q_dtype) : 0.0f;
+            y[j] = in ? ck_load(a.k, b * a.k_st[0] + kh * a.k_st[1] + r, a.k_dtype) : 0.0f;
+            nq2 += x[j] * x[j], nk2 += y[j] * y[j], qk2 += x[j] * y[j];
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            nq2 += __shfl_xor_sync(0xffffffffu, nq2, o);
+            nk2 += __shfl_xor_sync(0xffffffffu, nk2, o);
+            qk2 += __shfl_xor_sync(0xffffffffu, qk2, o);
+        }
+        if (a.l2norm) nq = (float)(1.0 / sqrt((double)nq2 + 1e-6)), kf = (float)(1.0 / sqrt((double)nk2 + 1e-6));
+        const float qf = nq * a.scale;
+        qk2 = qk2 * qf * kf; /* from here: q . k's factor */
+#pragma unroll
+        for (int j = 0; j < RPT * CK_LIN_ROW_GROUPS / 32; j++)
+            if (j == warp) sq[lane + 32 * j] = x[j] * qf, sk[lane + 32 * j] = y[j] * kf;
+    } else if (tid < RPT * CK_LIN_ROW_GROUPS) {
         const bool in = tid < a.dk;
         sq[tid] = in ? ck_load(a.q, b * a.q_st[0] + kh * a.q_st[1] + tid, a.q_dtype) : 0.0f;
         sk[tid] = in ? ck_load(a.k, b * a.k_st[0] + kh * a.k_st[1] + tid, a.k_dtype) : 0.0f;
     }
     float vreg = 0.0f, beta = 0.0f, decay = 1.0f;
-    if (tid < ncols) vreg = ck_load(a.v, b * a.v_st[0] + hv * a.v_st[1] + col0 + tid, a.v_dtype);
+    /* VAR != 0: every warp holds v of column `lane` (0 past the columns) */
+    if ((VAR == CK_LIN_TWOBAR || OP == CK_LIN_LIGHTNING ? tid : lane) < ncols)
+        vreg = ck_load(a.v, b * a.v_st[0] + hv * a.v_st[1] + col0 + lane, a.v_dtype);
     if (OP == CK_LIN_LIGHTNING) {
         if (tid < CK_LIN_COLS) sv[tid] = vreg;
     } else {
-        if (warp == 0) beta = ck_load(a.beta, b * a.beta_st[0] + hv * a.beta_st[1], a.beta_dtype);
+        if (warp == 0 || VAR != CK_LIN_TWOBAR) beta = ck_load(a.beta, b * a.beta_st[0] + hv * a.beta_st[1], a.beta_dtype);
         if (lane == 0) decay = (float)exp((double)ck_load(a.g, b * a.g_st[0] + hv * a.g_st[1], a.g_dtype));
         decay = __shfl_sync(0xffffffffu, decay, 0);
     }
@@ -420,21 +455,47 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
 
     /* GDN: o = (e^g S)^T q + v' (k . q) with v' = beta (v - (e^g S)^T k); the norms after the wait (before
      * it, held across it, they spill at 40 registers) */
-    float nq2 = 0.0f, nk2 = 0.0f, qk2 = 0.0f;
-    ck_lin_norms<RPT>(sq, sk, lane, nq2, nk2, qk2);
-    const float nq = a.l2norm ? (float)(1.0 / sqrt((double)nq2 + 1e-6)) : 1.0f;
-    const float kf = a.l2norm ? (float)(1.0 / sqrt((double)nk2 + 1e-6)) : 1.0f;
-    const float qf = nq * a.scale;
+    if (VAR != CK_LIN_EARLY) {
+        ck_lin_norms<RPT>(sq, sk, lane, nq2, nk2, qk2);
+        if (a.l2norm) nq = (float)(1.0 / sqrt((double)nq2 + 1e-6)), kf = (float)(1.0 / sqrt((double)nk2 + 1e-6));
+        qk2 = qk2 * (nq * a.scale) * kf; /* q . k's factor, as CK_LIN_EARLY formed it */
+    } else {
+        kf = 1.0f; /* sq, sk hold the scaled q, k */
+    }
+    const float qf = VAR == CK_LIN_EARLY ? 1.0f : nq * a.scale;
     float pu[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     ck_lin_decayed_sums<RPT, false>(my, sk, sq, kf, qf, decay, rg, 0, pu, po);
     ck_lin_colsum_part(po, red[0], warp, lane);
     ck_lin_colsum_part(pu, red[NRED - 1], warp, lane);
     __syncthreads();
+    if (VAR != CK_LIN_TWOBAR) {
+        /* v' of column `lane` in every warp (as the two-barrier form's thread `lane` forms it), then this
+         * thread's 4 columns by shuffles */
+        const float vp = beta * (vreg - ck_lin_colsum_total(red[NRED - 1], lane));
+        float vpc[4];
+#pragma unroll
+        for (int c = 0; c < 4; c++) vpc[c] = __shfl_sync(0xffffffffu, vp, cg * 4 + c);
+        if (tid < ncols) ck_store(a.out, out_at + tid, a.out_dtype, ck_lin_colsum_total(red[0], tid) + vp * qk2);
+        if (colok) {
+#pragma unroll 4
+            for (int i = 0; i < RPT; i++) {
+                const int row = rg + i * CK_LIN_ROW_GROUPS;
+                if (row >= a.dk) break;
+                const float kr = sk[row] * kf;
+                const float4 x = *(const float4 *)(my + i * CK_LIN_SROW); /* decayed again, as in pass 1 */
+                ck_lin_st16_pol(mine + i * rstep,
+                                make_float4(__fmul_rn(x.x, decay) + kr * vpc[0], __fmul_rn(x.y, decay) + kr * vpc[1],
+                                            __fmul_rn(x.z, decay) + kr * vpc[2], __fmul_rn(x.w, decay) + kr * vpc[3]),
+                                ck_lin_policy_normal());
+            }
+        }
+        return;
+    }
     if (tid < CK_LIN_COLS) {
         const float o = ck_lin_colsum_total(red[0], tid), u = ck_lin_colsum_total(red[NRED - 1], tid);
         const float vp = beta * (vreg - u); /* 0 past the columns (v and u are) */
         red[NRED - 1][tid] = vp; /* column tid's own entry: only this thread read it */
-        if (tid < ncols) ck_store(a.out, out_at + tid, a.out_dtype, o + vp * (qk2 * qf * kf));
+        if (tid < ncols) ck_store(a.out, out_at + tid, a.out_dtype, o + vp * qk2);
     }
     __syncthreads();
     if (!colok) return;
@@ -474,13 +535,17 @@ CK_LIN_KERNELS(CK_LIN_GDN, gdn)
 
 /* The decode kernels (Dk 33-64: 4 rows a thread, 65-128: 8): 12 blocks an SM at 40 registers (sm_90
  * -Xptxas -v: no spill; 18432 B of shared memory is the most that lets 12 fit). */
-#define CK_LIN_DECODE_KERNEL(op, opname, rpt)                                                              \
+#define CK_LIN_DECODE_KERNEL(op, opname, rpt, var, vname)                                                  \
     extern "C" __global__ void __launch_bounds__(CK_LIN_THREADS, 12)                                       \
-        ck_lin_##opname##_decode_r##rpt(const __grid_constant__ ck_lin_args_t a)                           \
+        ck_lin_##opname##_decode##vname##_r##rpt(const __grid_constant__ ck_lin_args_t a)                  \
     {                                                                                                      \
-        ck_lin_decode_body<op, rpt>(a);                                                                    \
+        ck_lin_decode_body<op, rpt, var>(a);                                                               \
     }
-CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 4)
-CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 8)
-CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 4)
-CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 8)
+CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 4, CK_LIN_TWOBAR, )
+CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 8, CK_LIN_TWOBAR, )
+CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 4, CK_LIN_TWOBAR, )
+CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 8, CK_LIN_TWOBAR, )
+CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 4, CK_LIN_ONEBAR, _onebar)
+CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 8, CK_LIN_ONEBAR, _onebar)
+CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 4, CK_LIN_EARLY, _early)
+CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 8, CK_LIN_EARLY, _early)
