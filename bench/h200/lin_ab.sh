@@ -2,7 +2,7 @@
 # bench/h200/lin_ab.sh — an A/B of linear decode variants selected by ATTNRT_CUDA_LINEAR=v for each v of
 # $LIN_AB (a list; default general; session 6 ran it on a warp-column GDN decode kernel and on the GDN
 # barrier / norm variants, since removed) against the default, in one call after run_ops.sh or alone:
-# interleaved attnrt-bench rows of $LIN_AB_OP at the four issue shapes (B 64 x H 16 $LIN_AB_REPS64 times,
+# interleaved attnrt-bench rows of each op of $LIN_AB_OP (a list) at the four issue shapes (B 64 x H 16 $LIN_AB_REPS64 times,
 # the others $LIN_AB_REPS times), then per variant attnrt-conform ($LIN_AB_FILTER, default the full set),
 # racecheck / memcheck of the GDN decode cases and graph capture under it. Results: $OUT/lin_ab.log,
 # $OUT/lin_ab.jsonl (rows tagged by the knob).   LIN_AB="onebar early" OUT=$OUT BUILD_DIR=build-cuda bash bench/h200/lin_ab.sh
@@ -20,17 +20,19 @@ VARS=${LIN_AB:-general}
 OP=${LIN_AB_OP:-gdn_decode}
 REPS=${LIN_AB_REPS:-2}
 REPS64=${LIN_AB_REPS64:-$REPS}
-SAN=${LIN_AB_SAN:-"gdn-decode-many gdn-decode-d100 gdn-decode-d128-nonorm"}
+SAN=${LIN_AB_SAN:-"gdn-decode-many gdn-decode-d100 gdn-decode-d128-nonorm"} # racecheck + memcheck under each variant
 echo "=== attnrt-bench $OP, default vs ATTNRT_CUDA_LINEAR in {$VARS} (interleaved)"
 for rep in $(seq 1 "$REPS64"); do
     for bh in "64 16" "64 32" "256 16" "256 32"; do
         [ "$bh" != "64 16" ] && [ "$rep" -gt "$REPS" ] && continue
         set -- $bh
-        kvh=$2; [ "$OP" = gdn_decode ] && kvh=$(( $2 / 2 ))
-        for v in default $VARS; do
-            lv=$v; [ "$v" = default ] && lv=auto
-            ATTNRT_CUDA_LINEAR=$lv timeout 60 "$BUILD/tools/attnrt-bench" --plugin cuda --iters 30 --warmup 5 --op "$OP" --batch $1 --heads $2 \
-                --kv-heads $kvh --head-dim 128 --dtype bf16 --json 2>/dev/null | tr -d '\n' | sed "s/^/{\"tag\": \"$v\", \"j\": /; s/\$/}\n/" >> "$OUT/lin_ab.jsonl"
+        for op in $OP; do
+            kvh=$2; [ "$op" = gdn_decode ] && kvh=$(( $2 / 2 ))
+            for v in default $VARS; do
+                lv=$v; [ "$v" = default ] && lv=auto
+                ATTNRT_CUDA_LINEAR=$lv timeout 60 "$BUILD/tools/attnrt-bench" --plugin cuda --iters 30 --warmup 5 --op "$op" --batch $1 --heads $2 \
+                    --kv-heads $kvh --head-dim 128 --dtype bf16 --json 2>/dev/null | tr -d '\n' | sed "s/^/{\"tag\": \"$v\", \"j\": /; s/\$/}\n/" >> "$OUT/lin_ab.jsonl"
+            done
         done
     done
 done

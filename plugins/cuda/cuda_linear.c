@@ -86,11 +86,10 @@ static attnrt_status_t lin_plan_new(cuda_dev_t *d, uint32_t kind, const char *op
     const char *env = secure_getenv("ATTNRT_CUDA_LINEAR");
     const int general = env && strcmp(env, "general") == 0;
     if (st == ATTNRT_OK && !general && num_spec < 0 && (rpt == 4 || rpt == 8) && lin_one_token_each(batch, sh->T)) {
-        /* GDN decode variants under A/B (session 6, GDN helper): ATTNRT_CUDA_LINEAR=onebar / early */
-        const int gdn_var = kind == CUDA_PLAN_GATED_DELTA && env && (!strcmp(env, "onebar") || !strcmp(env, "early"));
-        const char *var = gdn_var ? env : NULL;
+        /* ATTNRT_CUDA_LINEAR=batch: the decode kernels' small loads in flight together (A/B, session 6) */
+        const int batch_var = env && strcmp(env, "batch") == 0;
         char dname[64];
-        snprintf(dname, sizeof dname, "ck_lin_%s_decode%s%s_r%d", name, var ? "_" : "", var ? var : "", rpt);
+        snprintf(dname, sizeof dname, "ck_lin_%s_decode%s_r%d", name, batch_var ? "_batch" : "", rpt);
         st = cuda_function(d, CUDA_FAMILY_LINEAR, dname, &p->f_decode);
         if (st == ATTNRT_OK)
             (void)cuda_drv.FuncSetAttribute(p->f_decode, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);

@@ -124,6 +124,35 @@ __device__ __forceinline__ void ck_lin_norms(const float *sq, const float *sk, i
     }
 }
 
+/* The decode kernels' small inputs (slot, has_init flag, q, k, v, beta, g) as raw bits by predicated loads
+ * without a branch, so that all of them are in flight together: ck_load's switch on the format makes each
+ * load wait for the one before, and the chain of those round trips, behind the state's own loads, is on
+ * every block's path. ck_lin_lg: log2 of a format's element bytes; lg < 0: no load, 0 returned. */
+__device__ __forceinline__ int ck_lin_lg(int kind) { return kind == CK_F32 ? 2 : kind == CK_F16 || kind == CK_BF16 ? 1 : 0; }
+__device__ __forceinline__ uint32_t ck_lin_ld_bits(const void *p, int64_t i, int lg)
+{
+    const char *at = (const char *)p + i * (lg > 0 ? 1 << lg : 1);
+    uint32_t r;
+    asm("{\n\t.reg .pred p4, p2, p1;\n\t.reg .u16 h;\n\t"
+        "setp.eq.s32 p4, %2, 2;\n\tsetp.eq.s32 p2, %2, 1;\n\tsetp.eq.s32 p1, %2, 0;\n\t"
+        "mov.b32 %0, 0;\n\tmov.u16 h, 0;\n\t"
+        "@p4 ld.global.b32 %0, [%1];\n\t@p2 ld.global.u16 h, [%1];\n\t@p1 ld.global.u8 h, [%1];\n\t"
+        "@!p4 cvt.u32.u16 %0, h;\n\t}"
+        : "=r"(r)
+        : "l"(at), "r"(lg));
+    return r;
+}
+__device__ __forceinline__ float ck_lin_from_bits(uint32_t r, int kind)
+{
+    switch (kind) {
+    case CK_F32: return __uint_as_float(r);
+    case CK_F16: return ck_f16_bits_to_f32((uint16_t)r);
+    case CK_BF16: return ck_bf16_bits_to_f32((uint16_t)r);
+    case CK_E4M3: return ck_e4m3_to_f32(r);
+    default: return ck_e5m2_to_f32(r);
+    }
+}
+
 /* The decode kernels' block index -> (request, head, first column): a 1-D grid, a head's column slices
  * adjacent (see the top of the file). */
 __device__ __forceinline__ void ck_lin_block(const ck_lin_args_t &a, int &b, int &hv, int &col0)
@@ -338,13 +367,7 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
  * into its own column of the reduction buffer; the column sums finish in the threads that use them.
  * What that buys is residency: 40 registers and <= 18432 B of shared memory a block (state slice, q,
  * k, the reduction rows) fit 12 blocks an SM (ck_lin_body: 8-10), i.e. more state loads in flight. */
-/* GDN decode variants (session 6, GDN helper; A/B by ATTNRT_CUDA_LINEAR): 0 as before; CK_LIN_ONEBAR: no
- * third barrier, every warp forms v' of the block's 32 columns itself (lane = column, u summed over the
- * warps' partials) and takes its 4 columns' v' by shuffles, the output stored after the state rows;
- * CK_LIN_EARLY: CK_LIN_ONEBAR + the norms formed before the state wait, each warp from its own loads of
- * the whole of q and k (no barrier, no shared memory for them). */
-enum { CK_LIN_TWOBAR = 0, CK_LIN_ONEBAR = 1, CK_LIN_EARLY = 2 };
-template <int OP, int RPT, int VAR>
+template <int OP, int RPT, bool BATCH>
 __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
 {
     constexpr int NRED = OP == CK_LIN_GDN ? 2 : 1; /* o partials; GDN also u partials, then v' */
@@ -362,11 +385,26 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     const int64_t out_at = b * a.out_st[0] + hv * a.out_st[1] + col0;
 
     const int64_t slot = a.slot_idx[b * a.slot_st];
+    /* BATCH: the flag, q, k, v, beta and g requested together with the slot (raw bits) */
+    uint32_t rflag = 0, rq = 0, rk = 0, rv = 0, rbeta = 0, rgate = 0;
+    float slope = 0.0f;
+    if (BATCH) {
+        rflag = ck_lin_ld_bits(a.has_init, b * a.init_st, !a.has_init ? -1 : a.init_bits == 32 ? 2 : 0);
+        rq = ck_lin_ld_bits(a.q, b * a.q_st[0] + kh * a.q_st[1] + tid, tid < a.dk ? ck_lin_lg(a.q_dtype) : -1);
+        rk = ck_lin_ld_bits(a.k, b * a.k_st[0] + kh * a.k_st[1] + tid, tid < a.dk ? ck_lin_lg(a.k_dtype) : -1);
+        rv = ck_lin_ld_bits(a.v, b * a.v_st[0] + hv * a.v_st[1] + col0 + tid, tid < ncols ? ck_lin_lg(a.v_dtype) : -1);
+        if (OP == CK_LIN_GDN) {
+            rbeta = ck_lin_ld_bits(a.beta, b * a.beta_st[0] + hv * a.beta_st[1], warp == 0 ? ck_lin_lg(a.beta_dtype) : -1);
+            rgate = ck_lin_ld_bits(a.g, b * a.g_st[0] + hv * a.g_st[1], lane == 0 ? ck_lin_lg(a.g_dtype) : -1);
+        } else {
+            slope = a.slopes[hv * a.slopes_st];
+        }
+    }
     if (slot < 0 || slot >= a.num_slots) { /* padding */
         if (tid < ncols) ck_store(a.out, out_at + tid, a.out_dtype, 0.0f);
         return;
     }
-    const bool read = ck_lin_flag(a, b) != 0;
+    const bool read = BATCH ? !a.has_init || rflag != 0 : ck_lin_flag(a, b) != 0;
     const int64_t rstep = CK_LIN_ROW_GROUPS * a.state_st[2];
     /* this thread's first element in global memory and in the shared slice */
     float *const mine = a.state + slot * a.state_st[0] + hv * a.state_st[1] + rg * a.state_st[2] + jc;
@@ -381,51 +419,32 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     ck_cp_async_commit();
 
     /* while the state is in flight: q, k (zero past Dk), v; GDN's e^g and beta */
-    float nq2 = 0.0f, nk2 = 0.0f, qk2 = 0.0f, nq = 1.0f, kf = 1.0f; /* GDN: the norms, the L2 factors of q, k */
-    if (OP == CK_LIN_GDN && VAR == CK_LIN_EARLY) {
-        /* every warp loads all of q and k (lane: rows lane + 32 j) and forms the norms itself, in
-         * ck_lin_norms's order; warp j then stages rows 32 j + lane already scaled (q by its factor and
-         * the softmax scale, k by its factor: the same products the passes form), so that only
-         * q . k's factor is held across the wait */
-        float x[RPT * CK_LIN_ROW_GROUPS / 32], y[RPT * CK_LIN_ROW_GROUPS / 32];
-#pragma unroll
-        for (int j = 0; j < RPT * CK_LIN_ROW_GROUPS / 32; j++) {
-            const int r = lane + 32 * j;
-            const bool in = r < a.dk;
-            x[j] = in ? ck_load(a.q, b * a.q_st[0] + kh * a.q_st[1] + r, a.q_dtype) : 0.0f;
-            y[j] = in ? ck_load(a.k, b * a.k_st[0] + kh * a.k_st[1] + r, a.k_dtype) : 0.0f;
-            nq2 += x[j] * x[j], nk2 += y[j] * y[j], qk2 += x[j] * y[j];
-        }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            nq2 += __shfl_xor_sync(0xffffffffu, nq2, o);
-            nk2 += __shfl_xor_sync(0xffffffffu, nk2, o);
-            qk2 += __shfl_xor_sync(0xffffffffu, qk2, o);
-        }
-        if (a.l2norm) nq = (float)(1.0 / sqrt((double)nq2 + 1e-6)), kf = (float)(1.0 / sqrt((double)nk2 + 1e-6));
-        const float qf = nq * a.scale;
-        qk2 = qk2 * qf * kf; /* from here: q . k's factor */
-#pragma unroll
-        for (int j = 0; j < RPT * CK_LIN_ROW_GROUPS / 32; j++)
-            if (j == warp) sq[lane + 32 * j] = x[j] * qf, sk[lane + 32 * j] = y[j] * kf;
-    } else if (tid < RPT * CK_LIN_ROW_GROUPS) {
+    if (tid < RPT * CK_LIN_ROW_GROUPS) {
         const bool in = tid < a.dk;
-        sq[tid] = in ? ck_load(a.q, b * a.q_st[0] + kh * a.q_st[1] + tid, a.q_dtype) : 0.0f;
-        sk[tid] = in ? ck_load(a.k, b * a.k_st[0] + kh * a.k_st[1] + tid, a.k_dtype) : 0.0f;
+        if (BATCH) { /* 0 bits past Dk: 0 in every format */
+            sq[tid] = ck_lin_from_bits(rq, a.q_dtype);
+            sk[tid] = ck_lin_from_bits(rk, a.k_dtype);
+        } else {
+            sq[tid] = in ? ck_load(a.q, b * a.q_st[0] + kh * a.q_st[1] + tid, a.q_dtype) : 0.0f;
+            sk[tid] = in ? ck_load(a.k, b * a.k_st[0] + kh * a.k_st[1] + tid, a.k_dtype) : 0.0f;
+        }
     }
     float vreg = 0.0f, beta = 0.0f, decay = 1.0f;
-    /* VAR != 0: every warp holds v of column `lane` (0 past the columns) */
-    if ((VAR == CK_LIN_TWOBAR || OP == CK_LIN_LIGHTNING ? tid : lane) < ncols)
-        vreg = ck_load(a.v, b * a.v_st[0] + hv * a.v_st[1] + col0 + lane, a.v_dtype);
+    if (BATCH) vreg = ck_lin_from_bits(rv, a.v_dtype);
+    else if (tid < ncols) vreg = ck_load(a.v, b * a.v_st[0] + hv * a.v_st[1] + col0 + tid, a.v_dtype);
     if (OP == CK_LIN_LIGHTNING) {
         if (tid < CK_LIN_COLS) sv[tid] = vreg;
+    } else if (BATCH) {
+        beta = ck_lin_from_bits(rbeta, a.beta_dtype);
+        if (lane == 0) decay = (float)exp((double)ck_lin_from_bits(rgate, a.g_dtype));
+        decay = __shfl_sync(0xffffffffu, decay, 0);
     } else {
-        if (warp == 0 || VAR != CK_LIN_TWOBAR) beta = ck_load(a.beta, b * a.beta_st[0] + hv * a.beta_st[1], a.beta_dtype);
+        if (warp == 0) beta = ck_load(a.beta, b * a.beta_st[0] + hv * a.beta_st[1], a.beta_dtype);
         if (lane == 0) decay = (float)exp((double)ck_load(a.g, b * a.g_st[0] + hv * a.g_st[1], a.g_dtype));
         decay = __shfl_sync(0xffffffffu, decay, 0);
     }
     /* lightning's decay (a load of the slope and an exp) formed while the state is still in flight */
-    const double lambda = OP == CK_LIN_LIGHTNING ? exp(-(double)a.slopes[hv * a.slopes_st]) : 0.0;
+    const double lambda = OP == CK_LIN_LIGHTNING ? exp(-(double)(BATCH ? slope : a.slopes[hv * a.slopes_st])) : 0.0;
     __syncthreads();
     ck_lin_wait_all(); /* this thread's state elements have landed */
 
@@ -455,47 +474,21 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
 
     /* GDN: o = (e^g S)^T q + v' (k . q) with v' = beta (v - (e^g S)^T k); the norms after the wait (before
      * it, held across it, they spill at 40 registers) */
-    if (VAR != CK_LIN_EARLY) {
-        ck_lin_norms<RPT>(sq, sk, lane, nq2, nk2, qk2);
-        if (a.l2norm) nq = (float)(1.0 / sqrt((double)nq2 + 1e-6)), kf = (float)(1.0 / sqrt((double)nk2 + 1e-6));
-        qk2 = qk2 * (nq * a.scale) * kf; /* q . k's factor, as CK_LIN_EARLY formed it */
-    } else {
-        kf = 1.0f; /* sq, sk hold the scaled q, k */
-    }
-    const float qf = VAR == CK_LIN_EARLY ? 1.0f : nq * a.scale;
+    float nq2 = 0.0f, nk2 = 0.0f, qk2 = 0.0f;
+    ck_lin_norms<RPT>(sq, sk, lane, nq2, nk2, qk2);
+    const float nq = a.l2norm ? (float)(1.0 / sqrt((double)nq2 + 1e-6)) : 1.0f;
+    const float kf = a.l2norm ? (float)(1.0 / sqrt((double)nk2 + 1e-6)) : 1.0f;
+    const float qf = nq * a.scale;
     float pu[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     ck_lin_decayed_sums<RPT, false>(my, sk, sq, kf, qf, decay, rg, 0, pu, po);
     ck_lin_colsum_part(po, red[0], warp, lane);
     ck_lin_colsum_part(pu, red[NRED - 1], warp, lane);
     __syncthreads();
-    if (VAR != CK_LIN_TWOBAR) {
-        /* v' of column `lane` in every warp (as the two-barrier form's thread `lane` forms it), then this
-         * thread's 4 columns by shuffles */
-        const float vp = beta * (vreg - ck_lin_colsum_total(red[NRED - 1], lane));
-        float vpc[4];
-#pragma unroll
-        for (int c = 0; c < 4; c++) vpc[c] = __shfl_sync(0xffffffffu, vp, cg * 4 + c);
-        if (tid < ncols) ck_store(a.out, out_at + tid, a.out_dtype, ck_lin_colsum_total(red[0], tid) + vp * qk2);
-        if (colok) {
-#pragma unroll 4
-            for (int i = 0; i < RPT; i++) {
-                const int row = rg + i * CK_LIN_ROW_GROUPS;
-                if (row >= a.dk) break;
-                const float kr = sk[row] * kf;
-                const float4 x = *(const float4 *)(my + i * CK_LIN_SROW); /* decayed again, as in pass 1 */
-                ck_lin_st16_pol(mine + i * rstep,
-                                make_float4(__fmul_rn(x.x, decay) + kr * vpc[0], __fmul_rn(x.y, decay) + kr * vpc[1],
-                                            __fmul_rn(x.z, decay) + kr * vpc[2], __fmul_rn(x.w, decay) + kr * vpc[3]),
-                                ck_lin_policy_normal());
-            }
-        }
-        return;
-    }
     if (tid < CK_LIN_COLS) {
         const float o = ck_lin_colsum_total(red[0], tid), u = ck_lin_colsum_total(red[NRED - 1], tid);
         const float vp = beta * (vreg - u); /* 0 past the columns (v and u are) */
         red[NRED - 1][tid] = vp; /* column tid's own entry: only this thread read it */
-        if (tid < ncols) ck_store(a.out, out_at + tid, a.out_dtype, o + vp * qk2);
+        if (tid < ncols) ck_store(a.out, out_at + tid, a.out_dtype, o + vp * (qk2 * qf * kf));
     }
     __syncthreads();
     if (!colok) return;
@@ -535,17 +528,17 @@ CK_LIN_KERNELS(CK_LIN_GDN, gdn)
 
 /* The decode kernels (Dk 33-64: 4 rows a thread, 65-128: 8): 12 blocks an SM at 40 registers (sm_90
  * -Xptxas -v: no spill; 18432 B of shared memory is the most that lets 12 fit). */
-#define CK_LIN_DECODE_KERNEL(op, opname, rpt, var, vname)                                                  \
+#define CK_LIN_DECODE_KERNEL(op, opname, rpt, batch, bname)                                                \
     extern "C" __global__ void __launch_bounds__(CK_LIN_THREADS, 12)                                       \
-        ck_lin_##opname##_decode##vname##_r##rpt(const __grid_constant__ ck_lin_args_t a)                  \
+        ck_lin_##opname##_decode##bname##_r##rpt(const __grid_constant__ ck_lin_args_t a)                  \
     {                                                                                                      \
-        ck_lin_decode_body<op, rpt, var>(a);                                                               \
+        ck_lin_decode_body<op, rpt, batch>(a);                                                             \
     }
-CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 4, CK_LIN_TWOBAR, )
-CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 8, CK_LIN_TWOBAR, )
-CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 4, CK_LIN_TWOBAR, )
-CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 8, CK_LIN_TWOBAR, )
-CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 4, CK_LIN_ONEBAR, _onebar)
-CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 8, CK_LIN_ONEBAR, _onebar)
-CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 4, CK_LIN_EARLY, _early)
-CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 8, CK_LIN_EARLY, _early)
+CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 4, false, )
+CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 8, false, )
+CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 4, false, )
+CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 8, false, )
+CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 4, true, _batch)
+CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 8, true, _batch)
+CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 4, true, _batch)
+CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 8, true, _batch)
