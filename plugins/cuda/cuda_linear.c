@@ -86,10 +86,8 @@ static attnrt_status_t lin_plan_new(cuda_dev_t *d, uint32_t kind, const char *op
     const char *env = secure_getenv("ATTNRT_CUDA_LINEAR");
     const int general = env && strcmp(env, "general") == 0;
     if (st == ATTNRT_OK && !general && num_spec < 0 && (rpt == 4 || rpt == 8) && lin_one_token_each(batch, sh->T)) {
-        /* ATTNRT_CUDA_LINEAR=batch: the decode kernels' small loads in flight together (A/B, session 6) */
-        const int batch_var = env && strcmp(env, "batch") == 0;
         char dname[64];
-        snprintf(dname, sizeof dname, "ck_lin_%s_decode%s_r%d", name, batch_var ? "_batch" : "", rpt);
+        snprintf(dname, sizeof dname, "ck_lin_%s_decode_r%d", name, rpt);
         st = cuda_function(d, CUDA_FAMILY_LINEAR, dname, &p->f_decode);
         if (st == ATTNRT_OK)
             (void)cuda_drv.FuncSetAttribute(p->f_decode, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);

@@ -366,8 +366,12 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
  * |q|^2, |k|^2, q . k itself from the staged q, k; v, beta and e^g stay in registers and GDN's v' goes
  * into its own column of the reduction buffer; the column sums finish in the threads that use them.
  * What that buys is residency: 40 registers and <= 18432 B of shared memory a block (state slice, q,
- * k, the reduction rows) fit 12 blocks an SM (ck_lin_body: 8-10), i.e. more state loads in flight. */
-template <int OP, int RPT, bool BATCH>
+ * k, the reduction rows) fit 12 blocks an SM (ck_lin_body: 8-10), i.e. more state loads in flight.
+ * The small inputs (has_init flag, q, k, v, beta, g; lightning's slope) are requested together with the
+ * slot by branch-free loads (ck_lin_ld_bits): with ck_load's switch they were a chain of round trips on
+ * every block's path (same-run A/B on the H200, docs/dev/cuda-linear.md session 6: B 64 x H 16 GDN 42.5
+ * -> 39.1 us, lightning 41.2 -> 38.9 us). */
+template <int OP, int RPT>
 __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
 {
     constexpr int NRED = OP == CK_LIN_GDN ? 2 : 1; /* o partials; GDN also u partials, then v' */
@@ -385,26 +389,26 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     const int64_t out_at = b * a.out_st[0] + hv * a.out_st[1] + col0;
 
     const int64_t slot = a.slot_idx[b * a.slot_st];
-    /* BATCH: the flag, q, k, v, beta and g requested together with the slot (raw bits) */
-    uint32_t rflag = 0, rq = 0, rk = 0, rv = 0, rbeta = 0, rgate = 0;
+    /* the flag, q, k, v, beta and g (lightning: the slope) requested together with the slot, as raw
+     * bits (ck_lin_ld_bits); converted after the state loads are issued */
+    const uint32_t rflag = ck_lin_ld_bits(a.has_init, b * a.init_st, !a.has_init ? -1 : a.init_bits == 32 ? 2 : 0);
+    const uint32_t rq = ck_lin_ld_bits(a.q, b * a.q_st[0] + kh * a.q_st[1] + tid, tid < a.dk ? ck_lin_lg(a.q_dtype) : -1);
+    const uint32_t rk = ck_lin_ld_bits(a.k, b * a.k_st[0] + kh * a.k_st[1] + tid, tid < a.dk ? ck_lin_lg(a.k_dtype) : -1);
+    const uint32_t rv =
+        ck_lin_ld_bits(a.v, b * a.v_st[0] + hv * a.v_st[1] + col0 + tid, tid < ncols ? ck_lin_lg(a.v_dtype) : -1);
+    uint32_t rbeta = 0, rgate = 0;
     float slope = 0.0f;
-    if (BATCH) {
-        rflag = ck_lin_ld_bits(a.has_init, b * a.init_st, !a.has_init ? -1 : a.init_bits == 32 ? 2 : 0);
-        rq = ck_lin_ld_bits(a.q, b * a.q_st[0] + kh * a.q_st[1] + tid, tid < a.dk ? ck_lin_lg(a.q_dtype) : -1);
-        rk = ck_lin_ld_bits(a.k, b * a.k_st[0] + kh * a.k_st[1] + tid, tid < a.dk ? ck_lin_lg(a.k_dtype) : -1);
-        rv = ck_lin_ld_bits(a.v, b * a.v_st[0] + hv * a.v_st[1] + col0 + tid, tid < ncols ? ck_lin_lg(a.v_dtype) : -1);
-        if (OP == CK_LIN_GDN) {
-            rbeta = ck_lin_ld_bits(a.beta, b * a.beta_st[0] + hv * a.beta_st[1], warp == 0 ? ck_lin_lg(a.beta_dtype) : -1);
-            rgate = ck_lin_ld_bits(a.g, b * a.g_st[0] + hv * a.g_st[1], lane == 0 ? ck_lin_lg(a.g_dtype) : -1);
-        } else {
-            slope = a.slopes[hv * a.slopes_st];
-        }
+    if (OP == CK_LIN_GDN) {
+        rbeta = ck_lin_ld_bits(a.beta, b * a.beta_st[0] + hv * a.beta_st[1], warp == 0 ? ck_lin_lg(a.beta_dtype) : -1);
+        rgate = ck_lin_ld_bits(a.g, b * a.g_st[0] + hv * a.g_st[1], lane == 0 ? ck_lin_lg(a.g_dtype) : -1);
+    } else {
+        slope = a.slopes[hv * a.slopes_st];
     }
     if (slot < 0 || slot >= a.num_slots) { /* padding */
         if (tid < ncols) ck_store(a.out, out_at + tid, a.out_dtype, 0.0f);
         return;
     }
-    const bool read = BATCH ? !a.has_init || rflag != 0 : ck_lin_flag(a, b) != 0;
+    const bool read = !a.has_init || rflag != 0;
     const int64_t rstep = CK_LIN_ROW_GROUPS * a.state_st[2];
     /* this thread's first element in global memory and in the shared slice */
     float *const mine = a.state + slot * a.state_st[0] + hv * a.state_st[1] + rg * a.state_st[2] + jc;
@@ -419,32 +423,21 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     ck_cp_async_commit();
 
     /* while the state is in flight: q, k (zero past Dk), v; GDN's e^g and beta */
-    if (tid < RPT * CK_LIN_ROW_GROUPS) {
-        const bool in = tid < a.dk;
-        if (BATCH) { /* 0 bits past Dk: 0 in every format */
-            sq[tid] = ck_lin_from_bits(rq, a.q_dtype);
-            sk[tid] = ck_lin_from_bits(rk, a.k_dtype);
-        } else {
-            sq[tid] = in ? ck_load(a.q, b * a.q_st[0] + kh * a.q_st[1] + tid, a.q_dtype) : 0.0f;
-            sk[tid] = in ? ck_load(a.k, b * a.k_st[0] + kh * a.k_st[1] + tid, a.k_dtype) : 0.0f;
-        }
+    if (tid < RPT * CK_LIN_ROW_GROUPS) { /* 0 bits past Dk: 0 in every format */
+        sq[tid] = ck_lin_from_bits(rq, a.q_dtype);
+        sk[tid] = ck_lin_from_bits(rk, a.k_dtype);
     }
-    float vreg = 0.0f, beta = 0.0f, decay = 1.0f;
-    if (BATCH) vreg = ck_lin_from_bits(rv, a.v_dtype);
-    else if (tid < ncols) vreg = ck_load(a.v, b * a.v_st[0] + hv * a.v_st[1] + col0 + tid, a.v_dtype);
+    float beta = 0.0f, decay = 1.0f;
+    const float vreg = ck_lin_from_bits(rv, a.v_dtype); /* 0 past the columns */
     if (OP == CK_LIN_LIGHTNING) {
         if (tid < CK_LIN_COLS) sv[tid] = vreg;
-    } else if (BATCH) {
+    } else {
         beta = ck_lin_from_bits(rbeta, a.beta_dtype);
         if (lane == 0) decay = (float)exp((double)ck_lin_from_bits(rgate, a.g_dtype));
         decay = __shfl_sync(0xffffffffu, decay, 0);
-    } else {
-        if (warp == 0) beta = ck_load(a.beta, b * a.beta_st[0] + hv * a.beta_st[1], a.beta_dtype);
-        if (lane == 0) decay = (float)exp((double)ck_load(a.g, b * a.g_st[0] + hv * a.g_st[1], a.g_dtype));
-        decay = __shfl_sync(0xffffffffu, decay, 0);
     }
-    /* lightning's decay (a load of the slope and an exp) formed while the state is still in flight */
-    const double lambda = OP == CK_LIN_LIGHTNING ? exp(-(double)(BATCH ? slope : a.slopes[hv * a.slopes_st])) : 0.0;
+    /* lightning's decay (an exp of the slope) formed while the state is still in flight */
+    const double lambda = OP == CK_LIN_LIGHTNING ? exp(-(double)slope) : 0.0;
     __syncthreads();
     ck_lin_wait_all(); /* this thread's state elements have landed */
 
@@ -528,17 +521,13 @@ CK_LIN_KERNELS(CK_LIN_GDN, gdn)
 
 /* The decode kernels (Dk 33-64: 4 rows a thread, 65-128: 8): 12 blocks an SM at 40 registers (sm_90
  * -Xptxas -v: no spill; 18432 B of shared memory is the most that lets 12 fit). */
-#define CK_LIN_DECODE_KERNEL(op, opname, rpt, batch, bname)                                                \
+#define CK_LIN_DECODE_KERNEL(op, opname, rpt)                                                              \
     extern "C" __global__ void __launch_bounds__(CK_LIN_THREADS, 12)                                       \
-        ck_lin_##opname##_decode##bname##_r##rpt(const __grid_constant__ ck_lin_args_t a)                  \
+        ck_lin_##opname##_decode_r##rpt(const __grid_constant__ ck_lin_args_t a)                           \
     {                                                                                                      \
-        ck_lin_decode_body<op, rpt, batch>(a);                                                             \
+        ck_lin_decode_body<op, rpt>(a);                                                                    \
     }
-CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 4, false, )
-CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 8, false, )
-CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 4, false, )
-CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 8, false, )
-CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 4, true, _batch)
-CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 8, true, _batch)
-CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 4, true, _batch)
-CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 8, true, _batch)
+CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 4)
+CK_LIN_DECODE_KERNEL(CK_LIN_LIGHTNING, lightning, 8)
+CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 4)
+CK_LIN_DECODE_KERNEL(CK_LIN_GDN, gdn, 8)
