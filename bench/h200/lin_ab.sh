@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# bench/h200/lin_ab.sh — an A/B of linear decode variants selected by ATTNRT_CUDA_LINEAR=v for each v of
-# $LIN_AB (a list; default general; session 6 ran it on a warp-column GDN decode kernel and on the GDN
-# barrier / norm variants, since removed, and on the batched small loads, since the default) against the default, in one call after run_ops.sh or alone:
-# interleaved attnrt-bench rows of each op of $LIN_AB_OP (a list) at the four issue shapes (B 64 x H 16 $LIN_AB_REPS64 times,
-# the others $LIN_AB_REPS times), then per variant attnrt-conform ($LIN_AB_FILTER, default the full set),
-# racecheck / memcheck of the GDN decode cases and graph capture under it. Results: $OUT/lin_ab.log,
-# $OUT/lin_ab.jsonl (rows tagged by the knob).   LIN_AB="onebar early" OUT=$OUT BUILD_DIR=build-cuda bash bench/h200/lin_ab.sh
+# bench/h200/lin_ab.sh — an A/B of linear decode variants against the default in one call (after
+# run_ops.sh or alone): ATTNRT_CUDA_LINEAR=v for each v of $LIN_AB (a list; default general). Session 6
+# ran it on a warp-column GDN decode kernel, GDN barrier / norm variants (removed) and the batched small
+# loads (now the default). Interleaved attnrt-bench rows of each op of $LIN_AB_OP (a list) at the four
+# issue shapes (B 64 x H 16 $LIN_AB_REPS64 times, the others $LIN_AB_REPS times), then per variant
+# attnrt-conform ($LIN_AB_FILTER, default the full set), racecheck / memcheck of $LIN_AB_SAN and graph
+# capture under it. Results: $OUT/lin_ab.log, $OUT/lin_ab.jsonl (rows tagged by the knob).
+#   LIN_AB=general LIN_AB_OP="gdn_decode lightning_decode" OUT=$OUT BUILD_DIR=build-cuda bash bench/h200/lin_ab.sh
 set -u
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$ROOT"
