@@ -124,6 +124,35 @@ __device__ __forceinline__ void ck_lin_norms(const float *sq, const float *sk, i
     }
 }
 
+/* The decode kernels' small inputs (slot, has_init flag, q, k, v, beta, g) as raw bits by predicated loads
+ * without a branch, so that all of them are in flight together: ck_load's switch on the format makes each
+ * load wait for the one before, and the chain of those round trips, behind the state's own loads, is on
+ * every block's path. ck_lin_lg: log2 of a format's element bytes; lg < 0: no load, 0 returned. */
+__device__ __forceinline__ int ck_lin_lg(int kind) { return kind == CK_F32 ? 2 : kind == CK_F16 || kind == CK_BF16 ? 1 : 0; }
+__device__ __forceinline__ uint32_t ck_lin_ld_bits(const void *p, int64_t i, int lg)
+{
+    const char *at = (const char *)p + i * (lg > 0 ? 1 << lg : 1);
+    uint32_t r;
+    asm("{\n\t.reg .pred p4, p2, p1;\n\t.reg .u16 h;\n\t"
+        "setp.eq.s32 p4, %2, 2;\n\tsetp.eq.s32 p2, %2, 1;\n\tsetp.eq.s32 p1, %2, 0;\n\t"
+        "mov.b32 %0, 0;\n\tmov.u16 h, 0;\n\t"
+        "@p4 ld.global.b32 %0, [%1];\n\t@p2 ld.global.u16 h, [%1];\n\t@p1 ld.global.u8 h, [%1];\n\t"
+        "@!p4 cvt.u32.u16 %0, h;\n\t}"
+        : "=r"(r)
+        : "l"(at), "r"(lg));
+    return r;
+}
+__device__ __forceinline__ float ck_lin_from_bits(uint32_t r, int kind)
+{
+    switch (kind) {
+    case CK_F32: return __uint_as_float(r);
+    case CK_F16: return ck_f16_bits_to_f32((uint16_t)r);
+    case CK_BF16: return ck_bf16_bits_to_f32((uint16_t)r);
+    case CK_E4M3: return ck_e4m3_to_f32(r);
+    default: return ck_e5m2_to_f32(r);
+    }
+}
+
 /* The decode kernels' block index -> (request, head, first column): a 1-D grid, a head's column slices
  * adjacent (see the top of the file). */
 __device__ __forceinline__ void ck_lin_block(const ck_lin_args_t &a, int &b, int &hv, int &col0)
@@ -337,7 +366,11 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
  * |q|^2, |k|^2, q . k itself from the staged q, k; v, beta and e^g stay in registers and GDN's v' goes
  * into its own column of the reduction buffer; the column sums finish in the threads that use them.
  * What that buys is residency: 40 registers and <= 18432 B of shared memory a block (state slice, q,
- * k, the reduction rows) fit 12 blocks an SM (ck_lin_body: 8-10), i.e. more state loads in flight. */
+ * k, the reduction rows) fit 12 blocks an SM (ck_lin_body: 8-10), i.e. more state loads in flight.
+ * The small inputs (has_init flag, q, k, v, beta, g; lightning's slope) are requested together with the
+ * slot by branch-free loads (ck_lin_ld_bits): with ck_load's switch they were a chain of round trips on
+ * every block's path (same-run A/B on the H200, docs/dev/cuda-linear.md session 6: B 64 x H 16 GDN 42.5
+ * -> 39.1 us, lightning 41.2 -> 38.9 us). */
 template <int OP, int RPT>
 __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
 {
@@ -356,11 +389,26 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     const int64_t out_at = b * a.out_st[0] + hv * a.out_st[1] + col0;
 
     const int64_t slot = a.slot_idx[b * a.slot_st];
+    /* the flag, q, k, v, beta and g (lightning: the slope) requested together with the slot, as raw
+     * bits (ck_lin_ld_bits); converted after the state loads are issued */
+    const uint32_t rflag = ck_lin_ld_bits(a.has_init, b * a.init_st, !a.has_init ? -1 : a.init_bits == 32 ? 2 : 0);
+    const uint32_t rq = ck_lin_ld_bits(a.q, b * a.q_st[0] + kh * a.q_st[1] + tid, tid < a.dk ? ck_lin_lg(a.q_dtype) : -1);
+    const uint32_t rk = ck_lin_ld_bits(a.k, b * a.k_st[0] + kh * a.k_st[1] + tid, tid < a.dk ? ck_lin_lg(a.k_dtype) : -1);
+    const uint32_t rv =
+        ck_lin_ld_bits(a.v, b * a.v_st[0] + hv * a.v_st[1] + col0 + tid, tid < ncols ? ck_lin_lg(a.v_dtype) : -1);
+    uint32_t rbeta = 0, rgate = 0;
+    float slope = 0.0f;
+    if (OP == CK_LIN_GDN) {
+        rbeta = ck_lin_ld_bits(a.beta, b * a.beta_st[0] + hv * a.beta_st[1], warp == 0 ? ck_lin_lg(a.beta_dtype) : -1);
+        rgate = ck_lin_ld_bits(a.g, b * a.g_st[0] + hv * a.g_st[1], lane == 0 ? ck_lin_lg(a.g_dtype) : -1);
+    } else {
+        slope = a.slopes[hv * a.slopes_st];
+    }
     if (slot < 0 || slot >= a.num_slots) { /* padding */
         if (tid < ncols) ck_store(a.out, out_at + tid, a.out_dtype, 0.0f);
         return;
     }
-    const bool read = ck_lin_flag(a, b) != 0;
+    const bool read = !a.has_init || rflag != 0;
     const int64_t rstep = CK_LIN_ROW_GROUPS * a.state_st[2];
     /* this thread's first element in global memory and in the shared slice */
     float *const mine = a.state + slot * a.state_st[0] + hv * a.state_st[1] + rg * a.state_st[2] + jc;
@@ -375,22 +423,21 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
     ck_cp_async_commit();
 
     /* while the state is in flight: q, k (zero past Dk), v; GDN's e^g and beta */
-    if (tid < RPT * CK_LIN_ROW_GROUPS) {
-        const bool in = tid < a.dk;
-        sq[tid] = in ? ck_load(a.q, b * a.q_st[0] + kh * a.q_st[1] + tid, a.q_dtype) : 0.0f;
-        sk[tid] = in ? ck_load(a.k, b * a.k_st[0] + kh * a.k_st[1] + tid, a.k_dtype) : 0.0f;
+    if (tid < RPT * CK_LIN_ROW_GROUPS) { /* 0 bits past Dk: 0 in every format */
+        sq[tid] = ck_lin_from_bits(rq, a.q_dtype);
+        sk[tid] = ck_lin_from_bits(rk, a.k_dtype);
     }
-    float vreg = 0.0f, beta = 0.0f, decay = 1.0f;
-    if (tid < ncols) vreg = ck_load(a.v, b * a.v_st[0] + hv * a.v_st[1] + col0 + tid, a.v_dtype);
+    float beta = 0.0f, decay = 1.0f;
+    const float vreg = ck_lin_from_bits(rv, a.v_dtype); /* 0 past the columns */
     if (OP == CK_LIN_LIGHTNING) {
         if (tid < CK_LIN_COLS) sv[tid] = vreg;
     } else {
-        if (warp == 0) beta = ck_load(a.beta, b * a.beta_st[0] + hv * a.beta_st[1], a.beta_dtype);
-        if (lane == 0) decay = (float)exp((double)ck_load(a.g, b * a.g_st[0] + hv * a.g_st[1], a.g_dtype));
+        beta = ck_lin_from_bits(rbeta, a.beta_dtype);
+        if (lane == 0) decay = (float)exp((double)ck_lin_from_bits(rgate, a.g_dtype));
         decay = __shfl_sync(0xffffffffu, decay, 0);
     }
-    /* lightning's decay (a load of the slope and an exp) formed while the state is still in flight */
-    const double lambda = OP == CK_LIN_LIGHTNING ? exp(-(double)a.slopes[hv * a.slopes_st]) : 0.0;
+    /* lightning's decay (an exp of the slope) formed while the state is still in flight */
+    const double lambda = OP == CK_LIN_LIGHTNING ? exp(-(double)slope) : 0.0;
     __syncthreads();
     ck_lin_wait_all(); /* this thread's state elements have landed */
 
