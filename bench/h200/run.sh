@@ -161,6 +161,18 @@ while read -r id op b ctx new hq hkv d bs kv peer extra; do
     grep -E '"median"|gb_per_s"|gflop_per_s"' "$OUT/bench/$id.json" | head -3 | tr -s ' ' | tr '\n' ' '; echo
 done < "$OUT/shapes.txt"
 
+step "fp8 decode on the cp.async form (ATTNRT_CUDA_DEC_TMA=0): the tensor copies' A/B in this call"
+ATTNRT_CUDA_DEC_TMA=0 timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$OUT/conform-cuda-notma.txt" 2>&1
+note "conform cuda (ATTNRT_CUDA_DEC_TMA=0, attention cases): exit $?; $(tail -1 "$OUT/conform-cuda-notma.txt")"
+for shp in "64 4096" "256 2048" "16 32768"; do
+    set -- $shp
+    id=dec_b$1_c$2_fp8_notma
+    [ "$(elapsed)" -ge "$BUDGET" ] && { note "timing $id: skipped (time budget)"; continue; }
+    ATTNRT_CUDA_DEC_TMA=0 timeout 90 "${TIMER[@]}" --op decode --batch "$1" --ctx "$2" --heads 32 --kv-heads 8 --head-dim 128 \
+        --block-size 16 --dtype bf16 --kv-dtype fp8_e4m3 --iters 20 --warmup 3 --json > "$OUT/bench/$id.json" 2> "$OUT/bench/$id.err"
+    note "timing $id: $(grep -E '"median"' "$OUT/bench/$id.json" | head -2 | tr -s ' ' | tr '\n' ' ')"
+done
+
 step "peer: PyTorch scaled_dot_product_attention (flash, cuDNN), dense KV"
 if [ "$(elapsed)" -lt "$((BUDGET + 60))" ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; then
     specs=()

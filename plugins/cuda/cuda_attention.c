@@ -7,6 +7,7 @@
  * return), and no device memory is read on the host: the run can be captured in a CUDA graph. The
  * kernels read query_start_loc / seq_lens / block_table on the device, clamped to the tensors. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_attention_plan.h"
@@ -95,6 +96,40 @@ static int cache_aligned(const ck_attn_args_t *k)
     return 1;
 }
 
+/* fp8 decode on sm_90+ (CK_DEC_TMA_KV): a tensor map of each cache, viewed as [blocks][rows][heads][D]
+ * (innermost first: {D, heads, rows, blocks}) with a box of 16 rows of one head and the 128-byte swizzle
+ * the kernel's ring uses. Encoded on every run (~1 us of host work for both): the plan is shared by
+ * runs on any stream and caches may move between runs, so nothing is cached in it. Returns 1 when both
+ * maps are valid; 0 leaves the kernel on its cp.async form (block size not a multiple of 16, rows not
+ * whole 128 bytes, strides the tensor copies cannot take). */
+_Static_assert(sizeof(ck_tmap_t) == sizeof(CUtensorMap), "ck_tmap_t holds a CUtensorMap's bytes");
+
+static int encode_kv_maps(const cuda_dev_t *d, const cuda_attn_plan_t *p, ck_attn_args_t *k)
+{
+    const char *env = secure_getenv("ATTNRT_CUDA_DEC_TMA"); /* "0": the cp.async form (measurements, diagnosis) */
+    if (env && strcmp(env, "0") == 0) return 0;
+    if (!p->fp8 || d->cc_major < 9 || k->dqk != 128 || k->dv != 128 || k->block_size % 16 ||
+        k->num_blocks <= 0 || k->num_blocks > 0x7fffffff || k->block_size > 0x7fffffff || k->hkv <= 0)
+        return 0;
+    const void *base[2] = {k->kc, k->vc};
+    const int64_t *st[2] = {k->kc_st, k->vc_st};
+    ck_tmap_t *out[2] = {&k->kmap, &k->vmap};
+    for (int i = 0; i < 2; i++) {
+        CUtensorMap map; /* 128-byte aligned here; its bytes are copied into the 64-byte aligned argument */
+        const cuuint64_t dim[4] = {128u, (cuuint64_t)k->hkv, (cuuint64_t)k->block_size, (cuuint64_t)k->num_blocks};
+        const cuuint64_t stride[3] = {(cuuint64_t)st[i][2], (cuuint64_t)st[i][1], (cuuint64_t)st[i][0]}; /* bytes: 1 a element */
+        const cuuint32_t box[4] = {128u, 1u, 16u, 1u}, estride[4] = {1u, 1u, 1u, 1u};
+        for (int s = 0; s < 3; s++)
+            if (st[i][s] <= 0 || st[i][s] % 16 || st[i][s] >= ((int64_t)1 << 40)) return 0;
+        CUresult r = cuda_drv.TensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)(uintptr_t)base[i], dim, stride,
+                                                   box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS) return 0;
+        memcpy(out[i], &map, sizeof *out[i]);
+    }
+    return 1;
+}
+
 attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt_attention_args_t *in,
                                    void *workspace, size_t workspace_bytes, void *stream)
 {
@@ -145,6 +180,7 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
     if (st == ATTNRT_OK && p->n_decode) { /* split row tiles merged by their last block (split_count) */
         k.items = p->dec_splits ? NULL : items + p->n_prefill;
         k.dec_splits = p->dec_splits;
+        k.dec_tma = encode_kv_maps(d, p, &k);
         k.split_count = (uint32_t *)(uintptr_t)p->split_count;
         st = cuda_launch(p->f_decode, p->n_decode, 128, p->smem_decode, stream, &k, "cuda paged attention (decode tiles)");
     }

@@ -47,7 +47,8 @@
     X(FuncGetAttribute, cuFuncGetAttribute, "cuFuncGetAttribute", NULL)                                   \
     X(LaunchKernel, cuLaunchKernel, "cuLaunchKernel", NULL)                                               \
     X(OccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor,              \
-      "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL)
+      "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL)                                                \
+    X(TensorMapEncodeTiled, cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", NULL)
 
 typedef struct cuda_driver {
     void *lib;     /* dlopen handle of libcuda.so.1; kept for the life of the process */
