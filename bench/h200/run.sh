@@ -125,6 +125,7 @@ dec_b64_hnd          decode  64  4096 1    32 8 128 16  bf16     0 --layout,hnd
 dec_b64_c4096_fp8    decode  64  4096 1    32 8 128 16  fp8_e4m3 0
 dec_b256_c2048_fp8   decode  256 2048 1    32 8 128 16  fp8_e4m3 0
 dec_b16_c32768_fp8   decode  16  32768 1   32 8 128 16  fp8_e4m3 0
+dec_b64_fp8_hnd      decode  64  4096 1    32 8 128 16  fp8_e4m3 0 --layout,hnd
 dec_b64_c4096_s      decode  64  4096 1    32 8 128 16  bf16     0 stream
 dec_b256_c2048_s     decode  256 2048 1    32 8 128 16  bf16     0 stream
 dec_b16_c32768_s     decode  16  32768 1   32 8 128 16  bf16     0 stream
@@ -160,18 +161,6 @@ while read -r id op b ctx new hq hkv d bs kv peer extra; do
     [ $rc -ne 0 ] && { note "timing $id: exit $rc: $(tail -2 "$OUT/bench/$id.err" | tr '\n' ' ')"; }
     grep -E '"median"|gb_per_s"|gflop_per_s"' "$OUT/bench/$id.json" | head -3 | tr -s ' ' | tr '\n' ' '; echo
 done < "$OUT/shapes.txt"
-
-step "fp8 decode on the cp.async form (ATTNRT_CUDA_DEC_TMA=0): the tensor copies' A/B in this call"
-ATTNRT_CUDA_DEC_TMA=0 timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$OUT/conform-cuda-notma.txt" 2>&1
-note "conform cuda (ATTNRT_CUDA_DEC_TMA=0, attention cases): exit $?; $(tail -1 "$OUT/conform-cuda-notma.txt")"
-for shp in "64 4096" "256 2048" "16 32768"; do
-    set -- $shp
-    id=dec_b$1_c$2_fp8_notma
-    [ "$(elapsed)" -ge "$BUDGET" ] && { note "timing $id: skipped (time budget)"; continue; }
-    ATTNRT_CUDA_DEC_TMA=0 timeout 90 "${TIMER[@]}" --op decode --batch "$1" --ctx "$2" --heads 32 --kv-heads 8 --head-dim 128 \
-        --block-size 16 --dtype bf16 --kv-dtype fp8_e4m3 --iters 20 --warmup 3 --json > "$OUT/bench/$id.json" 2> "$OUT/bench/$id.err"
-    note "timing $id: $(grep -E '"median"' "$OUT/bench/$id.json" | head -2 | tr -s ' ' | tr '\n' ' ')"
-done
 
 step "peer: PyTorch scaled_dot_product_attention (flash, cuDNN), dense KV"
 if [ "$(elapsed)" -lt "$((BUDGET + 60))" ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; then

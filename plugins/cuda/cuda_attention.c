@@ -7,7 +7,6 @@
  * return), and no device memory is read on the host: the run can be captured in a CUDA graph. The
  * kernels read query_start_loc / seq_lens / block_table on the device, clamped to the tensors. */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_attention_plan.h"
@@ -96,37 +95,23 @@ static int cache_aligned(const ck_attn_args_t *k)
     return 1;
 }
 
-/* fp8 decode on sm_90+ (CK_DEC_TMA_KV): a tensor map of each cache, viewed as [blocks][rows][heads][D]
- * (innermost first: {D, heads, rows, blocks}) with a box of 16 rows of one head and the 128-byte swizzle
- * the kernel's ring uses. Encoded on every run (~1 us of host work for both): the plan is shared by
- * runs on any stream and caches may move between runs, so nothing is cached in it. Returns 1 when both
- * maps are valid; 0 leaves the kernel on its cp.async form (block size not a multiple of 16, rows not
- * whole 128 bytes, strides the tensor copies cannot take). */
-_Static_assert(sizeof(ck_tmap_t) == sizeof(CUtensorMap), "ck_tmap_t holds a CUtensorMap's bytes");
-
-static int encode_kv_maps(const cuda_dev_t *d, const cuda_attn_plan_t *p, ck_attn_args_t *k)
+/* The decode kernel forms a row's address from 32-bit products (attn_decode.cuh): block x block bytes
+ * as 32 x 32 -> 64 bits, row x row bytes + head x head bytes in 32 bits, the block-table column and the
+ * per-block scales the same way. None negative; every real cache fits; others take the SIMT kernel. */
+static int offsets_fit32(const ck_attn_args_t *k)
 {
-    const char *env = secure_getenv("ATTNRT_CUDA_DEC_TMA"); /* "0": the cp.async form (measurements, diagnosis) */
-    if (env && strcmp(env, "0") == 0) return 0;
-    if (!p->fp8 || d->cc_major < 9 || k->dqk != 128 || k->dv != 128 || k->block_size % 16 ||
-        k->num_blocks <= 0 || k->num_blocks > 0x7fffffff || k->block_size > 0x7fffffff || k->hkv <= 0)
-        return 0;
-    const void *base[2] = {k->kc, k->vc};
-    const int64_t *st[2] = {k->kc_st, k->vc_st};
-    ck_tmap_t *out[2] = {&k->kmap, &k->vmap};
+    const int64_t es = cuda_ck_size(k->kv_dtype), lim = (int64_t)1 << 32, h = k->hkv > 0 ? k->hkv : 1;
+    const int64_t b = k->block_size > 0 ? k->block_size : 1;
+    const int64_t *const st[2] = {k->kc_st, k->vc_st};
     for (int i = 0; i < 2; i++) {
-        CUtensorMap map; /* 128-byte aligned here; its bytes are copied into the 64-byte aligned argument */
-        const cuuint64_t dim[4] = {128u, (cuuint64_t)k->hkv, (cuuint64_t)k->block_size, (cuuint64_t)k->num_blocks};
-        const cuuint64_t stride[3] = {(cuuint64_t)st[i][2], (cuuint64_t)st[i][1], (cuuint64_t)st[i][0]}; /* bytes: 1 a element */
-        const cuuint32_t box[4] = {128u, 1u, 16u, 1u}, estride[4] = {1u, 1u, 1u, 1u};
-        for (int s = 0; s < 3; s++)
-            if (st[i][s] <= 0 || st[i][s] % 16 || st[i][s] >= ((int64_t)1 << 40)) return 0;
-        CUresult r = cuda_drv.TensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)(uintptr_t)base[i], dim, stride,
-                                                   box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-        if (r != CUDA_SUCCESS) return 0;
-        memcpy(out[i], &map, sizeof *out[i]);
+        if (st[i][0] < 0 || st[i][1] < 0 || st[i][2] < 0 || st[i][0] * es >= lim) return 0;
+        if (st[i][1] * es >= lim / b || st[i][2] * es >= lim / h || ((b - 1) * st[i][1] + (h - 1) * st[i][2]) * es >= lim)
+            return 0;
     }
+    if (k->bt_st[1] < 0 || k->bt_st[1] >= lim || k->bt_cols >= lim) return 0;
+    const int64_t *const sc[2] = {k->ks_st, k->vs_st};
+    for (int i = 0; i < 2; i++)
+        if (sc[i][0] < 0 || sc[i][0] >= lim || sc[i][1] < 0 || sc[i][1] >= lim / h) return 0;
     return 1;
 }
 
@@ -156,7 +141,7 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
     attnrt_status_t st = cuda_enter(d);
     if (st != ATTNRT_OK) return st;
 
-    if (!p->mma || !cache_aligned(&k)) {
+    if (!p->mma || !cache_aligned(&k) || !offsets_fit32(&k)) {
         const int64_t rows = p->num_tokens * p->num_q_heads, blocks = (rows + 3) / 4;
         if (blocks > 0x7fffffff)
             return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda paged attention run: %lld query rows are too many for one launch",
@@ -180,7 +165,6 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
     if (st == ATTNRT_OK && p->n_decode) { /* split row tiles merged by their last block (split_count) */
         k.items = p->dec_splits ? NULL : items + p->n_prefill;
         k.dec_splits = p->dec_splits;
-        k.dec_tma = encode_kv_maps(d, p, &k);
         k.split_count = (uint32_t *)(uintptr_t)p->split_count;
         st = cuda_launch(p->f_decode, p->n_decode, 128, p->smem_decode, stream, &k, "cuda paged attention (decode tiles)");
     }

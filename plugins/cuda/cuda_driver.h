@@ -47,8 +47,7 @@
     X(FuncGetAttribute, cuFuncGetAttribute, "cuFuncGetAttribute", NULL)                                   \
     X(LaunchKernel, cuLaunchKernel, "cuLaunchKernel", NULL)                                               \
     X(OccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor,              \
-      "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL)                                                \
-    X(TensorMapEncodeTiled, cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", NULL)
+      "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL)
 
 typedef struct cuda_driver {
     void *lib;     /* dlopen handle of libcuda.so.1; kept for the life of the process */

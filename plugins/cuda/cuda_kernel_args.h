@@ -43,17 +43,6 @@ typedef struct ck_kv_write_args {
 } ck_kv_write_args_t;
 
 /* ---- paged attention ------------------------------------------------------------------------ */
-/* A CUtensorMap's bytes (opaque, 128 bytes, 64-byte aligned as the tensor copies require), without
- * cuda.h on the device side; the host encodes into a CUtensorMap and copies it here. */
-#ifdef __cplusplus
-#define CK_ALIGN64 alignas(64)
-#else
-#define CK_ALIGN64 _Alignas(64)
-#endif
-typedef struct ck_tmap {
-    CK_ALIGN64 uint64_t w[16];
-} ck_tmap_t;
-
 #define CK_SPLIT_ROWS 16   /* rows of a decode-configuration tile: the partial states' row count */
 #define CK_MAX_SPLITS 64   /* key splits of one row tile at most */
 /* One block's work in the tensor-core kernels: query tokens [q_first, q_first + ROWS / head_count)
@@ -91,11 +80,7 @@ typedef struct ck_attn_args {
      * (every request one decode row tile of all `group` heads); split_count [num_parts]: arrivals at
      * each row tile's first partial, zero between runs (the last block merges, then resets it) */
     uint32_t    *split_count;
-    int32_t      dec_splits;
-    /* decode kernel, fp8 caches on sm_90+: nonzero when kmap / vmap hold tensor maps of the caches
-     * (cuTensorMapEncodeTiled, encoded per run by the host; CK_DEC_TMA_KV) */
-    int32_t      dec_tma;
-    ck_tmap_t    kmap, vmap;
+    int32_t      dec_splits, pad_;
 } ck_attn_args_t;
 
 /* ---- merge_states --------------------------------------------------------------------------- */
@@ -168,10 +153,6 @@ static inline CK_HD ck_mma_layout_t ck_mma_layout(int d, int rows, int bn, int f
 #define CK_DEC_WARPS 4
 #define CK_DEC_KPW(d, fp8) ((fp8) ? ((d) <= 128 ? 32 : 16) : ((d) <= 64 ? 32 : 16))
 #define CK_DEC_STAGES(d, fp8) ((d) == 64 && (fp8) ? 4 : (d) == 256 && !(fp8) ? 2 : 3)
-/* Whether an fp8 cache of head dim d can take tensor copies on sm_90+ (attn_decode_bulk.cuh): rows of
- * exactly 128 bytes, whose cp.async XOR swizzle (chunk ^ row % 8) is the tensor copy's 128-byte swizzle,
- * so both forms share one ring and a block picks its form at run time (the host sets dec_tma). */
-#define CK_DEC_TMA_KV(d, fp8) ((fp8) && (d) == 128)
 
 typedef struct ck_dec_layout {
     uint32_t pitch, ring, addr, scl, meta, bar, combine, total;
@@ -188,16 +169,12 @@ static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk)
     const uint32_t kpw = (uint32_t)CK_DEC_KPW(d, fp8), st = (uint32_t)CK_DEC_STAGES(d, fp8), w = CK_DEC_WARPS;
     const uint32_t row = (uint32_t)d * (fp8 ? 1u : 2u);
     uint32_t at = 0;
-    const int tma = !bulk && CK_DEC_TMA_KV(d, fp8);
     l.pitch = row + (bulk ? 16u : 0u);
-    /* [warp][stage][K|V][kpw][pitch]; the tensor-copy form moves it up to the next 1024-byte shared
-     * address on the device (the 128-byte swizzle is a function of the address bits; the dynamic base's
-     * alignment is not known here), so it reserves 1024 bytes more */
-    l.ring = at; at += w * st * 2u * kpw * l.pitch + (tma ? 1024u : 0u);
+    l.ring = at; at += w * st * 2u * kpw * l.pitch; /* [warp][stage][K|V][kpw][pitch] */
     l.addr = at; at += bulk ? 0u : w * kpw * 16u;  /* [warp][kpw] {K row address, V row address} */
     l.scl = at;  at += fp8 ? w * st * kpw * 8u : 0u; /* [warp][stage][kpw] {k scale, v scale} */
     l.meta = at; at += w * st * 8u;              /* [warp][stage] {absent-key bits, largest |v scale|} */
-    l.bar = at;  at += bulk || tma ? w * st * 8u : 0u; /* [warp][stage] mbarrier */
+    l.bar = at;  at += bulk ? w * st * 8u : 0u;  /* [warp][stage] mbarrier */
     /* after the loop: m, l per (warp, row), acc [warp][16 rows][d] f32, merge weights, from 0 */
     l.combine = 0;
     const uint32_t combine_end = 2u * w * 16u * 4u + w * 16u * (uint32_t)d * 4u;
@@ -209,7 +186,6 @@ static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk)
  * D 128) need twice the copies a tile, and its kernel became instruction-bound on them (runs 16-17 of
  * docs/dev/cuda-decode.md: 0.185 against 0.162 ms at B64), so fp8 keeps the cp.async form. */
 #define CK_DEC_BULK_KV(fp8) (!(fp8))
-
 
 /* What the host reserves: the larger of the two forms (the device picks its form by its code's
  * architecture). bf16 D 128: 104,640 bytes (bulk), still 2 blocks an SM on the H200. */

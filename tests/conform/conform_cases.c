@@ -420,11 +420,9 @@ static void directed_attention(cf_builder_t *b)
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-long-decode", "1/2000 1/1537 1/129", 8, 1, 128, 128, 128);
     cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
     c->lse = 1;
-    /* fp8 decode at D 128 (the cuda plugin's tensor copies of 16 rows of one head on sm_90+ when the block
-     * size is a multiple of 16 and a block's keys start on a multiple of 16): halves of a tile past the
-     * sequence (15, 17, 33 keys) or cut inside it, a block of 32 rows (boxes at row 0 and 16), per-block
-     * scales, e5m2; then the cp.async form inside the same kernel: a block size of 24 and a sliding
-     * window whose first key is not a multiple of 16 */
+    /* fp8 decode at D 128 (the cuda plugin's decode kernel: 32-key tiles of whole 128-byte rows): tiles
+     * cut by the sequence's end (15, 17, 33 keys), blocks of 32 and 24 rows (a tile across two blocks),
+     * per-block scales, e5m2, and a sliding window whose first key is not a multiple of 16 */
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-e4m3-bs32", "1/15 1/17 1/33 1/700 1/1 1/300", 16, 4, 128, 128, 32);
     cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
     c->per_block_scale = c->lse = 1;

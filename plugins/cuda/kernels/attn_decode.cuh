@@ -92,16 +92,10 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     typedef typename ck_qk_type<T, FP8>::type TK; /* QK^T operands */
     typedef typename ck_qk_type<T, FP8>::type TP; /* PV operands: f16 for fp8 (V widened to f16), else T */
 
-    /* TMA_KV: this kernel's fp8 rows may come by tensor copies (sm_90+ code, 128-byte rows); whether a
-     * block does is decided below (tma) */
-    constexpr bool TMA_KV = CK_DEC_BULK && !BULK && CK_DEC_TMA_KV(D, FP8);
     extern __shared__ __align__(16) unsigned char smem[];
     const ck_dec_layout_t lay = ck_dec_layout_of(D, FP8, BULK);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
-    /* the tensor-copy layout's ring starts at the first 1024-byte shared address in its reserve (the
-     * cp.async form reads it through the same swizzle, so both forms use the aligned ring) */
-    const uint32_t ring_off = CK_DEC_TMA_KV(D, FP8) ? ((ck_smem(smem) + lay.ring + 1023u) & ~1023u) - ck_smem(smem) : lay.ring;
-    unsigned char *ring = smem + ring_off + warp * STAGES * TILEB;
+    unsigned char *ring = smem + lay.ring + warp * STAGES * TILEB;
     ulonglong2 *addr = (ulonglong2 *)(smem + lay.addr) + warp * KPW;
     float2 *scl = (float2 *)(smem + lay.scl) + warp * STAGES * KPW;
     uint2 *meta = (uint2 *)(smem + lay.meta) + warp * STAGES; /* {absent bits, largest |v scale| bits} */
@@ -122,10 +116,6 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     /* this warp's tiles: keys kbeg + (warp + NW j) KPW .. + KPW - 1, j < n_j */
     const int64_t n_all = kend >= kbeg ? (kend - kbeg + KPW) / KPW : 0;
     const int n_j = n_all > warp ? (int)((n_all - warp + NW - 1) / NW) : 0;
-    /* Tensor copies of 16 rows of one head: the host encoded the maps (block size a multiple of 16, whole
-     * 128-byte rows) and this block's tiles start on a multiple of 16 keys (not so under a sliding
-     * window), so each 16-key half of a tile lies in one block. Otherwise the cp.async form. */
-    const bool tma = TMA_KV && a.dec_tma && (kbeg & 15) == 0;
 
     /* Block id of this lane's key (lane < KPW) of the warp's next tile to look up; (logical block, row)
      * advance by (STEP / bs, STEP % bs) a tile from one division at the start. */
@@ -147,11 +137,24 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         }
         int32_t b = -1;
         if (lane < KPW && key <= kend)
-            asm volatile("ld.global.nc.b32 %0, [%1];" : "=r"(b) : "l"(a.block_table + seq * a.bt_st[0] + lb * a.bt_st[1]));
+            asm volatile("ld.global.nc.b32 %0, [%1];" /* the column: one 32 x 32 -> 64-bit product (offsets_fit32) */
+                         : "=r"(b) : "l"(a.block_table + seq * a.bt_st[0] + (uint64_t)(uint32_t)lb * (uint32_t)a.bt_st[1]));
         return b;
     };
     const bool kpk = FP8 && a.k_scale && (a.ks_st[0] | a.ks_st[1]); /* per-key K / V scales */
     const bool vpk = FP8 && a.v_scale && (a.vs_st[0] | a.vs_st[1]);
+    /* A key's row: the cache's base + block x block bytes (one 32 x 32 -> 64-bit product) + row x row bytes
+     * + head x head bytes (32-bit), the strides read from the argument's constant bank (no registers held
+     * across the loop); the host sends this kernel only caches whose offsets fit these widths
+     * (offsets_fit32 in cuda_attention.c). Run 18's SASS: ~30 instructions of 64-bit products a tile here,
+     * and the scale addresses' products issued (predicated off) even without per-key scales. */
+    auto row_addr = [&](const void *base, const int64_t *cst, int32_t blk, int32_t r) -> uint64_t {
+        return (uint64_t)(uintptr_t)base + (uint64_t)(uint32_t)blk * (uint32_t)(cst[0] * ES) +
+               ((uint32_t)r * (uint32_t)(cst[1] * ES) + (uint32_t)kvh * (uint32_t)(cst[2] * ES));
+    };
+    auto scale_at = [&](const float *base, const int64_t *sst, int32_t blk) -> float {
+        return base[(uint64_t)(uint32_t)blk * (uint32_t)sst[0] + (uint32_t)kvh * (uint32_t)sst[1]];
+    };
     /* Row addresses of a tile into addr (0: absent), its scales into stage st, its absent bits and
      * largest |v scale| into meta[st]; then the copies into stage st. Warp-collective. */
     const int cp_ch = lane % CPR, cp_r0 = lane / CPR;
@@ -165,10 +168,10 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             float ksv = 1.0f, vsv = 0.0f;
             const int64_t key = kbeg + (int64_t)(warp + NW * jt) * KPW + lane;
             if (lane < KPW && key <= kend && blk >= 0 && blk < a.num_blocks) {
-                kp = (uint64_t)(uintptr_t)a.kc + (uint64_t)(((int64_t)blk * a.kc_st[0] + r * a.kc_st[1] + kvh * a.kc_st[2]) * ES);
-                vp = (uint64_t)(uintptr_t)a.vc + (uint64_t)(((int64_t)blk * a.vc_st[0] + r * a.vc_st[1] + kvh * a.vc_st[2]) * ES);
-                if (kpk) ksv = a.k_scale[(int64_t)blk * a.ks_st[0] + kvh * a.ks_st[1]];
-                if (vpk) vsv = a.v_scale[(int64_t)blk * a.vs_st[0] + kvh * a.vs_st[1]];
+                kp = row_addr(a.kc, a.kc_st, blk, r);
+                vp = row_addr(a.vc, a.vc_st, blk, r);
+                if (kpk) ksv = scale_at(a.k_scale, a.ks_st, blk);
+                if (vpk) vsv = scale_at(a.v_scale, a.vs_st, blk);
             }
             const uint32_t absent = __ballot_sync(0xffffffffu, kp == 0) & (KPW == 32 ? ~0u : (1u << KPW) - 1u);
             if (lane < KPW && FP8) scl[st * KPW + lane] = make_float2(ksv, vsv);
@@ -176,26 +179,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             if (vpk) vmax = __reduce_max_sync(0xffffffffu, __float_as_uint(fabsf(vsv)));
             if (lane == 0) meta[st] = make_uint2(absent, vmax);
             const uint32_t kdst = ck_smem(ring + st * TILEB), vdst = kdst + KPW * PITCH;
-            if (TMA_KV && tma) {
-                /* a 16-key half with a present key: its first key's lane has that half's block id and
-                 * row (a multiple of 16); one K and one V box of 16 rows x 128 bytes each. Absent keys'
-                 * V rows are zeroed after the wait (a copied half may hold rows past the sequence). */
-                const int32_t blk0 = __shfl_sync(0xffffffffu, blk, 0), blk1 = __shfl_sync(0xffffffffu, blk, 16);
-                const int32_t row0 = __shfl_sync(0xffffffffu, r, 0), row1 = __shfl_sync(0xffffffffu, r, 16);
-                const bool h0 = (absent & 0xffffu) != 0xffffu, h1 = (absent >> 16) != 0xffffu;
-                if (ck_elect_one()) {
-                    const uint32_t bar = bars + st * 8;
-                    ck_mbar_arrive_expect_tx(bar, ((uint32_t)h0 + (uint32_t)h1) * 2u * 16u * ROWB);
-                    if (h0) {
-                        ck_tma_g2s_4d(kdst, &a.kmap, 0, kvh, row0, blk0, bar);
-                        ck_tma_g2s_4d(vdst, &a.vmap, 0, kvh, row0, blk0, bar);
-                    }
-                    if (h1) {
-                        ck_tma_g2s_4d(kdst + 16 * ROWB, &a.kmap, 0, kvh, row1, blk1, bar);
-                        ck_tma_g2s_4d(vdst + 16 * ROWB, &a.vmap, 0, kvh, row1, blk1, bar);
-                    }
-                }
-            } else if (BULK) {
+            if (BULK) {
                 /* each key's lane puts its {K, V} row addresses in its K row's pad bytes; an absent key's
                  * V row is zeroed (its probability is 0, but 0 times stale bits could be NaN); then one
                  * lane expects the stage's bytes and issues a K and a V row copy a present key */
@@ -249,7 +233,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                 }
             }
         }
-        if (!BULK && !tma) ck_cp_async_commit();
+        if (!BULK) ck_cp_async_commit();
         __syncwarp(); /* addr / the pad bytes are rewritten by the next call */
     };
 
@@ -259,9 +243,9 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     int32_t b0[STAGES - 1], r0[STAGES - 1];
 #pragma unroll
     for (int j = 0; j < STAGES - 1; j++) b0[j] = bt_load(r0[j]);
-    if (BULK || tma) {
+    if (BULK) {
         /* the warp's stage barriers (one arrival each: the issuing lane's); K columns past dqk are never
-         * copied but ldmatrix reads them (times Q's zeros): zero them once (tensor copies: dqk = D) */
+         * copied but ldmatrix reads them (times Q's zeros): zero them once */
         if (lane == 0) {
 #pragma unroll
             for (int i = 0; i < STAGES; i++) ck_mbar_init(bars + i * 8, 1);
@@ -381,7 +365,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         blk_n = blk_nn;
         r_n = r_nn;
         blk_nn = bt_load(r_nn);
-        if (BULK || tma) {
+        if (BULK) {
             ck_mbar_wait(bars + st * 8, (phase >> st) & 1u);
             phase ^= 1u << st;
         } else {
@@ -391,18 +375,6 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 
         const int64_t k0 = kbeg + (int64_t)(warp + NW * j) * KPW;
         const uint2 mt_info = meta[st];
-        if (TMA_KV && tma && mt_info.x != 0u) {
-            /* absent keys' V rows (a copied half's rows past the sequence, or a half not copied): zeros,
-             * since probability 0 times stale bits could be NaN; ordered before the next tensor copy into
-             * this stage by the proxy fence */
-            if ((mt_info.x >> lane) & 1u) {
-                const uint32_t vrow = ck_smem(ring + st * TILEB) + KPW * PITCH + lane * PITCH;
-#pragma unroll
-                for (int c = 0; c < CPR; c++) asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(vrow + c * 16), "r"(0) : "memory");
-                ck_fence_proxy_async_smem();
-            }
-            __syncwarp();
-        }
         const bool interior = mt_info.x == 0u && k0 >= all_lo && k0 + KPW - 1 <= all_hi;
         const uint32_t rbase = ck_smem(ring + st * TILEB), vbase = rbase + KPW * PITCH;
 
@@ -582,7 +554,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         st = st + 1 == STAGES ? 0 : st + 1;
         st_f = st_f + 1 == STAGES ? 0 : st_f + 1;
     }
-    if (BULK || tma) { /* every issued copy was waited for: the barriers' memory may be reused */
+    if (BULK) { /* every issued copy was waited for: the barriers' memory may be reused */
         __syncwarp();
         if (lane == 0)
 #pragma unroll

@@ -5,9 +5,8 @@
  * decode kernel whatever its warps do (docs/dev/cuda-decode.md, run 15); a bulk copy moves a whole
  * row (256 bytes bf16 / 128 fp8 at D 128) outside the L1 request path.
  *
- * Row copies are used for 16-bit caches only (CK_DEC_BULK_KV in cuda_kernel_args.h: fp8's 128-byte rows
- * double the copies a tile and made that kernel instruction-bound); fp8 caches of 128-byte rows take
- * tensor copies of 16 rows of one head at a time instead (ck_tma_g2s_4d, CK_DEC_TMA_KV).
+ * Used for 16-bit caches only (CK_DEC_BULK_KV in cuda_kernel_args.h: fp8's 128-byte rows double the
+ * copies a tile and made that kernel instruction-bound).
  * CK_DEC_BULK is 1 where the device code is compiled for sm_90 or later (the sm_90 SASS and the
  * compute_90 PTX of the main fatbin), 0 for sm_80; the host sizes shared memory for either
  * (ck_dec_layout). The wrappers are empty below sm_90: nothing calls them there. */
@@ -112,20 +111,6 @@ __device__ __forceinline__ void ck_bulk_g2s_kv_row(uint32_t kdst, uint32_t vdst,
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%2], %5, [%4];\n"
                  "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%1], [%3], %5, [%4];\n" ::"r"(kdst),
                  "r"(vdst), "l"(ka), "l"(va), "r"(bar), "n"(BYTES));
-#endif
-}
-
-/* A box of a 4-D tensor map (the fp8 cache viewed as [blocks][rows][heads][D], innermost first in the
- * coordinates: {0, head, row, block}) from global to shared dst, counted on bar. The map is a
- * __grid_constant__ kernel argument: its generic address is what the instruction takes. dst must be
- * 1024-byte aligned for the 128-byte swizzle to be (chunk ^ row % 8) of the box's rows. */
-__device__ __forceinline__ void ck_tma_g2s_4d(uint32_t dst, const void *map, int32_t c0, int32_t c1, int32_t c2, int32_t c3,
-                                              uint32_t bar)
-{
-#if CK_DEC_BULK
-    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
-                 "l"((uint64_t)(uintptr_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
-                 : "memory");
 #endif
 }
 
