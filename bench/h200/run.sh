@@ -125,6 +125,7 @@ dec_b64_hnd          decode  64  4096 1    32 8 128 16  bf16     0 --layout,hnd
 dec_b64_c4096_fp8    decode  64  4096 1    32 8 128 16  fp8_e4m3 0
 dec_b256_c2048_fp8   decode  256 2048 1    32 8 128 16  fp8_e4m3 0
 dec_b16_c32768_fp8   decode  16  32768 1   32 8 128 16  fp8_e4m3 0
+dec_b64_fp8_hnd      decode  64  4096 1    32 8 128 16  fp8_e4m3 0 --layout,hnd
 dec_b64_c4096_s      decode  64  4096 1    32 8 128 16  bf16     0 stream
 dec_b256_c2048_s     decode  256 2048 1    32 8 128 16  bf16     0 stream
 dec_b16_c32768_s     decode  16  32768 1   32 8 128 16  bf16     0 stream

@@ -95,6 +95,26 @@ static int cache_aligned(const ck_attn_args_t *k)
     return 1;
 }
 
+/* The decode kernel forms a row's address from 32-bit products (attn_decode.cuh): block x block bytes
+ * as 32 x 32 -> 64 bits, row x row bytes + head x head bytes in 32 bits, the block-table column and the
+ * per-block scales the same way. None negative; every real cache fits; others take the SIMT kernel. */
+static int offsets_fit32(const ck_attn_args_t *k)
+{
+    const int64_t es = cuda_ck_size(k->kv_dtype), lim = (int64_t)1 << 32, h = k->hkv > 0 ? k->hkv : 1;
+    const int64_t b = k->block_size > 0 ? k->block_size : 1;
+    const int64_t *const st[2] = {k->kc_st, k->vc_st};
+    for (int i = 0; i < 2; i++) {
+        if (st[i][0] < 0 || st[i][1] < 0 || st[i][2] < 0 || st[i][0] * es >= lim) return 0;
+        if (st[i][1] * es >= lim / b || st[i][2] * es >= lim / h || ((b - 1) * st[i][1] + (h - 1) * st[i][2]) * es >= lim)
+            return 0;
+    }
+    if (k->bt_st[1] < 0 || k->bt_st[1] >= lim || k->bt_cols >= lim) return 0;
+    const int64_t *const sc[2] = {k->ks_st, k->vs_st};
+    for (int i = 0; i < 2; i++)
+        if (sc[i][0] < 0 || sc[i][0] >= lim || sc[i][1] < 0 || sc[i][1] >= lim / h) return 0;
+    return 1;
+}
+
 attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt_attention_args_t *in,
                                    void *workspace, size_t workspace_bytes, void *stream)
 {
@@ -121,7 +141,7 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
     attnrt_status_t st = cuda_enter(d);
     if (st != ATTNRT_OK) return st;
 
-    if (!p->mma || !cache_aligned(&k)) {
+    if (!p->mma || !cache_aligned(&k) || !offsets_fit32(&k)) {
         const int64_t rows = p->num_tokens * p->num_q_heads, blocks = (rows + 3) / 4;
         if (blocks > 0x7fffffff)
             return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda paged attention run: %lld query rows are too many for one launch",

@@ -420,6 +420,22 @@ static void directed_attention(cf_builder_t *b)
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-long-decode", "1/2000 1/1537 1/129", 8, 1, 128, 128, 128);
     cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
     c->lse = 1;
+    /* fp8 decode at D 128 (the cuda plugin's decode kernel: 32-key tiles of whole 128-byte rows): tiles
+     * cut by the sequence's end (15, 17, 33 keys), blocks of 32 and 24 rows (a tile across two blocks),
+     * per-block scales, e5m2, and a sliding window whose first key is not a multiple of 16 */
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-e4m3-bs32", "1/15 1/17 1/33 1/700 1/1 1/300", 16, 4, 128, 128, 32);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
+    c->per_block_scale = c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-e5m2-bs16", "1/16 1/31 1/513 1/64 1/2", 8, 2, 128, 128, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F32, CF_E5M2);
+    c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-e4m3-bs24", "1/15 1/17 1/33 1/700 1/1 1/300", 16, 4, 128, 128, 24);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
+    c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-e4m3-window", "1/500 1/37 1/200", 8, 2, 128, 128, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_E4M3);
+    c->window_left = 37;
+    c->per_block_scale = c->lse = 1;
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-plan-reuse", MIXED, 8, 2, 64, 64, 16);
     cf_directed_dtypes(c, CF_F16, CF_F16, CF_E4M3);
     c->plan_reuse = c->lse = c->sinks = 1;

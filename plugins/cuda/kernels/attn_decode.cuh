@@ -137,11 +137,24 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         }
         int32_t b = -1;
         if (lane < KPW && key <= kend)
-            asm volatile("ld.global.nc.b32 %0, [%1];" : "=r"(b) : "l"(a.block_table + seq * a.bt_st[0] + lb * a.bt_st[1]));
+            asm volatile("ld.global.nc.b32 %0, [%1];" /* the column: one 32 x 32 -> 64-bit product (offsets_fit32) */
+                         : "=r"(b) : "l"(a.block_table + seq * a.bt_st[0] + (uint64_t)(uint32_t)lb * (uint32_t)a.bt_st[1]));
         return b;
     };
     const bool kpk = FP8 && a.k_scale && (a.ks_st[0] | a.ks_st[1]); /* per-key K / V scales */
     const bool vpk = FP8 && a.v_scale && (a.vs_st[0] | a.vs_st[1]);
+    /* A key's row: the cache's base + block x block bytes (one 32 x 32 -> 64-bit product) + row x row bytes
+     * + head x head bytes (32-bit), the strides read from the argument's constant bank (no registers held
+     * across the loop); the host sends this kernel only caches whose offsets fit these widths
+     * (offsets_fit32 in cuda_attention.c). Run 18's SASS: ~30 instructions of 64-bit products a tile here,
+     * and the scale addresses' products issued (predicated off) even without per-key scales. */
+    auto row_addr = [&](const void *base, const int64_t *cst, int32_t blk, int32_t r) -> uint64_t {
+        return (uint64_t)(uintptr_t)base + (uint64_t)(uint32_t)blk * (uint32_t)(cst[0] * ES) +
+               ((uint32_t)r * (uint32_t)(cst[1] * ES) + (uint32_t)kvh * (uint32_t)(cst[2] * ES));
+    };
+    auto scale_at = [&](const float *base, const int64_t *sst, int32_t blk) -> float {
+        return base[(uint64_t)(uint32_t)blk * (uint32_t)sst[0] + (uint32_t)kvh * (uint32_t)sst[1]];
+    };
     /* Row addresses of a tile into addr (0: absent), its scales into stage st, its absent bits and
      * largest |v scale| into meta[st]; then the copies into stage st. Warp-collective. */
     const int cp_ch = lane % CPR, cp_r0 = lane / CPR;
@@ -155,10 +168,10 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             float ksv = 1.0f, vsv = 0.0f;
             const int64_t key = kbeg + (int64_t)(warp + NW * jt) * KPW + lane;
             if (lane < KPW && key <= kend && blk >= 0 && blk < a.num_blocks) {
-                kp = (uint64_t)(uintptr_t)a.kc + (uint64_t)(((int64_t)blk * a.kc_st[0] + r * a.kc_st[1] + kvh * a.kc_st[2]) * ES);
-                vp = (uint64_t)(uintptr_t)a.vc + (uint64_t)(((int64_t)blk * a.vc_st[0] + r * a.vc_st[1] + kvh * a.vc_st[2]) * ES);
-                if (kpk) ksv = a.k_scale[(int64_t)blk * a.ks_st[0] + kvh * a.ks_st[1]];
-                if (vpk) vsv = a.v_scale[(int64_t)blk * a.vs_st[0] + kvh * a.vs_st[1]];
+                kp = row_addr(a.kc, a.kc_st, blk, r);
+                vp = row_addr(a.vc, a.vc_st, blk, r);
+                if (kpk) ksv = scale_at(a.k_scale, a.ks_st, blk);
+                if (vpk) vsv = scale_at(a.v_scale, a.vs_st, blk);
             }
             const uint32_t absent = __ballot_sync(0xffffffffu, kp == 0) & (KPW == 32 ? ~0u : (1u << KPW) - 1u);
             if (lane < KPW && FP8) scl[st * KPW + lane] = make_float2(ksv, vsv);
