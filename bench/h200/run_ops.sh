@@ -35,7 +35,7 @@ step "machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem --format=csv || true
 export ATTNRT_PLUGIN_PATH="$BUILD/plugins/cuda:$BUILD/plugins/cpu"
 unset ATTNRT_PLUGIN ATTNRT_DEVICE ATTNRT_CUDA_KERNELS ATTNRT_CUDA_SPLITS
-"$BUILD/tools/attnrt-info" --plugin cuda 2>&1 | head -12 || true
+ATTNRT_PLUGIN=cuda "$BUILD/tools/attnrt-info" 2>&1 | head -12 || true
 
 step "attnrt-conform --plugin cuda (full default set)"
 timeout 300 "$BUILD/tools/attnrt-conform" --plugin cuda -v > "$OUT/conform-cuda.txt" 2>&1
