@@ -39,14 +39,26 @@ __device__ __forceinline__ float2 ck_fp8x2_to_f32x2(uint16_t pair, bool e4m3)
 }
 
 /* Element i of a tensor of format `kind` (fp8: the stored value; the caller applies the scale). */
-__device__ __forceinline__ float ck_load(const void *p, int64_t i, int kind)
+/* A value of format `kind` from its raw bits (a 16-bit format's in the low 16, an fp8's in the low 8). */
+__device__ __forceinline__ float ck_from_bits(uint32_t r, int kind)
 {
     switch (kind) {
-    case CK_F32: return ((const float *)p)[i];
-    case CK_F16: return ck_f16_bits_to_f32(((const uint16_t *)p)[i]);
-    case CK_BF16: return ck_bf16_bits_to_f32(((const uint16_t *)p)[i]);
-    case CK_E4M3: return ck_e4m3_to_f32(((const uint8_t *)p)[i]);
-    default: return ck_e5m2_to_f32(((const uint8_t *)p)[i]);
+    case CK_F32: return __uint_as_float(r);
+    case CK_F16: return ck_f16_bits_to_f32((uint16_t)r);
+    case CK_BF16: return ck_bf16_bits_to_f32((uint16_t)r);
+    case CK_E4M3: return ck_e4m3_to_f32(r);
+    default: return ck_e5m2_to_f32(r);
+    }
+}
+
+__device__ __forceinline__ float ck_load(const void *p, int64_t i, int kind)
+{
+    switch (kind) { /* the load of the format's width, then its bits decoded */
+    case CK_F32: return ck_from_bits(((const uint32_t *)p)[i], CK_F32);
+    case CK_F16: return ck_from_bits(((const uint16_t *)p)[i], CK_F16);
+    case CK_BF16: return ck_from_bits(((const uint16_t *)p)[i], CK_BF16);
+    case CK_E4M3: return ck_from_bits(((const uint8_t *)p)[i], CK_E4M3);
+    default: return ck_from_bits(((const uint8_t *)p)[i], CK_E5M2);
     }
 }
 

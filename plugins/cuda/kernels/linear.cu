@@ -127,7 +127,8 @@ __device__ __forceinline__ void ck_lin_norms(const float *sq, const float *sk, i
 /* The decode kernels' small inputs (slot, has_init flag, q, k, v, beta, g) as raw bits by predicated loads
  * without a branch, so that all of them are in flight together: ck_load's switch on the format makes each
  * load wait for the one before, and the chain of those round trips, behind the state's own loads, is on
- * every block's path. ck_lin_lg: log2 of a format's element bytes; lg < 0: no load, 0 returned. */
+ * every block's path. ck_lin_lg: log2 of a format's element bytes; lg < 0: no load, 0 returned; the bits
+ * are decoded by ck_from_bits (ck_common.cuh). */
 __device__ __forceinline__ int ck_lin_lg(int kind) { return kind == CK_F32 ? 2 : kind == CK_F16 || kind == CK_BF16 ? 1 : 0; }
 __device__ __forceinline__ uint32_t ck_lin_ld_bits(const void *p, int64_t i, int lg)
 {
@@ -141,16 +142,6 @@ __device__ __forceinline__ uint32_t ck_lin_ld_bits(const void *p, int64_t i, int
         : "=r"(r)
         : "l"(at), "r"(lg));
     return r;
-}
-__device__ __forceinline__ float ck_lin_from_bits(uint32_t r, int kind)
-{
-    switch (kind) {
-    case CK_F32: return __uint_as_float(r);
-    case CK_F16: return ck_f16_bits_to_f32((uint16_t)r);
-    case CK_BF16: return ck_bf16_bits_to_f32((uint16_t)r);
-    case CK_E4M3: return ck_e4m3_to_f32(r);
-    default: return ck_e5m2_to_f32(r);
-    }
 }
 
 /* The decode kernels' block index -> (request, head, first column): a 1-D grid, a head's column slices
@@ -424,16 +415,16 @@ __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
 
     /* while the state is in flight: q, k (zero past Dk), v; GDN's e^g and beta */
     if (tid < RPT * CK_LIN_ROW_GROUPS) { /* 0 bits past Dk: 0 in every format */
-        sq[tid] = ck_lin_from_bits(rq, a.q_dtype);
-        sk[tid] = ck_lin_from_bits(rk, a.k_dtype);
+        sq[tid] = ck_from_bits(rq, a.q_dtype);
+        sk[tid] = ck_from_bits(rk, a.k_dtype);
     }
     float beta = 0.0f, decay = 1.0f;
-    const float vreg = ck_lin_from_bits(rv, a.v_dtype); /* 0 past the columns */
+    const float vreg = ck_from_bits(rv, a.v_dtype); /* 0 past the columns */
     if (OP == CK_LIN_LIGHTNING) {
         if (tid < CK_LIN_COLS) sv[tid] = vreg;
     } else {
-        beta = ck_lin_from_bits(rbeta, a.beta_dtype);
-        if (lane == 0) decay = (float)exp((double)ck_lin_from_bits(rgate, a.g_dtype));
+        beta = ck_from_bits(rbeta, a.beta_dtype);
+        if (lane == 0) decay = (float)exp((double)ck_from_bits(rgate, a.g_dtype));
         decay = __shfl_sync(0xffffffffu, decay, 0);
     }
     /* lightning's decay (an exp of the slope) formed while the state is still in flight */
