@@ -314,7 +314,9 @@ attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, c
         mma->smem = wg ? ck_mla_wg_smem() : ck_mla_mma_smem(fp8);
         mma->wgmma = wg;
         if (wg) {
-            const char *name = qk == CK_BF16 ? "ck_mla_wg_bf16" : "ck_mla_wg_f16";
+            /* ATTNRT_CUDA_MLA_KERNEL names another kernel of the module (a variant's A/B in one build) */
+            const char *pick = secure_getenv("ATTNRT_CUDA_MLA_KERNEL");
+            const char *name = pick && *pick ? pick : qk == CK_BF16 ? "ck_mla_wg_bf16" : "ck_mla_wg_f16";
             st = cuda_function(d, CUDA_FAMILY_SM90A, name, &mma->f_main);
         } else {
             st = cuda_function(d, CUDA_FAMILY_MLA, names[fp8][qk == CK_BF16], &mma->f_main);

@@ -36,7 +36,10 @@ __device__ __forceinline__ float ck_mlaw_exp2(float x)
  * bar.arrive producer (with one, it reported this hand-off as a hazard: docs/dev/cuda-mla.md, run 5). */
 __device__ __forceinline__ void ck_mlaw_bar_p() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 
-template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_mla_args_t &a)
+/* DIAG: timing diagnostics only (docs/dev/cuda-mla.md, session 7; results are wrong by design, selected by
+ * ATTNRT_CUDA_MLA_KERNEL): 1 copies no tile after the first two (the stages are reused as they are), 2 issues
+ * no S wgmma (scores 0), 3 issues no P V wgmma. 0 is the kernel. */
+template <typename T, int DIAG> __device__ __forceinline__ void ck_mla_wg_body(const ck_mla_args_t &a)
 {
     constexpr int ROWS = CK_MLA_MMA_ROWS, BN = CK_MLA_WG_BN, D = CK_MLA_MMA_D, SLOTS = CK_MLA_WG_SLOTS;
     constexpr int CPR = D / 8;                       /* 16-byte chunks a row */
@@ -181,7 +184,7 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
         __syncthreads();
         float al[2];
         if (wg == 1) {
-            if (j + 1 < n_tiles) issue(st ^ 1, (j + 1) % SLOTS);
+            if (j + 1 < n_tiles && (DIAG != 1 || j + 1 < 2)) issue(st ^ 1, (j + 1) % SLOTS);
             ck_cp_async_commit();
             store((j + 2) % SLOTS, pkB, blkB); /* the slot of tile j - 1: done with */
             pkB = pkA;
@@ -200,14 +203,19 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
             /* S = Q C^T: k-step kk reads 16 dims: column block kk / 4, 32 bytes in (the hardware applies the
              * swizzle to the address it forms) */
             float s[BN / 2];
-            ck_wg_fence();
+            if (DIAG == 2) {
 #pragma unroll
-            for (int kk = 0; kk < D / 16; kk++) {
-                const uint32_t ofs = (uint32_t)(kk >> 2) * CB + (uint32_t)(kk & 3) * 32u;
-                ck_wg_ss<T, BN>(s, ck_wg_desc(sQ + ofs, 16u, 1024u), ck_wg_desc(kb + ofs, 16u, 1024u), kk > 0);
+                for (int i = 0; i < BN / 2; i++) s[i] = 0.0f;
+            } else {
+                ck_wg_fence();
+#pragma unroll
+                for (int kk = 0; kk < D / 16; kk++) {
+                    const uint32_t ofs = (uint32_t)(kk >> 2) * CB + (uint32_t)(kk & 3) * 32u;
+                    ck_wg_ss<T, BN>(s, ck_wg_desc(sQ + ofs, 16u, 1024u), ck_wg_desc(kb + ofs, 16u, 1024u), kk > 0);
+                }
+                ck_wg_commit();
+                ck_wg_wait<0>();
             }
-            ck_wg_commit();
-            ck_wg_wait<0>();
             ck_wg_pin(s);
 
             /* online softmax of rows (g, g + 8) over keys 8n + 2 t4 + e: scaled into the log2 domain,
@@ -265,11 +273,13 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
             }
         }
         const uint32_t vb = kb + (uint32_t)wg * 4u * CB;
-        ck_wg_fence();
+        if (DIAG != 3) {
+            ck_wg_fence();
 #pragma unroll
-        for (int k2 = 0; k2 < BN / 16; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc(vb + (uint32_t)k2 * 2048u, CB, 1024u));
-        ck_wg_commit();
-        ck_wg_wait<0>(); /* before the next tile barrier: the stage is then free */
+            for (int k2 = 0; k2 < BN / 16; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc(vb + (uint32_t)k2 * 2048u, CB, 1024u));
+            ck_wg_commit();
+            ck_wg_wait<0>(); /* before the next tile barrier: the stage is then free */
+        }
         ck_wg_pin(o);
         ck_wg_pin(pa);
     }
@@ -324,9 +334,17 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
 
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16(const __grid_constant__ ck_mla_args_t a)
 {
-    ck_mla_wg_body<__half>(a);
+    ck_mla_wg_body<__half, 0>(a);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid_constant__ ck_mla_args_t a)
 {
-    ck_mla_wg_body<__nv_bfloat16>(a);
+    ck_mla_wg_body<__nv_bfloat16, 0>(a);
 }
+#define CK_MLA_WG_DIAG(n)                                                                                              \
+    extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16_diag##n(const __grid_constant__ ck_mla_args_t a) \
+    {                                                                                                                  \
+        ck_mla_wg_body<__nv_bfloat16, n>(a);                                                                           \
+    }
+CK_MLA_WG_DIAG(1)
+CK_MLA_WG_DIAG(2)
+CK_MLA_WG_DIAG(3)
