@@ -15,7 +15,8 @@
 # MLA_NCU=1 adds ncu hardware counters of one MLA tensor-core launch and its SASS counts (~20 s).
 # MLA_NCU_SRC=1 adds ncu source counters of one wgmma MLA launch (stall samples per SASS line, exported as
 # CSV: ncu-mla-src-sass.csv, ncu-mla-src-cuda.csv; the kernels carry -lineinfo). MLA_SAN=0 skips the sanitizers.
-# MLA_AB="kernel ..." times wgmma MLA kernels of one build (ATTNRT_CUDA_MLA_KERNEL) interleaved, 3 rounds.
+# MLA_AB="- v2 x ..." times wgmma MLA variants of one build (ATTNRT_CUDA_MLA_VARIANT; - the default) interleaved,
+# 3 rounds, after conformance (--filter mla) of each.
 # MLA_ONLY=1 keeps the conformance runs, the graph capture, the MLA rows and the MLA sanitizer cases and
 # skips the lightning / GDN ones (an MLA iteration in ~2 minutes).
 # Run from the repository root:   BUILD_DIR=build-cuda-ops bash bench/h200/run_ops.sh
@@ -96,13 +97,20 @@ row "${MLA[@]}" --batch 64 --ctx 4096 --heads 16
 # the same issue row on the mma.sync kernel (ATTNRT_CUDA_MLA=mma): the A/B of the wgmma kernel in one run
 echo "--- ATTNRT_CUDA_MLA=mma attnrt-bench ${MLA[*]} --batch 64 --ctx 4096"
 ATTNRT_CUDA_MLA=mma timeout 60 "${B[@]}" "${MLA[@]}" --batch 64 --ctx 4096 2>&1 | tail -8
-if [ -n "${MLA_AB:-}" ]; then # A/B of wgmma kernel variants of one build, interleaved: MLA_AB="ck_mla_wg_bf16 other ..."
-    step "A/B (interleaved, 3 rounds): MLA wgmma kernels $MLA_AB on the issue row, block 16 and sparse top-2048"
+if [ -n "${MLA_AB:-}" ]; then # A/B of wgmma kernel variants of one build, interleaved: MLA_AB="- v2 x ..." (- the default)
+    step "conformance of each variant of MLA_AB (--filter mla, ATTNRT_CUDA_MLA_VARIANT)"
+    for kn in $MLA_AB; do
+        [ "$kn" = - ] && continue
+        ATTNRT_CUDA_MLA_VARIANT=$kn timeout 120 "$BUILD/tools/attnrt-conform" --plugin cuda --filter mla > "$OUT/conform-mla-var-$kn.txt" 2>&1
+        echo "variant $kn: exit $? $(tail -1 "$OUT/conform-mla-var-$kn.txt")"; grep -E "FAIL" "$OUT/conform-mla-var-$kn.txt" | head -5
+    done
+    step "A/B (interleaved, 3 rounds): MLA wgmma variants $MLA_AB on the issue row, block 16 and sparse top-2048"
     for r in 1 2 3; do
         for extra in "--block-size 64" "--block-size 16" "--block-size 64 --topk 2048"; do
             for kn in $MLA_AB; do
-                printf '%-26s r%d %-28s ' "$kn" "$r" "$extra"
-                ATTNRT_CUDA_MLA_KERNEL=$kn timeout 60 "${B[@]}" "${MLA[@]}" --batch 64 --ctx 4096 $extra --timing queued --no-ceiling 2>&1 |
+                printf '%-8s r%d %-28s ' "$kn" "$r" "$extra"
+                v=$kn; [ "$kn" = - ] && v=
+                ATTNRT_CUDA_MLA_VARIANT=$v timeout 60 "${B[@]}" "${MLA[@]}" --batch 64 --ctx 4096 $extra --timing queued --no-ceiling 2>&1 |
                     grep -E "time: median|achieved" | sed -E 's/ over [0-9]+ runs.*//; s/achieved: //' | tr '\n' ' '
                 echo
             done
