@@ -13,8 +13,9 @@
  *                then O[:, 256:512] += P V with P read back from shared memory.
  * Each thread of warpgroup 1 holds the same rows as its twin in warpgroup 0 (the accumulator layout
  * depends on the thread's index in its warpgroup only), so P and the row factors pass as one 16-byte
- * slot a thread and k-step. Two barriers a tile: the tile barrier (tile landed, both P V of the last
- * tile done, its stage free) and a named one (P ready).
+ * slot a thread and k-step. Three barriers a tile: the tile barrier (tile landed, both P V of the last
+ * tile done, its stage free) and two named ones (each half of P ready: P V of the first half runs while
+ * warpgroup 0 forms the second; session 7's SPLIT, below).
  * Dense items walk key positions (causal per row); sparse items are one token each and walk its index
  * list (negative, >= seq_len or an absent block: no key). */
 #include "attn_prefill_sm90a.cuh" /* the wgmma helpers (fence, commit, wait, pin, descriptors), ck_pf_cp16_row */
@@ -35,17 +36,20 @@ __device__ __forceinline__ float ck_mlaw_exp2(float x)
  * (bar.sync): warpgroup 1 is idle there anyway, and compute-sanitizer's racecheck does not model a
  * bar.arrive producer (with one, it reported this hand-off as a hazard: docs/dev/cuda-mla.md, run 5). */
 __device__ __forceinline__ void ck_mlaw_bar_p() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
-/* named barrier 2: the second half of P is published (the SPLIT variant) */
+/* named barrier 2: the second half of P is published (SPLIT) */
 __device__ __forceinline__ void ck_mlaw_bar_p2() { asm volatile("bar.sync 2, 256;\n" ::: "memory"); }
 
-/* Variant flags of session 7 (docs/dev/cuda-mla.md), an A/B in one build (ATTNRT_CUDA_MLA_KERNEL picks
- * one): EPI the output written by one short loop a destination kind (the generic store's per-element dtype
- * switch, unrolled 64 times, was ~5,600 instructions run once: 18% of the kernel in instruction-cache
- * misses); SPLIT P published in two halves (keys 0-31, then 32-63; a second named barrier) so that P V of
- * the first half runs on the tensor cores while warpgroup 0 forms the second half's exponentials; LATE warpgroup 1 copies the next tile behind its P V (not during S, whose shared-memory
- * operand reads the landing copies contend with); HOIST a copy's four row addresses read before its first cp.async (one shared-memory wait, not
- * four); FOLD the softmax's scale folded into the exponent's FMA. */
-enum { CK_MLAW_EPI = 1, CK_MLAW_HOIST = 2, CK_MLAW_FOLD = 4, CK_MLAW_LATE = 8, CK_MLAW_SPLIT = 16 };
+/* What session 7 changed (docs/dev/cuda-mla.md), as flags of one template so that v2 stays buildable for an
+ * A/B in the same build (ATTNRT_CUDA_MLA_VARIANT=v2; the kernels' default is all of them):
+ *   EPI   the output written by one short loop a destination kind: the generic per-element store (a dtype
+ *         switch, unrolled 64 times) was ~5,600 instructions run once, 18% of v2's time in instruction fetch;
+ *   HOIST a copy's four row addresses read before its first cp.async (one shared-memory wait, not four);
+ *   FOLD  the softmax's scale folded into the exponent's FMA;
+ *   SPLIT P published in two halves (keys 0-31, then 32-63, a second named barrier): the tensor cores run
+ *         the first half's P V while warpgroup 0 forms the second half's exponentials;
+ *   STAGE a 16-bit output (rows 16-byte aligned, no partial state) through a free latent stage, then copied
+ *         out in 16-byte pieces of whole rows (direct pair stores are 4 bytes, 8 rows a warp instruction). */
+enum { CK_MLAW_EPI = 1, CK_MLAW_HOIST = 2, CK_MLAW_FOLD = 4, CK_MLAW_SPLIT = 8, CK_MLAW_STAGE = 16 };
 
 /* The finish of an item: this thread's two rows (row0, row0 + 8) x its 64 value columns (col0 + 8n, + 1) of
  * O, times the rows' factors, as a partial state (f32) or to out (the query's 16-bit type or f32; a row's
@@ -92,6 +96,37 @@ __device__ __forceinline__ void ck_mla_wg_write(const ck_mla_args_t &a, const ck
                 }
             }
         }
+    }
+}
+
+/* The finish of an item written through shared memory (STAGE): a 16-bit output whose rows start 16-byte
+ * aligned, no partial state. Each thread puts its pairs into a [64][PITCH] 16-bit tile (PITCH: the 8 rows of a
+ * warp's store fall in 8 different bank groups), one thread a row publishes the row's address (0: no row),
+ * then the block copies whole rows out in 16-byte pieces. Every thread of the block calls it. */
+template <typename T>
+__device__ __forceinline__ void ck_mla_wg_write_staged(const ck_mla_args_t &a, const ck_mla_item_t &it, const float (&o)[128], float2 mf,
+                                                       int nrows, int hc, int64_t tok0, int row0, int col0, unsigned char *stg,
+                                                       uint64_t *rowptr, int tid)
+{
+    constexpr int PITCH = CK_MLA_MMA_DV * 2 + 16;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = row0 + 8 * r;
+        const float mul = r ? mf.y : mf.x;
+        unsigned char *d = stg + row * PITCH + col0 * 2;
+#pragma unroll
+        for (int n = 0; n < 32; n++) *(uint32_t *)(d + 16 * n) = ck_pack2<T>(o[4 * n + 2 * r] * mul, o[4 * n + 2 * r + 1] * mul);
+        if (col0 == 0)
+            rowptr[row] = row < nrows ? (uint64_t)(uintptr_t)((uint16_t *)a.out + (tok0 + row / hc) * a.out_st[0] +
+                                                             (int64_t)(it.head_first + row % hc) * a.out_st[1])
+                                      : 0;
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (int c = tid; c < CK_MLA_MMA_ROWS * (CK_MLA_MMA_DV / 8); c += 256) {
+        const int row = c / (CK_MLA_MMA_DV / 8), c16 = c % (CK_MLA_MMA_DV / 8);
+        const uint64_t p = rowptr[row];
+        if (p) *(uint4 *)(uintptr_t)(p + (uint64_t)c16 * 16u) = *(const uint4 *)(stg + row * PITCH + c16 * 16);
     }
 }
 
@@ -247,10 +282,8 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
         constexpr int NP = SPLIT ? BN / 16 : BN / 8; /* column groups of P formed before the first barrier */
         float s[BN / 2], m_use[2], ls[2];
         if (wg == 1) {
-            if (!(VAR & CK_MLAW_LATE)) {
-                if (j + 1 < n_tiles) issue(st ^ 1, (j + 1) % SLOTS);
-                ck_cp_async_commit();
-            }
+            if (j + 1 < n_tiles) issue(st ^ 1, (j + 1) % SLOTS);
+            ck_cp_async_commit();
             store((j + 2) % SLOTS, pkB, blkB); /* the slot of tile j - 1: done with */
             pkB = pkA;
             blkB = load_blk(pkA);
@@ -372,10 +405,6 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             for (int k2 = NP / 2; k2 < BN / 16; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc(vb + (uint32_t)k2 * 2048u, CB, 1024u));
             ck_wg_commit();
         }
-        if ((VAR & CK_MLAW_LATE) && wg == 1) {
-            if (j + 1 < n_tiles) issue(st ^ 1, (j + 1) % SLOTS);
-            ck_cp_async_commit();
-        }
         ck_wg_wait<0>(); /* before the next tile barrier: the stage is then free */
         ck_wg_pin(o);
         ck_wg_pin(pa);
@@ -414,7 +443,12 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     }
     __syncthreads();
     const float2 mf = sfac[wt];
-    if (VAR & CK_MLAW_EPI) {
+    /* STAGE: the stages are free (the copies landed, both P V done) and so are the address slots */
+    const bool staged = (VAR & CK_MLAW_STAGE) && !part && a.out_dtype != CK_F32 &&
+                        (((uintptr_t)a.out | (uintptr_t)(a.out_st[0] * 2) | (uintptr_t)(a.out_st[1] * 2)) & 15) == 0;
+    if (staged) {
+        ck_mla_wg_write_staged<T>(a, it, o, mf, nrows, hc, tok0, wq * 16 + g, wg * 256 + 2 * t4, smem + (sK - base), saddr, tid);
+    } else if (VAR & CK_MLAW_EPI) {
         ck_mla_wg_write<T>(a, it, part, o, mf, nrows, hc, tok0, wq * 16 + g, wg * 256 + 2 * t4);
     } else {
 #pragma unroll
@@ -435,11 +469,11 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
 
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16(const __grid_constant__ ck_mla_args_t a)
 {
-    ck_mla_wg_body<__half, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD>(a);
+    ck_mla_wg_body<__half, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE>(a);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid_constant__ ck_mla_args_t a)
 {
-    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD>(a);
+    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE>(a);
 }
 /* the session-7 A/B (docs/dev/cuda-mla.md; ATTNRT_CUDA_MLA_VARIANT=<name>): v2 as it was, and other flag sets */
 #define CK_MLA_WG_VAR(name, var)                                                                                       \
@@ -452,7 +486,4 @@ extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid
         ck_mla_wg_body<__nv_bfloat16, var>(a);                                                                         \
     }
 CK_MLA_WG_VAR(v2, 0)
-CK_MLA_WG_VAR(e, CK_MLAW_EPI)
-CK_MLA_WG_VAR(eh, CK_MLAW_EPI | CK_MLAW_HOIST)
 CK_MLA_WG_VAR(split, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT)
-CK_MLA_WG_VAR(late, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_LATE)
