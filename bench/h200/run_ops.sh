@@ -13,6 +13,10 @@
 # behind a device copy, as a step of an engine's stream) and the single NULL-stream call of sessions 1-4.
 #
 # MLA_NCU=1 adds ncu hardware counters of one MLA tensor-core launch and its SASS counts (~20 s).
+# MLA_NCU_SRC=1 adds ncu source counters of one wgmma MLA launch (stall samples per SASS line, exported as
+# CSV: ncu-mla-src-sass.csv, ncu-mla-src-cuda.csv; the kernels carry -lineinfo). MLA_SAN=0 skips the sanitizers.
+# MLA_AB="- v2 x ..." times wgmma MLA variants of one build (ATTNRT_CUDA_MLA_VARIANT; - the default) interleaved,
+# 3 rounds, after conformance (--filter mla) of each.
 # MLA_ONLY=1 keeps the conformance runs, the graph capture, the MLA rows and the MLA sanitizer cases and
 # skips the lightning / GDN ones (an MLA iteration in ~2 minutes).
 # Run from the repository root:   BUILD_DIR=build-cuda-ops bash bench/h200/run_ops.sh
@@ -93,6 +97,26 @@ row "${MLA[@]}" --batch 64 --ctx 4096 --heads 16
 # the same issue row on the mma.sync kernel (ATTNRT_CUDA_MLA=mma): the A/B of the wgmma kernel in one run
 echo "--- ATTNRT_CUDA_MLA=mma attnrt-bench ${MLA[*]} --batch 64 --ctx 4096"
 ATTNRT_CUDA_MLA=mma timeout 60 "${B[@]}" "${MLA[@]}" --batch 64 --ctx 4096 2>&1 | tail -8
+if [ -n "${MLA_AB:-}" ]; then # A/B of wgmma kernel variants of one build, interleaved: MLA_AB="- v2 x ..." (- the default)
+    step "conformance of each variant of MLA_AB (--filter mla, ATTNRT_CUDA_MLA_VARIANT)"
+    for kn in $MLA_AB; do
+        [ "$kn" = - ] && continue
+        ATTNRT_CUDA_MLA_VARIANT=$kn timeout 120 "$BUILD/tools/attnrt-conform" --plugin cuda --filter mla > "$OUT/conform-mla-var-$kn.txt" 2>&1
+        echo "variant $kn: exit $? $(tail -1 "$OUT/conform-mla-var-$kn.txt")"; grep -E "FAIL" "$OUT/conform-mla-var-$kn.txt" | head -5
+    done
+    step "A/B (interleaved, 3 rounds): MLA wgmma variants $MLA_AB on the issue row, block 16 and sparse top-2048"
+    for r in 1 2 3; do
+        for extra in "--block-size 64" "--block-size 16" "--block-size 64 --topk 2048"; do
+            for kn in $MLA_AB; do
+                printf '%-8s r%d %-28s ' "$kn" "$r" "$extra"
+                v=$kn; [ "$kn" = - ] && v=
+                ATTNRT_CUDA_MLA_VARIANT=$v timeout 60 "${B[@]}" "${MLA[@]}" --batch 64 --ctx 4096 $extra --timing queued --no-ceiling 2>&1 |
+                    grep -E "time: median|achieved" | sed -E 's/ over [0-9]+ runs.*//; s/achieved: //' | tr '\n' ' '
+                echo
+            done
+        done
+    done
+fi
 if [ "${MLA_NCU:-0}" = 1 ] && command -v ncu > /dev/null; then # hardware counters of one MLA launch
     step "ncu: one launch of the MLA tensor-core kernel (B 64 x 4096, bf16 latent: wgmma on the H200)"
     timeout 120 ncu --clock-control none -k "regex:ck_mla_(mma|wg)" -c 1 --section SpeedOfLight --section Occupancy \
@@ -110,6 +134,20 @@ if [ "${MLA_NCU:-0}" = 1 ] && command -v ncu > /dev/null; then # hardware counte
         echo "sass ck_mla_wg_bf16 (sm_90a): $(grep -cE '^ +/\*[0-9a-f]{4,}\*/' "$OUT/sass-ck_mla_wg_bf16.txt") instructions," \
              "$(grep -c HGMMA "$OUT/sass-ck_mla_wg_bf16.txt") HGMMA, $(grep -cE 'LDL|STL' "$OUT/sass-ck_mla_wg_bf16.txt") local"
     fi
+fi
+
+if [ "${MLA_NCU_SRC:-0}" = 1 ] && command -v ncu > /dev/null; then # where a tile's cycles go, per SASS line
+    step "ncu source counters: one launch of the wgmma MLA kernel (B 64 x 4096, bf16): stall samples per SASS line"
+    timeout 150 ncu --clock-control none -k "regex:ck_mla_wg" -c 1 --import-source yes --section SourceCounters \
+        --section WarpStateStats --section SpeedOfLight -f -o "$OUT/mla-src" \
+        "${B[@]::3}" "${MLA[@]}" --batch 64 --ctx 4096 --iters 1 --warmup 0 > "$OUT/ncu-mla-src.log" 2>&1
+    echo "exit $?"; tail -3 "$OUT/ncu-mla-src.log"
+    ncu --import "$OUT/mla-src.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu-mla-src-sass.csv" 2>&1
+    echo "sass page exit $? ($(wc -l < "$OUT/ncu-mla-src-sass.csv") lines)"
+    ncu --import "$OUT/mla-src.ncu-rep" --page source --csv --print-source cuda,sass > "$OUT/ncu-mla-src-cuda.csv" 2>&1
+    echo "cuda,sass page exit $? ($(wc -l < "$OUT/ncu-mla-src-cuda.csv") lines)"
+    ncu --import "$OUT/mla-src.ncu-rep" --page details > "$OUT/ncu-mla-src-details.txt" 2>&1
+    grep -E "Duration|Elapsed Cycles|Warp Cycles Per Issued|Issued Warp" "$OUT/ncu-mla-src-details.txt" | head -8
 fi
 
 if [ "${MLA_ONLY:-0}" != 1 ]; then
@@ -170,7 +208,7 @@ if command -v ncu > /dev/null 2>&1 && [ $(( $(date +%s) - T0 )) -lt 240 ]; then
 fi
 fi # MLA_ONLY
 
-if command -v compute-sanitizer > /dev/null 2>&1; then
+if [ "${MLA_SAN:-1}" = 1 ] && command -v compute-sanitizer > /dev/null 2>&1; then
     step "compute-sanitizer memcheck on 1.2 cases"
     CASES="mla-small-bs7 mla-sparse-e5m2-small mla-d576-e4m3-dense mla-d576-strided-long mla-d576-wg-f16-bs16 mla-sparse-h128 lin-d32v128 gdn-spec3-nonorm gdn-empty lin-decode-d128 gdn-decode-d1 decode-many"
     [ "${MLA_ONLY:-0}" = 1 ] && CASES="mla-small-bs7 mla-d576-e4m3-dense mla-d576-strided-long mla-d576-wg-f16-bs16 mla-sparse-h128"

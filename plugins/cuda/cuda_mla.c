@@ -17,6 +17,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cuda_ops12.h"
@@ -314,7 +315,11 @@ attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, c
         mma->smem = wg ? ck_mla_wg_smem() : ck_mla_mma_smem(fp8);
         mma->wgmma = wg;
         if (wg) {
-            const char *name = qk == CK_BF16 ? "ck_mla_wg_bf16" : "ck_mla_wg_f16";
+            /* ATTNRT_CUDA_MLA_VARIANT=x takes ck_mla_wg_<type>_x (a variant's A/B in one build) */
+            const char *var = secure_getenv("ATTNRT_CUDA_MLA_VARIANT");
+            char name[80];
+            snprintf(name, sizeof name, "%s%s%.40s", qk == CK_BF16 ? "ck_mla_wg_bf16" : "ck_mla_wg_f16", var && *var ? "_" : "",
+                     var ? var : "");
             st = cuda_function(d, CUDA_FAMILY_SM90A, name, &mma->f_main);
         } else {
             st = cuda_function(d, CUDA_FAMILY_MLA, names[fp8][qk == CK_BF16], &mma->f_main);

@@ -13,8 +13,9 @@
  *                then O[:, 256:512] += P V with P read back from shared memory.
  * Each thread of warpgroup 1 holds the same rows as its twin in warpgroup 0 (the accumulator layout
  * depends on the thread's index in its warpgroup only), so P and the row factors pass as one 16-byte
- * slot a thread and k-step. Two barriers a tile: the tile barrier (tile landed, both P V of the last
- * tile done, its stage free) and a named one (P ready).
+ * slot a thread and k-step. Three barriers a tile: the tile barrier (tile landed, both P V of the last
+ * tile done, its stage free) and two named ones (each half of P ready: P V of the first half runs while
+ * warpgroup 0 forms the second; session 7's SPLIT, below).
  * Dense items walk key positions (causal per row); sparse items are one token each and walk its index
  * list (negative, >= seq_len or an absent block: no key). */
 #include "attn_prefill_sm90a.cuh" /* the wgmma helpers (fence, commit, wait, pin, descriptors), ck_pf_cp16_row */
@@ -35,8 +36,101 @@ __device__ __forceinline__ float ck_mlaw_exp2(float x)
  * (bar.sync): warpgroup 1 is idle there anyway, and compute-sanitizer's racecheck does not model a
  * bar.arrive producer (with one, it reported this hand-off as a hazard: docs/dev/cuda-mla.md, run 5). */
 __device__ __forceinline__ void ck_mlaw_bar_p() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+/* named barrier 2: the second half of P is published (SPLIT) */
+__device__ __forceinline__ void ck_mlaw_bar_p2() { asm volatile("bar.sync 2, 256;\n" ::: "memory"); }
 
-template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_mla_args_t &a)
+/* What session 7 changed (docs/dev/cuda-mla.md), as flags of one template so that v2 stays buildable for an
+ * A/B in the same build (ATTNRT_CUDA_MLA_VARIANT=v2; the kernels' default is all of them):
+ *   EPI   the output written by one short loop a destination kind: the generic per-element store (a dtype
+ *         switch, unrolled 64 times) was ~5,600 instructions run once, 18% of v2's time in instruction fetch;
+ *   HOIST a copy's four row addresses read before its first cp.async (one shared-memory wait, not four);
+ *   FOLD  the softmax's scale folded into the exponent's FMA;
+ *   SPLIT P published in two halves (keys 0-31, then 32-63, a second named barrier): the tensor cores run
+ *         the first half's P V while warpgroup 0 forms the second half's exponentials;
+ *   STAGE a 16-bit output (rows 16-byte aligned, no partial state) through a free latent stage, then copied
+ *         out in 16-byte pieces of whole rows (direct pair stores are 4 bytes, 8 rows a warp instruction). */
+enum { CK_MLAW_EPI = 1, CK_MLAW_HOIST = 2, CK_MLAW_FOLD = 4, CK_MLAW_SPLIT = 8, CK_MLAW_STAGE = 16 };
+
+/* The finish of an item: this thread's two rows (row0, row0 + 8) x its 64 value columns (col0 + 8n, + 1) of
+ * O, times the rows' factors, as a partial state (f32) or to out (the query's 16-bit type or f32; a row's
+ * columns are contiguous). One branch on the destination, then one unrolled loop of a pair store each. */
+template <typename T>
+__device__ __forceinline__ void ck_mla_wg_write(const ck_mla_args_t &a, const ck_mla_item_t &it, bool part, const float (&o)[128],
+                                                float2 mf, int nrows, int hc, int64_t tok0, int row0, int col0)
+{
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = row0 + 8 * r;
+        if (row >= nrows) continue;
+        const float mul = r ? mf.y : mf.x;
+        if (part) {
+            float *dst = a.part_o + ((int64_t)(it.part_index + it.split) * CK_MLA_MMA_ROWS + row) * a.dv + col0;
+#pragma unroll
+            for (int n = 0; n < 32; n++) *(float2 *)(dst + 8 * n) = make_float2(o[4 * n + 2 * r] * mul, o[4 * n + 2 * r + 1] * mul);
+            continue;
+        }
+        const int64_t at = (tok0 + row / hc) * a.out_st[0] + (int64_t)(it.head_first + row % hc) * a.out_st[1] + col0;
+        if (a.out_dtype == CK_F32) {
+            float *dst = (float *)a.out + at;
+            if (((uintptr_t)dst & 7) == 0) {
+#pragma unroll
+                for (int n = 0; n < 32; n++) *(float2 *)(dst + 8 * n) = make_float2(o[4 * n + 2 * r] * mul, o[4 * n + 2 * r + 1] * mul);
+            } else {
+#pragma unroll
+                for (int n = 0; n < 32; n++) {
+                    dst[8 * n] = o[4 * n + 2 * r] * mul;
+                    dst[8 * n + 1] = o[4 * n + 2 * r + 1] * mul;
+                }
+            }
+        } else { /* the query's 16-bit type */
+            uint16_t *dst = (uint16_t *)a.out + at;
+            if (((uintptr_t)dst & 3) == 0) {
+#pragma unroll
+                for (int n = 0; n < 32; n++) *(uint32_t *)(dst + 8 * n) = ck_pack2<T>(o[4 * n + 2 * r] * mul, o[4 * n + 2 * r + 1] * mul);
+            } else {
+#pragma unroll
+                for (int n = 0; n < 32; n++) {
+                    const uint32_t w = ck_pack2<T>(o[4 * n + 2 * r] * mul, o[4 * n + 2 * r + 1] * mul);
+                    dst[8 * n] = (uint16_t)w;
+                    dst[8 * n + 1] = (uint16_t)(w >> 16);
+                }
+            }
+        }
+    }
+}
+
+/* The finish of an item written through shared memory (STAGE): a 16-bit output whose rows start 16-byte
+ * aligned, no partial state. Each thread puts its pairs into a [64][PITCH] 16-bit tile (PITCH: the 8 rows of a
+ * warp's store fall in 8 different bank groups), one thread a row publishes the row's address (0: no row),
+ * then the block copies whole rows out in 16-byte pieces. Every thread of the block calls it. */
+template <typename T>
+__device__ __forceinline__ void ck_mla_wg_write_staged(const ck_mla_args_t &a, const ck_mla_item_t &it, const float (&o)[128], float2 mf,
+                                                       int nrows, int hc, int64_t tok0, int row0, int col0, unsigned char *stg,
+                                                       uint64_t *rowptr, int tid)
+{
+    constexpr int PITCH = CK_MLA_MMA_DV * 2 + 16;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = row0 + 8 * r;
+        const float mul = r ? mf.y : mf.x;
+        unsigned char *d = stg + row * PITCH + col0 * 2;
+#pragma unroll
+        for (int n = 0; n < 32; n++) *(uint32_t *)(d + 16 * n) = ck_pack2<T>(o[4 * n + 2 * r] * mul, o[4 * n + 2 * r + 1] * mul);
+        if (col0 == 0)
+            rowptr[row] = row < nrows ? (uint64_t)(uintptr_t)((uint16_t *)a.out + (tok0 + row / hc) * a.out_st[0] +
+                                                             (int64_t)(it.head_first + row % hc) * a.out_st[1])
+                                      : 0;
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (int c = tid; c < CK_MLA_MMA_ROWS * (CK_MLA_MMA_DV / 8); c += 256) {
+        const int row = c / (CK_MLA_MMA_DV / 8), c16 = c % (CK_MLA_MMA_DV / 8);
+        const uint64_t p = rowptr[row];
+        if (p) *(uint4 *)(uintptr_t)(p + (uint64_t)c16 * 16u) = *(const uint4 *)(stg + row * PITCH + c16 * 16);
+    }
+}
+
+template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(const ck_mla_args_t &a)
 {
     constexpr int ROWS = CK_MLA_MMA_ROWS, BN = CK_MLA_WG_BN, D = CK_MLA_MMA_D, SLOTS = CK_MLA_WG_SLOTS;
     constexpr int CPR = D / 8;                       /* 16-byte chunks a row */
@@ -101,9 +195,13 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
     const uint32_t cp_dst = (uint32_t)cp_r0 * 128u + (uint32_t)((cp_c8 ^ (cp_r0 & 7)) << 4);
     auto issue = [&](int stage, int slot) {
         const uint32_t dst0 = sK + (uint32_t)stage * TILE + cp_dst;
+        uint64_t rows[BN / 16];
+#pragma unroll
+        for (int i = 0; i < BN / 16; i++)
+            if (VAR & CK_MLAW_HOIST) rows[i] = saddr[slot * BN + cp_r0 + 16 * i];
 #pragma unroll
         for (int i = 0; i < BN / 16; i++) {
-            const uint64_t row = saddr[slot * BN + cp_r0 + 16 * i];
+            const uint64_t row = (VAR & CK_MLAW_HOIST) ? rows[i] : saddr[slot * BN + cp_r0 + 16 * i];
 #pragma unroll
             for (int cb = 0; cb < D / 64; cb++)
                 ck_pf_cp16_row(dst0 + (uint32_t)cb * CB + (uint32_t)i * 16u * 128u, row, (uint32_t)(cb * 8 + cp_c8) * 16u);
@@ -180,6 +278,9 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
          * takes tile j + 1; tile j + 1's addresses are visible */
         __syncthreads();
         float al[2];
+        constexpr bool SPLIT = (VAR & CK_MLAW_SPLIT) != 0;
+        constexpr int NP = SPLIT ? BN / 16 : BN / 8; /* column groups of P formed before the first barrier */
+        float s[BN / 2], m_use[2], ls[2];
         if (wg == 1) {
             if (j + 1 < n_tiles) issue(st ^ 1, (j + 1) % SLOTS);
             ck_cp_async_commit();
@@ -190,7 +291,7 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
             ck_mlaw_bar_p(); /* P of tile j and its factors are published */
             const uint4 *src = (const uint4 *)(smem + (kb + ROPE - base));
 #pragma unroll
-            for (int k2 = 0; k2 < BN / 16; k2++) {
+            for (int k2 = 0; k2 < NP / 2; k2++) {
                 const uint4 v = src[k2 * 128 + wt];
                 pa[k2][0] = v.x, pa[k2][1] = v.y, pa[k2][2] = v.z, pa[k2][3] = v.w;
             }
@@ -199,7 +300,6 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
         } else {
             /* S = Q C^T: k-step kk reads 16 dims: column block kk / 4, 32 bytes in (the hardware applies the
              * swizzle to the address it forms) */
-            float s[BN / 2];
             ck_wg_fence();
 #pragma unroll
             for (int kk = 0; kk < D / 16; kk++) {
@@ -224,30 +324,33 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
                     for (int e = 0; e < 2; e++) {
                         const uint32_t p = (uint32_t)(e ? pos[n].y : pos[n].x);
                         float &v = s[4 * n + 2 * r + e];
-                        v = row_any[r] && p <= lim[r] ? v * scale2 : -CK_INF;
+                        v = row_any[r] && p <= lim[r] ? ((VAR & CK_MLAW_FOLD) ? v : v * scale2) : -CK_INF;
                         mx[r] = fmaxf(mx[r], v);
                     }
 #pragma unroll
             for (int r = 0; r < 2; r++) {
                 mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
                 mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+                if (VAR & CK_MLAW_FOLD) mx[r] *= scale2; /* scale2 > 0: the max of the scaled scores */
                 const float m_new = mx[r] > m_run[r] + CK_MLAW_LAZY ? mx[r] : m_run[r];
-                const float m_use = m_new == -CK_INF ? 0.0f : m_new;
+                m_use[r] = m_new == -CK_INF ? 0.0f : m_new;
                 /* a row with no key yet has O = 0 and l = 0: factor 1 */
-                al[r] = m_run[r] == -CK_INF ? 1.0f : ck_mlaw_exp2(m_run[r] - m_use);
-                float ls = 0.0f;
+                al[r] = m_run[r] == -CK_INF ? 1.0f : ck_mlaw_exp2(m_run[r] - m_use[r]);
+                ls[r] = 0.0f;
 #pragma unroll
-                for (int n = 0; n < BN / 8; n++) {
-                    const float p0 = ck_mlaw_exp2(s[4 * n + 2 * r] - m_use), p1 = ck_mlaw_exp2(s[4 * n + 2 * r + 1] - m_use);
-                    ls += p0 + p1;
+                for (int n = 0; n < NP; n++) {
+                    const float p0 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r], scale2, -m_use[r]) : s[4 * n + 2 * r] - m_use[r]);
+                    const float p1 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r + 1], scale2, -m_use[r])
+                                                                        : s[4 * n + 2 * r + 1] - m_use[r]);
+                    ls[r] += p0 + p1;
                     pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0, p1);
                 }
-                l_run[r] = l_run[r] * al[r] + ls; /* this thread's share; the quad's sum at the end */
+                if (!SPLIT) l_run[r] = l_run[r] * al[r] + ls[r]; /* this thread's share; the quad's sum at the end */
                 m_run[r] = m_new;
             }
             uint4 *dst = (uint4 *)(smem + (kb + ROPE - base));
 #pragma unroll
-            for (int k2 = 0; k2 < BN / 16; k2++) dst[k2 * 128 + wt] = make_uint4(pa[k2][0], pa[k2][1], pa[k2][2], pa[k2][3]);
+            for (int k2 = 0; k2 < NP / 2; k2++) dst[k2 * 128 + wt] = make_uint4(pa[k2][0], pa[k2][1], pa[k2][2], pa[k2][3]);
             sfac[wt] = make_float2(al[0], al[1]);
             ck_mlaw_bar_p();
         }
@@ -267,8 +370,41 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
         const uint32_t vb = kb + (uint32_t)wg * 4u * CB;
         ck_wg_fence();
 #pragma unroll
-        for (int k2 = 0; k2 < BN / 16; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc(vb + (uint32_t)k2 * 2048u, CB, 1024u));
+        for (int k2 = 0; k2 < NP / 2; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc(vb + (uint32_t)k2 * 2048u, CB, 1024u));
         ck_wg_commit();
+        if constexpr (SPLIT) {
+            /* the second half of P: warpgroup 0 forms it while the tensor cores run the first half's P V */
+            if (wg == 0) {
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+#pragma unroll
+                    for (int n = NP; n < BN / 8; n++) {
+                        const float p0 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r], scale2, -m_use[r]) : s[4 * n + 2 * r] - m_use[r]);
+                        const float p1 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r + 1], scale2, -m_use[r])
+                                                                            : s[4 * n + 2 * r + 1] - m_use[r]);
+                        ls[r] += p0 + p1;
+                        pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0, p1);
+                    }
+                    l_run[r] = l_run[r] * al[r] + ls[r];
+                }
+                uint4 *dst = (uint4 *)(smem + (kb + ROPE - base));
+#pragma unroll
+                for (int k2 = NP / 2; k2 < BN / 16; k2++) dst[k2 * 128 + wt] = make_uint4(pa[k2][0], pa[k2][1], pa[k2][2], pa[k2][3]);
+                ck_mlaw_bar_p2();
+            } else {
+                ck_mlaw_bar_p2();
+                const uint4 *src = (const uint4 *)(smem + (kb + ROPE - base));
+#pragma unroll
+                for (int k2 = NP / 2; k2 < BN / 16; k2++) {
+                    const uint4 v = src[k2 * 128 + wt];
+                    pa[k2][0] = v.x, pa[k2][1] = v.y, pa[k2][2] = v.z, pa[k2][3] = v.w;
+                }
+            }
+            ck_wg_fence();
+#pragma unroll
+            for (int k2 = NP / 2; k2 < BN / 16; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc(vb + (uint32_t)k2 * 2048u, CB, 1024u));
+            ck_wg_commit();
+        }
         ck_wg_wait<0>(); /* before the next tile barrier: the stage is then free */
         ck_wg_pin(o);
         ck_wg_pin(pa);
@@ -307,26 +443,47 @@ template <typename T> __device__ __forceinline__ void ck_mla_wg_body(const ck_ml
     }
     __syncthreads();
     const float2 mf = sfac[wt];
+    /* STAGE: the stages are free (the copies landed, both P V done) and so are the address slots */
+    const bool staged = (VAR & CK_MLAW_STAGE) && !part && a.out_dtype != CK_F32 &&
+                        (((uintptr_t)a.out | (uintptr_t)(a.out_st[0] * 2) | (uintptr_t)(a.out_st[1] * 2)) & 15) == 0;
+    if (staged) {
+        ck_mla_wg_write_staged<T>(a, it, o, mf, nrows, hc, tok0, wq * 16 + g, wg * 256 + 2 * t4, smem + (sK - base), saddr, tid);
+    } else if (VAR & CK_MLAW_EPI) {
+        ck_mla_wg_write<T>(a, it, part, o, mf, nrows, hc, tok0, wq * 16 + g, wg * 256 + 2 * t4);
+    } else {
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int row = wq * 16 + g + 8 * r;
-        if (row >= nrows) continue;
-        const int64_t t = tok0 + row / hc, h = it.head_first + row % hc;
-        const float mul = r ? mf.y : mf.x;
+        for (int r = 0; r < 2; r++) {
+            const int row = wq * 16 + g + 8 * r;
+            if (row >= nrows) continue;
+            const int64_t t = tok0 + row / hc, h = it.head_first + row % hc;
+            const float mul = r ? mf.y : mf.x;
 #pragma unroll
-        for (int n = 0; n < 32; n++) {
-            const int col = wg * 256 + n * 8 + 2 * t4;
-            const float o0 = o[4 * n + 2 * r] * mul, o1 = o[4 * n + 2 * r + 1] * mul;
-            ck_mla_store_pair(a, it, part, row, t, h, col, o0, o1);
+            for (int n = 0; n < 32; n++) {
+                const int col = wg * 256 + n * 8 + 2 * t4;
+                const float o0 = o[4 * n + 2 * r] * mul, o1 = o[4 * n + 2 * r + 1] * mul;
+                ck_mla_store_pair(a, it, part, row, t, h, col, o0, o1);
+            }
         }
     }
 }
 
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16(const __grid_constant__ ck_mla_args_t a)
 {
-    ck_mla_wg_body<__half>(a);
+    ck_mla_wg_body<__half, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE>(a);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid_constant__ ck_mla_args_t a)
 {
-    ck_mla_wg_body<__nv_bfloat16>(a);
+    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE>(a);
 }
+/* the session-7 A/B (docs/dev/cuda-mla.md; ATTNRT_CUDA_MLA_VARIANT=<name>): v2 as it was, and other flag sets */
+#define CK_MLA_WG_VAR(name, var)                                                                                       \
+    extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16_##name(const __grid_constant__ ck_mla_args_t a)  \
+    {                                                                                                                  \
+        ck_mla_wg_body<__half, var>(a);                                                                                \
+    }                                                                                                                  \
+    extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16_##name(const __grid_constant__ ck_mla_args_t a) \
+    {                                                                                                                  \
+        ck_mla_wg_body<__nv_bfloat16, var>(a);                                                                         \
+    }
+CK_MLA_WG_VAR(v2, 0)
+CK_MLA_WG_VAR(split, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT)
