@@ -60,13 +60,6 @@ __device__ __forceinline__ uint32_t ck_movmatrix_trans(uint32_t x)
     return y;
 }
 
-/* ck_cp_async16_zf with the L2 asked to fetch the whole aligned 256 bytes around the source. */
-__device__ __forceinline__ void ck_cp_async16_zf_l2x256(uint32_t dst, const void *src, bool zero)
-{
-    asm volatile("{\n .reg .pred z;\n setp.ne.b32 z, %2, 0;\n cp.async.cg.shared.global.L2::256B [%0], [%1], 16, z;\n}\n" ::"r"(dst),
-                 "l"(src), "r"((int)zero));
-}
-
 /* The item of this block: from the plan's list, or derived from blockIdx.x (see ck_attn_args_t). */
 __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
 {
@@ -235,13 +228,8 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                     const ulonglong2 p = addr[row];
                     const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
                     const bool gone = (absent >> row) & 1u;
-                    if (FP8) { /* L2 lines of 256 bytes: an NHD cache's neighbouring KV head row (the next block's) */
-                        ck_cp_async16_zf_l2x256(kdst + off, (const void *)(uintptr_t)(p.x + cp_ch * 16), gone || skip_k);
-                        ck_cp_async16_zf_l2x256(vdst + off, (const void *)(uintptr_t)(p.y + cp_ch * 16), gone || skip_v);
-                    } else {
-                        ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(p.x + cp_ch * 16), gone || skip_k);
-                        ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(p.y + cp_ch * 16), gone || skip_v);
-                    }
+                    ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(p.x + cp_ch * 16), gone || skip_k);
+                    ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(p.y + cp_ch * 16), gone || skip_v);
                 }
             }
         }
