@@ -78,11 +78,15 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
 }
 
 /* GEN: the general score path (soft-cap, ALiBi) is compiled in; without it the key loop holds only the
- * plain scale and the masks (a smaller loop body: fewer instruction-cache misses, fewer live values). */
-template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN>
+ * plain scale and the masks (a smaller loop body: fewer instruction-cache misses, fewer live values).
+ * R8: the fp8 D 128 kernel of row tiles up to 8 rows (CK_DEC8_* in cuda_kernel_args.h: shorter tiles,
+ * more stages, more blocks an SM); else the tile shape of CK_DEC_KPW / CK_DEC_STAGES. */
+template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, bool R8 = false>
 __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
 {
-    constexpr int NW = CK_DEC_WARPS, KPW = CK_DEC_KPW(D, FP8), STAGES = CK_DEC_STAGES(D, FP8);
+    static_assert(!R8 || (FP8 && D == 128 && NR == 1), "the r8 kernel: fp8, D 128, one n-tile");
+    constexpr int NW = CK_DEC_WARPS, KPW = R8 ? CK_DEC8_KPW : CK_DEC_KPW(D, FP8);
+    constexpr int STAGES = R8 ? CK_DEC8_STAGES : CK_DEC_STAGES(D, FP8);
     constexpr int ES = FP8 ? 1 : 2, ROWB = D * ES, CPR = ROWB / 16; /* bytes, 16-byte chunks a row */
     constexpr int MT = KPW / 16, MO = D / 16;                        /* key m-tiles a tile, dim m-tiles */
     constexpr bool BULK = CK_DEC_BULK && CK_DEC_BULK_KV(FP8); /* rows by the bulk copy engine (16-bit KV) */
@@ -93,7 +97,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     typedef typename ck_qk_type<T, FP8>::type TP; /* PV operands: f16 for fp8 (V widened to f16), else T */
 
     extern __shared__ __align__(16) unsigned char smem[];
-    const ck_dec_layout_t lay = ck_dec_layout_of(D, FP8, BULK);
+    const ck_dec_layout_t lay = R8 ? ck_dec8_layout() : ck_dec_layout_of(D, FP8, BULK);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
     unsigned char *ring = smem + lay.ring + warp * STAGES * TILEB;
     ulonglong2 *addr = (ulonglong2 *)(smem + lay.addr) + warp * KPW;
@@ -661,6 +665,28 @@ template <typename T, bool FP8, int D> __device__ __forceinline__ void attn_deco
         attn_decode_rows<T, FP8, D, true>(a, it, ntok * it.head_count <= 8, e5);
     else
         attn_decode_rows<T, FP8, D, false>(a, it, ntok * it.head_count <= 8, e5);
+}
+
+/* The r8 kernel (fp8, D 128): every block of its launch has at most 8 rows (the plan picks it only
+ * then), so only the one-n-tile forms are compiled: its registers fit CK_DEC8_BLOCKS blocks an SM. */
+template <typename T> __device__ __forceinline__ void attn_decode8_entry(const ck_attn_args_t &a)
+{
+    const ck_work_item_t it = dec_item(a);
+    const ck_request_t rq = ck_request(a, it.seq);
+    const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / it.head_count), rq.L - it.q_first);
+    if (ntok <= 0) return;
+    const bool e5 = a.kv_dtype == CK_E5M2;
+    if (a.softcap > 0.0f || a.alibi) {
+        if (e5)
+            attn_decode<T, true, 128, 1, false, true, true>(a, it);
+        else
+            attn_decode<T, true, 128, 1, true, true, true>(a, it);
+    } else {
+        if (e5)
+            attn_decode<T, true, 128, 1, false, false, true>(a, it);
+        else
+            attn_decode<T, true, 128, 1, true, false, true>(a, it);
+    }
 }
 
 #endif /* ATTNRT_ATTN_DECODE_CUH */
