@@ -192,7 +192,8 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     }
 
     /* fp8 at D 128 with every decode row tile of at most 8 rows (decode of GQA groups up to 8): the r8
-     * kernel, which compiles only that case and so fits more blocks an SM (cuda_kernel_args.h) */
+     * kernel, which compiles only that case and spends the registers it saves on shorter chains
+     * (cuda_kernel_args.h, attn_decode.cuh) */
     if (p->fp8 && di == cuda_mma_dim_index(128, 128) && d->k.dec8[t]) {
         int64_t rows_max = 0;
         for (size_t i = 0; i < n_tiles; i++)

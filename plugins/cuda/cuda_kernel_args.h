@@ -188,14 +188,14 @@ static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk)
 }
 
 /* The fp8 D 128 decode kernel for row tiles of at most 8 rows (one n-tile: a GQA group up to 8 at one
- * token; the _r8 kernels of attn_mma.cu): without the 16-row form's registers it fits CK_DEC8_BLOCKS
- * blocks an SM, so 16-key tiles through 4 stages (67 KB a block): 12 warps an SM with 3 tiles of 4 KB
- * in flight each (144 KB) against the general kernel's 8 warps x 2 x 8 KB (128 KB). Its warps wait
- * on their own dependency chains (runs 19-20 of docs/dev/cuda-decode.md): more warps, not fewer
- * instructions, is what moves it. */
-#define CK_DEC8_KPW 16
-#define CK_DEC8_STAGES 4
-#define CK_DEC8_BLOCKS 3
+ * token; the _r8 kernels of attn_mma.cu): the general kernel's tile shape and blocks an SM, but
+ * compiled without the 16-row form, so its registers (~200 of 255) leave room to shorten a warp's
+ * dependency chains (attn_decode.cuh, R8). Its warps wait on their own chains (runs 19-22 of
+ * docs/dev/cuda-decode.md; 3 blocks an SM with 16-key tiles measured 29% slower: more per-tile work
+ * and 3-way splits). */
+#define CK_DEC8_KPW 32
+#define CK_DEC8_STAGES 3
+#define CK_DEC8_BLOCKS 2
 static inline CK_HD ck_dec_layout_t ck_dec8_layout(void)
 {
     return ck_dec_layout_cfg(128, 1, 0, CK_DEC8_KPW, CK_DEC8_STAGES);

@@ -31,7 +31,7 @@
     CK_MMA_BOTH_CFG(tname, T, kvname, FP8, 128)                                                               \
     CK_MMA_BOTH_CFG(tname, T, kvname, FP8, 256)
 
-/* decode, fp8 D 128, row tiles of at most 8 rows (attn_decode8_entry): CK_DEC8_BLOCKS blocks an SM */
+/* decode, fp8 D 128, row tiles of at most 8 rows (attn_decode8_entry; cuda_kernel_args.h's CK_DEC8_*) */
 #define CK_DEC8_KERNEL(tname, T)                                                                              \
     extern "C" __global__ void __launch_bounds__(CK_DEC_WARPS * 32, CK_DEC8_BLOCKS)                          \
         ck_attn_mma_decode_##tname##_fp8_d128_r8(const __grid_constant__ ck_attn_args_t a)                    \
