@@ -91,7 +91,7 @@ rc_mma=$?
 grep -E "^FAIL" "$OUT/conform-cuda-mma.txt" | head -20
 note "conform cuda (ATTNRT_CUDA_PREFILL=mma: the general prefill kernel, attention cases): exit $rc_mma; $(tail -1 "$OUT/conform-cuda-mma.txt")"
 [ $rc_mma -ne 0 ] && rc=$rc_mma
-if [ -n "${AB_ENV:-}" ]; then # the A/B switch's other side (e.g. ATTNRT_CUDA_DEC8=0: the general fp8 decode kernel)
+if [ -n "${AB_ENV:-}" ]; then # the A/B switch's other side (e.g. ATTNRT_CUDA_SPLITS=1)
     env "$AB_ENV" timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$OUT/conform-cuda-ab.txt" 2>&1
     rc_ab=$?
     grep -E "^FAIL" "$OUT/conform-cuda-ab.txt" | head -20
@@ -220,7 +220,7 @@ if [ "$(elapsed)" -lt "$BUDGET" ] && command -v ncu > /dev/null && [ -x "$BUILD/
     prof pre_d128 "ck_attn_(mma_)?prefill" --op prefill --batch 4 --ctx 4096 --new-tokens 4096 "${common[@]}" --kv-dtype bf16
     if command -v cuobjdump > /dev/null; then
         cuobjdump -res-usage "$BUILD/plugins/cuda/attnrt_cuda_kernels_attention.fatbin" 2> /dev/null | grep -A1 -E "attn_(mma_)?(decode|prefill)_bf16_((kv16|fp8)_)?d128" > "$OUT/ncu-resources.txt"
-        for f in ck_attn_mma_decode_bf16_kv16_d128 ck_attn_prefill_bf16_d128 ck_attn_mma_decode_bf16_fp8_d128 ck_attn_mma_decode_bf16_fp8_d128_r8; do
+        for f in ck_attn_mma_decode_bf16_kv16_d128 ck_attn_prefill_bf16_d128 ck_attn_mma_decode_bf16_fp8_d128; do
             cuobjdump -sass -arch sm_90 -fun "$f" "$BUILD/plugins/cuda/attnrt_cuda_kernels_attention.fatbin" > "$OUT/sass-$f.txt" 2> /dev/null
             n=$(grep -cE "^ +/\*[0-9a-f]{4,}\*/" "$OUT/sass-$f.txt")
             echo "sass $f (sm_90): $n instructions" | tee -a "$OUT/ncu-resources.txt"

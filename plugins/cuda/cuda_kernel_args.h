@@ -163,10 +163,10 @@ typedef struct ck_dec_layout {
  * rows land unswizzled at a pitch of row bytes + 16 (consecutive rows 16 bytes apart in the banks:
  * ldmatrix stays conflict-free); the 16 pad bytes of each K row of a stage carry that key's {K, V}
  * row addresses to the issuing lane (no `addr`); one mbarrier a (warp, stage). */
-static inline CK_HD ck_dec_layout_t ck_dec_layout_cfg(int d, int fp8, int bulk, int kpw_, int stages)
+static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk)
 {
     ck_dec_layout_t l;
-    const uint32_t kpw = (uint32_t)kpw_, st = (uint32_t)stages, w = CK_DEC_WARPS;
+    const uint32_t kpw = (uint32_t)CK_DEC_KPW(d, fp8), st = (uint32_t)CK_DEC_STAGES(d, fp8), w = CK_DEC_WARPS;
     const uint32_t row = (uint32_t)d * (fp8 ? 1u : 2u);
     uint32_t at = 0;
     l.pitch = row + (bulk ? 16u : 0u);
@@ -180,25 +180,6 @@ static inline CK_HD ck_dec_layout_t ck_dec_layout_cfg(int d, int fp8, int bulk, 
     const uint32_t combine_end = 2u * w * 16u * 4u + w * 16u * (uint32_t)d * 4u;
     l.total = ck_align16(at > combine_end ? at : combine_end);
     return l;
-}
-
-static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk)
-{
-    return ck_dec_layout_cfg(d, fp8, bulk, CK_DEC_KPW(d, fp8), CK_DEC_STAGES(d, fp8));
-}
-
-/* The fp8 D 128 decode kernel for row tiles of at most 8 rows (one n-tile: a GQA group up to 8 at one
- * token; the _r8 kernels of attn_mma.cu): the general kernel's tile shape and blocks an SM, but
- * compiled without the 16-row form, so its registers (~200 of 255) leave room to shorten a warp's
- * dependency chains (attn_decode.cuh, R8). Its warps wait on their own chains (runs 19-22 of
- * docs/dev/cuda-decode.md; 3 blocks an SM with 16-key tiles measured 29% slower: more per-tile work
- * and 3-way splits). */
-#define CK_DEC8_KPW 32
-#define CK_DEC8_STAGES 3
-#define CK_DEC8_BLOCKS 2
-static inline CK_HD ck_dec_layout_t ck_dec8_layout(void)
-{
-    return ck_dec_layout_cfg(128, 1, 0, CK_DEC8_KPW, CK_DEC8_STAGES);
 }
 
 /* Whether a cache of this kind takes the bulk form on sm_90+: 16-bit rows only. fp8 rows (128 bytes at

@@ -2,7 +2,6 @@
  * chips; and the sm_90a one) loaded into a device's primary context, the kernels found by name, and the
  * launch helpers every op uses. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_internal.h"
@@ -134,21 +133,6 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
                     d->k.mma[cfg][t][fp8][di] = f;
                 }
             }
-    /* the fp8 D 128 decode kernel of row tiles up to 8 rows (ATTNRT_CUDA_DEC8=0: not loaded, so every
-     * fp8 decode takes the general kernel; an A/B switch) */
-    const char *dec8_env = secure_getenv("ATTNRT_CUDA_DEC8");
-    const uint32_t smem8 = ck_dec8_layout().total;
-    if (d->k.mma_ok && !(dec8_env && strcmp(dec8_env, "0") == 0) && (int)smem8 <= optin)
-        for (int t = 0; t < 2; t++) {
-            char name[64];
-            snprintf(name, sizeof name, "ck_attn_mma_decode_%s_fp8_d128_r8", t_name[t]);
-            st = cuda_function_smem(d, CUDA_FAMILY_ATTENTION, name, smem8, &d->k.dec8[t]);
-            if (st != ATTNRT_OK) {
-                cuda_module_unload(d);
-                return st;
-            }
-            d->k.dec8_smem = smem8;
-        }
     st = cuda_prefill_load(d);
     if (st != ATTNRT_OK) cuda_module_unload(d);
     return st;

@@ -78,17 +78,11 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
 }
 
 /* GEN: the general score path (soft-cap, ALiBi) is compiled in; without it the key loop holds only the
- * plain scale and the masks (a smaller loop body: fewer instruction-cache misses, fewer live values).
- * R8: the fp8 D 128 kernel of row tiles up to 8 rows (CK_DEC8_* in cuda_kernel_args.h), with the
- * registers the 16-row form would take spent on shorter chains: a tile's copy addresses read from
- * shared memory all before the copies (independent loads, not 8 load -> copy round trips in a row),
- * and QK^T in two accumulator chains (even / odd k-steps, summed after: 4 dependent mma, not 8). */
-template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, bool R8 = false>
+ * plain scale and the masks (a smaller loop body: fewer instruction-cache misses, fewer live values). */
+template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN>
 __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
 {
-    static_assert(!R8 || (FP8 && D == 128 && NR == 1), "the r8 kernel: fp8, D 128, one n-tile");
-    constexpr int NW = CK_DEC_WARPS, KPW = R8 ? CK_DEC8_KPW : CK_DEC_KPW(D, FP8);
-    constexpr int STAGES = R8 ? CK_DEC8_STAGES : CK_DEC_STAGES(D, FP8);
+    constexpr int NW = CK_DEC_WARPS, KPW = CK_DEC_KPW(D, FP8), STAGES = CK_DEC_STAGES(D, FP8);
     constexpr int ES = FP8 ? 1 : 2, ROWB = D * ES, CPR = ROWB / 16; /* bytes, 16-byte chunks a row */
     constexpr int MT = KPW / 16, MO = D / 16;                        /* key m-tiles a tile, dim m-tiles */
     constexpr bool BULK = CK_DEC_BULK && CK_DEC_BULK_KV(FP8); /* rows by the bulk copy engine (16-bit KV) */
@@ -99,7 +93,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     typedef typename ck_qk_type<T, FP8>::type TP; /* PV operands: f16 for fp8 (V widened to f16), else T */
 
     extern __shared__ __align__(16) unsigned char smem[];
-    const ck_dec_layout_t lay = R8 ? ck_dec8_layout() : ck_dec_layout_of(D, FP8, BULK);
+    const ck_dec_layout_t lay = ck_dec_layout_of(D, FP8, BULK);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
     unsigned char *ring = smem + lay.ring + warp * STAGES * TILEB;
     ulonglong2 *addr = (ulonglong2 *)(smem + lay.addr) + warp * KPW;
@@ -228,15 +222,10 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                 const bool skip_k = !cp_k, skip_v = !cp_v; /* pad chunks: zero-filled, never read */
                 if (lane < KPW) addr[lane] = make_ulonglong2(kp, vp);
                 __syncwarp();
-                constexpr int NCP = KPW / (32 / CPR), NPRE = R8 ? NCP : 1; /* R8: every address first */
-                ulonglong2 pre[NPRE];
-                if (R8)
 #pragma unroll
-                    for (int i = 0; i < NPRE; i++) pre[i] = addr[cp_r0 + i * (32 / CPR)];
-#pragma unroll
-                for (int i = 0; i < NCP; i++) {
+                for (int i = 0; i < KPW / (32 / CPR); i++) {
                     const int row = cp_r0 + i * (32 / CPR);
-                    const ulonglong2 p = R8 ? pre[R8 ? i : 0] : addr[row];
+                    const ulonglong2 p = addr[row];
                     const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
                     const bool gone = (absent >> row) & 1u;
                     ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(p.x + cp_ch * 16), gone || skip_k);
@@ -391,14 +380,11 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 
         /* S^T = K Q^T: per m-tile of 16 keys, ldmatrix.x4 of 16 key rows x 32 bytes (fp8: two k-steps,
          * bytes of 4t4..4t4+3 per lane widened by two cvt each; 16-bit: one k-step). */
-        float s[MT][NR][4], s2[R8 ? MT : 1][NR][4]; /* R8: s2 the odd k-steps' chain */
+        float s[MT][NR][4];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
             for (int nr = 0; nr < NR; nr++) s[mt][nr][0] = s[mt][nr][1] = s[mt][nr][2] = s[mt][nr][3] = 0.0f;
-            if (R8)
-#pragma unroll
-                for (int nr = 0; nr < NR; nr++) s2[R8 ? mt : 0][nr][0] = s2[R8 ? mt : 0][nr][1] = s2[R8 ? mt : 0][nr][2] = s2[R8 ? mt : 0][nr][3] = 0.0f;
             const int krow = mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
 #pragma unroll
             for (int cp = 0; cp < CPR / 2; cp++) {
@@ -412,18 +398,13 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                         ck_fp8x4_to_h2x2<e4m3>(kr[2 * h + 1], af[1], af[3]);
 #pragma unroll
                         for (int nr = 0; nr < NR; nr++)
-                            ck_mma16816<__half>(R8 && h ? s2[R8 ? mt : 0][nr] : s[mt][nr], af, qf[nr][cp * 2 + h][0], qf[nr][cp * 2 + h][1]);
+                            ck_mma16816<__half>(s[mt][nr], af, qf[nr][cp * 2 + h][0], qf[nr][cp * 2 + h][1]);
                     }
                 } else {
 #pragma unroll
                     for (int nr = 0; nr < NR; nr++) ck_mma16816<T>(s[mt][nr], kr, qf[nr][cp][0], qf[nr][cp][1]);
                 }
             }
-            if (R8)
-#pragma unroll
-                for (int nr = 0; nr < NR; nr++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) s[mt][nr][e] += s2[R8 ? mt : 0][nr][e];
         }
 
         /* Scores (log2 domain) and the row maxima. s[mt][nr][e]: key mt*16 + g + 8(e>>1), row nr*8 + 2t4 + (e&1). */
@@ -680,28 +661,6 @@ template <typename T, bool FP8, int D> __device__ __forceinline__ void attn_deco
         attn_decode_rows<T, FP8, D, true>(a, it, ntok * it.head_count <= 8, e5);
     else
         attn_decode_rows<T, FP8, D, false>(a, it, ntok * it.head_count <= 8, e5);
-}
-
-/* The r8 kernel (fp8, D 128): every block of its launch has at most 8 rows (the plan picks it only
- * then), so only the one-n-tile forms are compiled (204 registers with R8's shorter chains). */
-template <typename T> __device__ __forceinline__ void attn_decode8_entry(const ck_attn_args_t &a)
-{
-    const ck_work_item_t it = dec_item(a);
-    const ck_request_t rq = ck_request(a, it.seq);
-    const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / it.head_count), rq.L - it.q_first);
-    if (ntok <= 0) return;
-    const bool e5 = a.kv_dtype == CK_E5M2;
-    if (a.softcap > 0.0f || a.alibi) {
-        if (e5)
-            attn_decode<T, true, 128, 1, false, true, true>(a, it);
-        else
-            attn_decode<T, true, 128, 1, true, true, true>(a, it);
-    } else {
-        if (e5)
-            attn_decode<T, true, 128, 1, false, false, true>(a, it);
-        else
-            attn_decode<T, true, 128, 1, true, false, true>(a, it);
-    }
 }
 
 #endif /* ATTNRT_ATTN_DECODE_CUH */

@@ -31,17 +31,6 @@
     CK_MMA_BOTH_CFG(tname, T, kvname, FP8, 128)                                                               \
     CK_MMA_BOTH_CFG(tname, T, kvname, FP8, 256)
 
-/* decode, fp8 D 128, row tiles of at most 8 rows (attn_decode8_entry; cuda_kernel_args.h's CK_DEC8_*) */
-#define CK_DEC8_KERNEL(tname, T)                                                                              \
-    extern "C" __global__ void __launch_bounds__(CK_DEC_WARPS * 32, CK_DEC8_BLOCKS)                          \
-        ck_attn_mma_decode_##tname##_fp8_d128_r8(const __grid_constant__ ck_attn_args_t a)                    \
-    {                                                                                                         \
-        attn_decode8_entry<T>(a);                                                                             \
-    }
-
-CK_DEC8_KERNEL(f16, __half)
-CK_DEC8_KERNEL(bf16, __nv_bfloat16)
-
 CK_MMA_ALL_D(f16, __half, kv16, false)
 CK_MMA_ALL_D(f16, __half, fp8, true)
 CK_MMA_ALL_D(bf16, __nv_bfloat16, kv16, false)
