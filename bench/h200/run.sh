@@ -11,6 +11,9 @@
 # It uses ./$BUILD_DIR when its binaries run on this machine; otherwise it builds there
 # (meson setup -Dtests=disabled; nvcc, gcc, meson and ninja are on the device image, cmocka is not).
 # Results go to $OUT (the device tool's output folder; ./out-h200 when OUT is not set).
+# Knobs for short A/B calls (defaults: everything): ROWS=REGEX times only the shapes whose id matches;
+# AB_ENV=NAME=VALUE times the fp8 decode rows once more with that variable set (ids ending _ab) and runs
+# the attention conformance cases once more under it.
 set -u
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$ROOT"
@@ -88,6 +91,13 @@ rc_mma=$?
 grep -E "^FAIL" "$OUT/conform-cuda-mma.txt" | head -20
 note "conform cuda (ATTNRT_CUDA_PREFILL=mma: the general prefill kernel, attention cases): exit $rc_mma; $(tail -1 "$OUT/conform-cuda-mma.txt")"
 [ $rc_mma -ne 0 ] && rc=$rc_mma
+if [ -n "${AB_ENV:-}" ]; then # the A/B switch's other side (e.g. ATTNRT_CUDA_SPLITS=1)
+    env "$AB_ENV" timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$OUT/conform-cuda-ab.txt" 2>&1
+    rc_ab=$?
+    grep -E "^FAIL" "$OUT/conform-cuda-ab.txt" | head -20
+    note "conform cuda ($AB_ENV, attention cases): exit $rc_ab; $(tail -1 "$OUT/conform-cuda-ab.txt")"
+    [ $rc_ab -ne 0 ] && rc=$rc_ab
+fi
 if [ $rc -ne 0 ]; then # diagnosis: the same attention cases without split-KV
     ATTNRT_CUDA_SPLITS=1 timeout 240 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$OUT/conform-cuda-nosplit.txt" 2>&1
     note "conform cuda (ATTNRT_CUDA_SPLITS=1, attention cases): exit $?; $(tail -1 "$OUT/conform-cuda-nosplit.txt")"
@@ -136,6 +146,12 @@ pre_d128             prefill 4   4096 4096 32 8 128 16  bf16     1
 pre_d64              prefill 4   4096 4096 32 8 64  16  bf16     1
 pre_d256             prefill 4   4096 4096 32 8 256 16  bf16     1
 EOF
+if [ -n "${AB_ENV:-}" ]; then
+    for id in dec_b64_c4096_fp8 dec_b256_c2048_fp8 dec_b16_c32768_fp8; do
+        grep -E "^$id " "$OUT/shapes.txt" | awk -v e="env:$AB_ENV" '{ $1 = $1 "_ab"; print $0, e }' >> "$OUT/shapes.txt"
+    done
+fi
+if [ -n "${ROWS:-}" ]; then grep -E "^(${ROWS})" "$OUT/shapes.txt" > "$OUT/shapes.sel" && mv "$OUT/shapes.sel" "$OUT/shapes.txt"; fi
 if [ -x "$BUILD/tools/attnrt-bench" ]; then TIMER=("$BUILD/tools/attnrt-bench" --plugin cuda); else TIMER=(/tmp/attnrt-h200/attn_timing --plugin cuda); fi
 note "timer: ${TIMER[0]}"
 while read -r id op b ctx new hq hkv d bs kv peer extra; do
@@ -145,7 +161,9 @@ while read -r id op b ctx new hq hkv d bs kv peer extra; do
           --dtype bf16 --kv-dtype "$kv" --iters 20 --warmup 3 --json)
     [ "$op" = prefill ] && args+=(--new-tokens "$new")
     timer=("${TIMER[@]}")
-    if [ "${extra:-}" = stream ]; then # attn_timing: events on a created stream, no host sync inside the region
+    if [ "${extra#env:}" != "${extra:-}" ]; then # env:NAME=VALUE: the row runs with that variable set
+        timer=(env "${extra#env:}" "${TIMER[@]}")
+    elif [ "${extra:-}" = stream ]; then # attn_timing: events on a created stream, no host sync inside the region
         timer=(/tmp/attnrt-h200/attn_timing --plugin cuda)
     elif [ -n "${extra:-}" ]; then
         args+=(${extra//,/ })

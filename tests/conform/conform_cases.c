@@ -436,6 +436,19 @@ static void directed_attention(cf_builder_t *b)
     cf_directed_dtypes(c, CF_F16, CF_F16, CF_E4M3);
     c->window_left = 37;
     c->per_block_scale = c->lse = 1;
+    /* the same kernel's general score path (soft-cap, ALiBi) at GQA 8 and at 2 tokens x GQA 4 (8 rows),
+     * sequences cut inside a tile and long enough to split, block size 24; and its 16-row form (a
+     * 12-row tile: 3 tokens x GQA 4) beside 1- and 2-token tiles in one batch */
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-e4m3-softcap", "1/1 1/15 1/17 1/700 1/3001", 16, 2, 128, 128, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
+    c->softcap = 30.0f;
+    c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-e5m2-alibi-l2", "2/2 2/33 2/517 1/64", 8, 2, 128, 128, 24);
+    cf_directed_dtypes(c, CF_F16, CF_F32, CF_E5M2);
+    c->alibi = c->per_block_scale = c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-e4m3-12rows", "3/300 1/77 2/513 1/4000", 16, 4, 128, 128, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
+    c->per_block_scale = c->lse = 1;
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-plan-reuse", MIXED, 8, 2, 64, 64, 16);
     cf_directed_dtypes(c, CF_F16, CF_F16, CF_E4M3);
     c->plan_reuse = c->lse = c->sinks = 1;
