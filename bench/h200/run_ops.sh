@@ -110,7 +110,8 @@ if [ -n "${MLA_AB:-}" ]; then # A/B of wgmma kernel variants of one build, inter
     step "A/B (interleaved, 3 rounds): MLA wgmma variants $MLA_AB on the issue row, block 16 and sparse top-2048"
     for r in 1 2 3; do
         for extra in "--block-size 64" "--block-size 16" "--block-size 64 --topk 2048" "--block-size 64 --kv-dtype fp8_e4m3" \
-            "--block-size 16 --kv-dtype fp8_e5m2"; do
+            "--block-size 16 --kv-dtype fp8_e5m2" "--block-size 64 --kv-dtype fp8_e4m3 --dtype f16" \
+            "--block-size 64 --topk 2048 --kv-dtype fp8_e4m3"; do
             for kn in $MLA_AB; do
                 printf '%-8s r%d %-28s ' "$kn" "$r" "$extra"
                 v=$kn; [ "$kn" = - ] && v=

@@ -54,10 +54,11 @@ __device__ __forceinline__ void ck_mlaw_bar_p2() { asm volatile("bar.sync 2, 256
 enum { CK_MLAW_EPI = 1, CK_MLAW_HOIST = 2, CK_MLAW_FOLD = 4, CK_MLAW_SPLIT = 8, CK_MLAW_STAGE = 16 };
 /* An fp8 latent (docs/dev/cuda-mla.md, "fp8 latent on wgmma"):
  *   F8    the raw codes of tile j + 1 (64 x 576 bytes) land by cp.async in the upper half of its 16-bit stage
- *         and warpgroup 1 converts them in place, after issuing its P V of tile j (the copies then have most
- *         of a tile to land, and the conversion runs beside the tensor cores' P V);
- *   EARLY the conversion before warpgroup 1 waits for P instead (the copies' latency then inside S). */
-enum { CK_MLAW_F8 = 32, CK_MLAW_EARLY = 64 };
+ *         and are converted in place after the converting threads issued their P V of tile j (the copies then
+ *         have S and the softmax to land; the conversion runs beside the tensor cores' P V), by warpgroup 1;
+ *   F8ALL by both warpgroups (warpgroup 0 issues its rows' copies behind its S wgmma and converts them behind
+ *         its P V: the conversion's instructions, the tile's longest addition, spread over twice the warps). */
+enum { CK_MLAW_F8 = 32, CK_MLAW_F8ALL = 64 };
 
 /* 16 fp8 codes (dims 16c .. 16c + 15 of a row) as 16 values of T, exactly: two 16-byte chunks */
 template <typename T> __device__ __forceinline__ uint32_t ck_mlaw_fp8x2(uint32_t pair, bool e4m3);
@@ -78,8 +79,9 @@ template <typename T> __device__ __forceinline__ void ck_mlaw_fp8x16(uint4 raw, 
     hi = make_uint4(ck_mlaw_fp8x2<T>(raw.z & 0xffffu, e4m3), ck_mlaw_fp8x2<T>(raw.z >> 16, e4m3),
                     ck_mlaw_fp8x2<T>(raw.w & 0xffffu, e4m3), ck_mlaw_fp8x2<T>(raw.w >> 16, e4m3));
 }
-/* named barrier 3 over warpgroup 1: every raw code of the tile has been read (F8's in-place conversion) */
-__device__ __forceinline__ void ck_mlaw_bar_raw() { asm volatile("bar.sync 3, 128;\n" ::: "memory"); }
+/* named barrier 3 over the N converting threads: every raw code of the tile has been read (F8's in-place
+ * conversion) */
+template <int N> __device__ __forceinline__ void ck_mlaw_bar_raw() { asm volatile("bar.sync 3, %0;\n" ::"n"(N) : "memory"); }
 
 /* The finish of an item: this thread's two rows (row0, row0 + 8) x its 64 value columns (col0 + 8n, + 1) of
  * O, times the rows' factors, as a partial state (f32) or to out (the query's 16-bit type or f32; a row's
@@ -168,7 +170,8 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     constexpr uint32_t TILE = (D / 64) * CB;         /* a latent tile: 9 column blocks */
     constexpr uint32_t ROPE = (CK_MLA_MMA_DV / 64) * CB; /* the rope block: P of the tile goes there */
     static_assert(ROWS == 64 && BN == 64 && D % 64 == 0 && CK_MLA_MMA_DV == 512, "the shapes this kernel is written for");
-    constexpr bool F8 = (VAR & CK_MLAW_F8) != 0;
+    constexpr bool F8 = (VAR & CK_MLAW_F8) != 0, F8ALL = F8 && (VAR & CK_MLAW_F8ALL) != 0;
+    constexpr int CT = F8ALL ? 256 : 128, RPT = BN / (CT / 4); /* fp8: converting threads; rows a thread */
     static_assert(!F8 || ((VAR & CK_MLAW_FOLD) && D == 576), "fp8: the scale is applied with FOLD's exponent; the raw layout is 576's");
     /* fp8: tile j + 1's raw rows [BN][D] bytes land in the upper half of its stage: 36,864 bytes = column
      * blocks 4 (rows 32 ..) to 8, which the conversion of those blocks overwrites last */
@@ -233,51 +236,57 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
      * (one swizzle for all its rows); absent rows are zero-filled. */
     const int cp_c8 = wt & 7, cp_r0 = wt >> 3;
     const uint32_t cp_dst = (uint32_t)cp_r0 * 128u + (uint32_t)((cp_c8 ^ (cp_r0 & 7)) << 4);
-    /* fp8: thread wt copies (and converts) 16-byte chunk c4 + 4m (m = 0 .. 8: dims 64m + 16 c4 ..) of rows
-     * f_r0 and f_r0 + 32, raw rows 576 bytes apart (a quarter warp's 8 chunks hit 8 bank groups) */
-    const int f_c4 = wt & 3, f_r0 = wt >> 2;
+    /* fp8: converting thread ct copies (and converts) 16-byte chunk c4 + 4m (m = 0 .. 8: dims 64m + 16 c4 ..)
+     * of rows f_r0 + (CT / 4) i, raw rows 576 bytes apart (a quarter warp's 8 chunks hit 8 bank groups) */
+    const int ct = F8ALL ? tid : wt, f_c4 = ct & 3, f_r0 = ct >> 2;
     const bool e4m3 = a.kv_dtype == CK_E4M3;
     auto issue8 = [&](int stage, int slot) {
         const uint32_t raw0 = sK + (uint32_t)stage * TILE + RAW + (uint32_t)f_r0 * (uint32_t)D + (uint32_t)f_c4 * 16u;
-        const uint64_t rows[2] = {saddr[slot * BN + f_r0], saddr[slot * BN + f_r0 + 32]};
+        uint64_t rows[RPT];
 #pragma unroll
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < RPT; i++) rows[i] = saddr[slot * BN + f_r0 + (CT / 4) * i];
+#pragma unroll
+        for (int i = 0; i < RPT; i++)
 #pragma unroll
             for (int m = 0; m < D / 64; m++)
-                ck_pf_cp16_row(raw0 + (uint32_t)(i * 32 * D + m * 64), rows[i], (uint32_t)(m * 64 + f_c4 * 16));
+                ck_pf_cp16_row(raw0 + (uint32_t)(i * (CT / 4) * D + m * 64), rows[i], (uint32_t)(m * 64 + f_c4 * 16));
     };
     /* the raw codes of the tile in stage `stage` (this thread's own copies: landed once it waited) to the
      * 16-bit swizzled layout in place: blocks 0-3 and rows 0-31 of block 4 lie below the raw area and are
-     * written at once; the rest overlaps it, so its codes are read first and written after every thread of
-     * warpgroup 1 has read its codes */
+     * written at once; the rest overlaps it, so its codes are read first and written after every converting
+     * thread has read its codes */
     auto convert8 = [&](int stage) {
         const uint32_t st0 = sK + (uint32_t)stage * TILE - base;
         const unsigned char *raw0 = smem + st0 + RAW + f_r0 * D + f_c4 * 16;
-        auto out = [&](int i, int m, uint4 v) {
-            const int r = f_r0 + 32 * i;
+        auto out = [&](int r, int m, uint4 v) {
             uint4 lo, hi;
             ck_mlaw_fp8x16<T>(v, e4m3, lo, hi);
             unsigned char *row = smem + st0 + (uint32_t)m * CB + (uint32_t)r * 128u;
             *(uint4 *)(row + (((2 * f_c4) ^ (r & 7)) << 4)) = lo;
             *(uint4 *)(row + (((2 * f_c4 + 1) ^ (r & 7)) << 4)) = hi;
         };
-        uint4 late[D / 64];
+        /* output (row r, block m) overlaps the raw area iff m >= 5, or m == 4 and r >= 32 */
+        uint4 late[RPT][5];
 #pragma unroll
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < RPT; i++)
 #pragma unroll
-            for (int m = 0; m < D / 64; m++)
-                if (m >= 5 - i) late[i ? m - 4 + 4 : m - 5] = *(const uint4 *)(raw0 + i * 32 * D + m * 64);
+            for (int m = 4; m < D / 64; m++)
+                if (m >= 5 || f_r0 + (CT / 4) * i >= 32) late[i][m - 4] = *(const uint4 *)(raw0 + i * (CT / 4) * D + m * 64);
 #pragma unroll
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < RPT; i++)
 #pragma unroll
-            for (int m = 0; m < D / 64; m++)
-                if (m < 5 - i) out(i, m, *(const uint4 *)(raw0 + i * 32 * D + m * 64));
-        ck_mlaw_bar_raw();
+            for (int m = 0; m < 5; m++) {
+                const int r = f_r0 + (CT / 4) * i;
+                if (m < 4 || r < 32) out(r, m, *(const uint4 *)(raw0 + i * (CT / 4) * D + m * 64));
+            }
+        ck_mlaw_bar_raw<CT>();
 #pragma unroll
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < RPT; i++)
 #pragma unroll
-            for (int m = 0; m < D / 64; m++)
-                if (m >= 5 - i) out(i, m, late[i ? m - 4 + 4 : m - 5]);
+            for (int m = 4; m < D / 64; m++) {
+                const int r = f_r0 + (CT / 4) * i;
+                if (m >= 5 || r >= 32) out(r, m, late[i][m - 4]);
+            }
     };
     auto issue = [&](int stage, int slot) {
         if constexpr (F8) {
@@ -334,9 +343,9 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
         ck_cp_async_commit();
     }
     __syncthreads(); /* the first tiles' addresses are visible */
-    if (wg == 1 && n_tiles > 0) issue(0, 0);
+    if ((wg == 1 || F8ALL) && n_tiles > 0) issue(0, 0);
     ck_cp_async_commit();
-    if (F8 && wg == 1 && n_tiles > 0) { /* the first tile converted before the loop's first barrier */
+    if (F8 && (wg == 1 || F8ALL) && n_tiles > 0) { /* the first tile converted before the loop's first barrier */
         ck_cp_async_wait<0>();
         convert8(0);
     }
@@ -385,10 +394,6 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             pkB = pkA;
             blkB = load_blk(pkA);
             pkA = load_pk(j + 4);
-            if (F8 && (VAR & CK_MLAW_EARLY) && j + 1 < n_tiles) {
-                ck_cp_async_wait<0>();
-                convert8(st ^ 1);
-            }
             ck_mlaw_bar_p(); /* P of tile j and its factors are published */
             const uint4 *src = (const uint4 *)(smem + (kb + ROPE - base));
 #pragma unroll
@@ -408,6 +413,8 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
                 ck_wg_ss<T, BN>(s, ck_wg_desc(sQ + ofs, 16u, 1024u), ck_wg_desc(kb + ofs, 16u, 1024u), kk > 0);
             }
             ck_wg_commit();
+            if (F8ALL && j + 1 < n_tiles) issue8(st ^ 1, (j + 1) % SLOTS); /* its rows of tile j + 1, behind S */
+            ck_cp_async_commit();
             ck_wg_wait<0>();
             ck_wg_pin(s);
 
@@ -509,7 +516,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             for (int k2 = NP / 2; k2 < BN / 16; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc(vb + (uint32_t)k2 * 2048u, CB, 1024u));
             ck_wg_commit();
         }
-        if (F8 && !(VAR & CK_MLAW_EARLY) && wg == 1 && j + 1 < n_tiles) {
+        if (F8 && (wg == 1 || F8ALL) && j + 1 < n_tiles) {
             /* tile j + 1 to 16 bits while the tensor cores run this tile's P V (stage st ^ 1 is not read) */
             ck_cp_async_wait<0>();
             convert8(st ^ 1);
@@ -597,21 +604,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid
 CK_MLA_WG_VAR(v2, 0)
 CK_MLA_WG_VAR(split, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT)
 
-/* an fp8 latent (e4m3 or e5m2, a.kv_dtype) with a query of type T; `early`: the A/B of the conversion's place */
+/* an fp8 latent (e4m3 or e5m2, a.kv_dtype) with a query of type T; `wg1`: converted by warpgroup 1 alone (the
+ * first design, for the A/B) */
 #define CK_MLAW_V5 (CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE)
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16_fp8(const __grid_constant__ ck_mla_args_t a)
 {
-    ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_F8>(a);
+    ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_F8 | CK_MLAW_F8ALL>(a);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16_fp8(const __grid_constant__ ck_mla_args_t a)
 {
+    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_V5 | CK_MLAW_F8 | CK_MLAW_F8ALL>(a);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16_fp8_wg1(const __grid_constant__ ck_mla_args_t a)
+{
+    ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_F8>(a);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16_fp8_wg1(const __grid_constant__ ck_mla_args_t a)
+{
     ck_mla_wg_body<__nv_bfloat16, CK_MLAW_V5 | CK_MLAW_F8>(a);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16_fp8_early(const __grid_constant__ ck_mla_args_t a)
-{
-    ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_F8 | CK_MLAW_EARLY>(a);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16_fp8_early(const __grid_constant__ ck_mla_args_t a)
-{
-    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_V5 | CK_MLAW_F8 | CK_MLAW_EARLY>(a);
 }
