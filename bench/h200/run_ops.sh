@@ -16,7 +16,8 @@
 # MLA_NCU_SRC=1 adds ncu source counters of one wgmma MLA launch (stall samples per SASS line, exported as
 # CSV: ncu-mla-src-sass.csv, ncu-mla-src-cuda.csv; the kernels carry -lineinfo). MLA_SAN=0 skips the sanitizers.
 # MLA_AB="- v2 x ..." times wgmma MLA variants of one build (ATTNRT_CUDA_MLA_VARIANT; - the default) interleaved,
-# 3 rounds, after conformance (--filter mla) of each.
+# 3 rounds, after conformance (--filter mla) of each; the rows include fp8 latents (a variant a latent kind lacks
+# runs that kind's default kernel).
 # MLA_ONLY=1 keeps the conformance runs, the graph capture, the MLA rows and the MLA sanitizer cases and
 # skips the lightning / GDN ones (an MLA iteration in ~2 minutes).
 # Run from the repository root:   BUILD_DIR=build-cuda-ops bash bench/h200/run_ops.sh
@@ -97,6 +98,8 @@ row "${MLA[@]}" --batch 64 --ctx 4096 --heads 16
 # the same issue row on the mma.sync kernel (ATTNRT_CUDA_MLA=mma): the A/B of the wgmma kernel in one run
 echo "--- ATTNRT_CUDA_MLA=mma attnrt-bench ${MLA[*]} --batch 64 --ctx 4096"
 ATTNRT_CUDA_MLA=mma timeout 60 "${B[@]}" "${MLA[@]}" --batch 64 --ctx 4096 2>&1 | tail -8
+echo "--- ATTNRT_CUDA_MLA=mma attnrt-bench ${MLA[*]} --batch 64 --ctx 4096 --kv-dtype fp8_e4m3 (the fp8 latent's mma.sync path)"
+ATTNRT_CUDA_MLA=mma timeout 60 "${B[@]}" "${MLA[@]}" --batch 64 --ctx 4096 --kv-dtype fp8_e4m3 2>&1 | tail -8
 if [ -n "${MLA_AB:-}" ]; then # A/B of wgmma kernel variants of one build, interleaved: MLA_AB="- v2 x ..." (- the default)
     step "conformance of each variant of MLA_AB (--filter mla, ATTNRT_CUDA_MLA_VARIANT)"
     for kn in $MLA_AB; do
@@ -106,7 +109,9 @@ if [ -n "${MLA_AB:-}" ]; then # A/B of wgmma kernel variants of one build, inter
     done
     step "A/B (interleaved, 3 rounds): MLA wgmma variants $MLA_AB on the issue row, block 16 and sparse top-2048"
     for r in 1 2 3; do
-        for extra in "--block-size 64" "--block-size 16" "--block-size 64 --topk 2048"; do
+        for extra in "--block-size 64" "--block-size 16" "--block-size 64 --topk 2048" "--block-size 64 --kv-dtype fp8_e4m3" \
+            "--block-size 16 --kv-dtype fp8_e5m2" "--block-size 64 --kv-dtype fp8_e4m3 --dtype f16" \
+            "--block-size 64 --topk 2048 --kv-dtype fp8_e4m3"; do
             for kn in $MLA_AB; do
                 printf '%-8s r%d %-28s ' "$kn" "$r" "$extra"
                 v=$kn; [ "$kn" = - ] && v=

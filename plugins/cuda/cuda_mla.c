@@ -13,7 +13,7 @@
  * stream (capturable: a graph replays the copy), then launches the items and, when there are splits,
  * the merge. The workspace: [items | merge groups] [part_lse] [part_o], sized for the larger config.
  * On compute capability 9.0 the tensor-core config takes the wgmma kernel (kernels/mla_sm90a.cu, the
- * sm_90a module) for a 16-bit latent: the same items, so the same plan.
+ * sm_90a module) for a 16-bit or fp8 latent: the same items, so the same plan.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -308,19 +308,21 @@ attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, c
         static const char *const names[2][2] = {{"ck_mla_mma_f16", "ck_mla_mma_bf16"},
                                                 {"ck_mla_mma_f16_fp8", "ck_mla_mma_bf16_fp8"}};
         mma->rows = CK_MLA_MMA_ROWS;
-        /* a 16-bit latent on compute capability 9.0: the wgmma kernel of the sm_90a module (same items);
-         * ATTNRT_CUDA_MLA=mma keeps the mma.sync one */
+        /* compute capability 9.0: the wgmma kernel of the sm_90a module (same items; an fp8 latent converted
+         * to 16 bits in shared memory); ATTNRT_CUDA_MLA=mma keeps the mma.sync one */
         const char *env = secure_getenv("ATTNRT_CUDA_MLA");
-        const int wg = !fp8 && d->modules[CUDA_FAMILY_SM90A] && !(env && strcmp(env, "mma") == 0) && (int64_t)ck_mla_wg_smem() <= optin;
-        mma->smem = wg ? ck_mla_wg_smem() : ck_mla_mma_smem(fp8);
+        const int wg = d->modules[CUDA_FAMILY_SM90A] && !(env && strcmp(env, "mma") == 0) && (int64_t)ck_mla_wg_smem(fp8) <= optin;
+        mma->smem = wg ? ck_mla_wg_smem(fp8) : ck_mla_mma_smem(fp8);
         mma->wgmma = wg;
         if (wg) {
-            /* ATTNRT_CUDA_MLA_VARIANT=x takes ck_mla_wg_<type>_x (a variant's A/B in one build) */
+            /* ATTNRT_CUDA_MLA_VARIANT=x takes ck_mla_wg_<type>[_fp8]_x (a variant's A/B in one build) where the
+             * module has it, else the default kernel of the kind (the variants differ per latent kind) */
             const char *var = secure_getenv("ATTNRT_CUDA_MLA_VARIANT");
-            char name[80];
-            snprintf(name, sizeof name, "%s%s%.40s", qk == CK_BF16 ? "ck_mla_wg_bf16" : "ck_mla_wg_f16", var && *var ? "_" : "",
-                     var ? var : "");
-            st = cuda_function(d, CUDA_FAMILY_SM90A, name, &mma->f_main);
+            char base[40], name[96];
+            snprintf(base, sizeof base, "%s%s", qk == CK_BF16 ? "ck_mla_wg_bf16" : "ck_mla_wg_f16", fp8 ? "_fp8" : "");
+            snprintf(name, sizeof name, "%s_%.40s", base, var ? var : "");
+            if (!(var && *var && cuda_drv.ModuleGetFunction(&mma->f_main, d->modules[CUDA_FAMILY_SM90A], name) == CUDA_SUCCESS))
+                st = cuda_function(d, CUDA_FAMILY_SM90A, base, &mma->f_main);
         } else {
             st = cuda_function(d, CUDA_FAMILY_MLA, names[fp8][qk == CK_BF16], &mma->f_main);
         }

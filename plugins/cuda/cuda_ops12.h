@@ -89,18 +89,19 @@ static inline uint32_t ck_mla_mma_smem(int fp8)
                       2 * CK_MLA_MMA_ROWS * 4 + st * CK_MLA_MMA_BN * (8 + 4 + 4));
 }
 
-/* The Hopper MLA kernel (kernels/mla_sm90a.cuh, sm_90a only; ck_mla_wg_{f16,bf16}): the same items and
- * splits as the tensor-core kernel above (64 query rows, a 16-bit latent of the query's dtype), 256
- * threads in two warpgroups, 64 keys a tile in wgmma's 128-byte-swizzle layout, two cp.async stages. */
+/* The Hopper MLA kernel (kernels/mla_sm90a.cu, sm_90a only; ck_mla_wg_{f16,bf16}[_fp8]): the same items and
+ * splits as the tensor-core kernel above (64 query rows, a latent of the query's 16-bit dtype or fp8), 256
+ * threads in two warpgroups, 64 keys a tile in wgmma's 128-byte-swizzle layout, two cp.async stages (fp8:
+ * the raw codes land in the upper half of the 16-bit stage and are converted in place). */
 #define CK_MLA_WG_BN 64
 #define CK_MLA_WG_SLOTS 3 /* key-address slots: the tile being computed, the one being copied, the next */
-static inline uint32_t ck_mla_wg_smem(void)
+static inline uint32_t ck_mla_wg_smem(int fp8)
 {
     /* 1024 bytes of alignment slack, Q, two latent stages (16-bit), then [SLOTS][BN] row addresses
-     * (u64) and key positions (int32), and a float2 per thread of the first warpgroup (its rows' factors):
-     * 225,536 bytes */
+     * (u64) and key positions (int32), a float2 per thread of the first warpgroup (its rows' factors),
+     * and for fp8 [SLOTS][BN] row scales (f32): 225,536 bytes (fp8: 226,304) */
     return (uint32_t)(1024 + (CK_MLA_MMA_ROWS + 2 * CK_MLA_WG_BN) * CK_MLA_MMA_D * 2 +
-                      CK_MLA_WG_SLOTS * CK_MLA_WG_BN * (8 + 4) + 128 * 8);
+                      CK_MLA_WG_SLOTS * CK_MLA_WG_BN * (8 + 4) + 128 * 8 + (fp8 ? CK_MLA_WG_SLOTS * CK_MLA_WG_BN * 4 : 0));
 }
 
 /* ---- lightning / gated delta ----------------------------------------------------------------- */

@@ -61,6 +61,14 @@ void cf_directed_mla(cf_builder_t *b)
     c->lse = 1;
     c = add_mla(b, "mla-d576-wg-bs128", "1/300 1/128 3/190 1/1100", 32, 576, 512, 128, CF_BF16, CF_BF16, SCALE_192);
     c->strided = c->lse = 1;
+    /* the wgmma kernel's fp8 latent (raw codes converted to 16 bits in shared memory, the row scale on the
+     * scores and P): e4m3 with f16 queries over 16-key blocks with per-block scales (a tile's rows from four
+     * blocks of different scales), contexts of one tile, one tile and a key, 2,100 keys (splits); e5m2 with
+     * bf16 queries at Hq 128 (two items a token), strided Q / out (element-wise Q, the unstaged output) */
+    c = add_mla(b, "mla-d576-wg-e4m3-f16-bs16", "1/64 1/65 3/128 1/2100", 32, 576, 512, 16, CF_F16, CF_E4M3, SCALE_192_YARN);
+    c->per_block_scale = c->sinks = c->lse = 1;
+    c = add_mla(b, "mla-d576-wg-e5m2-bf16", "1/1 1/700 2/77", 128, 576, 512, 64, CF_BF16, CF_E5M2, SCALE_192);
+    c->strided = c->lse = 1;
 
     /* sparse: top-k 8..64 over mixed batches, -1 entries, duplicates, positions past seq_len */
     c = add_mla(b, "mla-sparse-d576", "1/300 4/120 1/40 2/2", 16, 576, 512, 64, CF_BF16, CF_BF16, SCALE_192_YARN);
@@ -87,6 +95,11 @@ void cf_directed_mla(cf_builder_t *b)
     c = add_mla(b, "mla-sparse-e5m2-blk", "1/120 4/30 1/7", 16, 576, 512, 64, CF_F16, CF_E5M2, SCALE_192_YARN);
     c->topk = 48;
     c->per_block_scale = c->sparse_invalid = c->sinks = c->lse = 1;
+    /* sparse over an fp8 latent in 16-key blocks with per-block scales (the wgmma kernel's fp8 path on sm_90):
+     * index lists of 96 entries (two tiles) with -1 and past-the-end entries, e4m3 with f16 queries */
+    c = add_mla(b, "mla-sparse-e4m3-f16-bs16", "1/400 3/120 1/50", 16, 576, 512, 16, CF_F16, CF_E4M3, SCALE_192_YARN);
+    c->topk = 96;
+    c->per_block_scale = c->sparse_invalid = c->lse = 1;
     c = add_mla(b, "mla-sparse-e5m2-small", "1/80 6/20", 16, 64, 32, 7, CF_F32, CF_E5M2, 0.2f);
     c->out_dtype = CF_F32;
     c->topk = 40;

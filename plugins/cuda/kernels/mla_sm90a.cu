@@ -1,7 +1,9 @@
 /* mla_sm90a.cu — MLA on Hopper's warpgroup MMA (wgmma, sm_90a only; in the second fatbin, loaded on
  * compute capability 9.0): DeepSeek's latent (kv_dim 576, v_dim 512) in the query's 16-bit format. It
  * takes the tensor-core kernel's items and splits (mla_mma.cu: 64 query rows an item, a token's heads
- * sharing its latent rows) and computes the same function; fp8 latents stay on mla_mma.cu.
+ * sharing its latent rows) and computes the same function. An fp8 latent (F8, session 7) is copied raw and
+ * converted exactly to the 16-bit tile (e4m3 / e5m2 values are f16 / bf16 values), its row scale applied to
+ * the scores and probabilities instead, as mla_mma.cu does.
  *
  * 256 threads, two warpgroups; per tile of 64 keys (two cp.async stages in wgmma's 128-byte-swizzle
  * layout, the layout of the wgmma prefill kernel, attn_prefill_sm90a.cuh):
@@ -50,6 +52,36 @@ __device__ __forceinline__ void ck_mlaw_bar_p2() { asm volatile("bar.sync 2, 256
  *   STAGE a 16-bit output (rows 16-byte aligned, no partial state) through a free latent stage, then copied
  *         out in 16-byte pieces of whole rows (direct pair stores are 4 bytes, 8 rows a warp instruction). */
 enum { CK_MLAW_EPI = 1, CK_MLAW_HOIST = 2, CK_MLAW_FOLD = 4, CK_MLAW_SPLIT = 8, CK_MLAW_STAGE = 16 };
+/* An fp8 latent (docs/dev/cuda-mla.md, "fp8 latent on wgmma"):
+ *   F8    the raw codes of tile j + 1 (64 x 576 bytes) land by cp.async in the upper half of its 16-bit stage
+ *         and are converted in place after the converting threads issued their P V of tile j (the copies then
+ *         have S and the softmax to land; the conversion runs beside the tensor cores' P V), by warpgroup 1;
+ *   F8ALL by both warpgroups (warpgroup 0 issues its rows' copies behind its S wgmma and converts them behind
+ *         its P V: the conversion's instructions, the tile's longest addition, spread over twice the warps). */
+enum { CK_MLAW_F8 = 32, CK_MLAW_F8ALL = 64 };
+
+/* 16 fp8 codes (dims 16c .. 16c + 15 of a row) as 16 values of T, exactly: two 16-byte chunks */
+template <typename T> __device__ __forceinline__ uint32_t ck_mlaw_fp8x2(uint32_t pair, bool e4m3);
+template <> __device__ __forceinline__ uint32_t ck_mlaw_fp8x2<__half>(uint32_t pair, bool e4m3)
+{
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)pair, e4m3 ? __NV_E4M3 : __NV_E5M2);
+    return (uint32_t)h.x | ((uint32_t)h.y << 16); /* exact: the f16 pair is the value */
+}
+template <> __device__ __forceinline__ uint32_t ck_mlaw_fp8x2<__nv_bfloat16>(uint32_t pair, bool e4m3)
+{
+    const float2 f = ck_fp8x2_to_f32x2((uint16_t)pair, e4m3);
+    return ck_pack2<__nv_bfloat16>(f.x, f.y); /* exact: 3 (e4m3) or 2 (e5m2) mantissa bits, exponents in range */
+}
+template <typename T> __device__ __forceinline__ void ck_mlaw_fp8x16(uint4 raw, bool e4m3, uint4 &lo, uint4 &hi)
+{
+    lo = make_uint4(ck_mlaw_fp8x2<T>(raw.x & 0xffffu, e4m3), ck_mlaw_fp8x2<T>(raw.x >> 16, e4m3),
+                    ck_mlaw_fp8x2<T>(raw.y & 0xffffu, e4m3), ck_mlaw_fp8x2<T>(raw.y >> 16, e4m3));
+    hi = make_uint4(ck_mlaw_fp8x2<T>(raw.z & 0xffffu, e4m3), ck_mlaw_fp8x2<T>(raw.z >> 16, e4m3),
+                    ck_mlaw_fp8x2<T>(raw.w & 0xffffu, e4m3), ck_mlaw_fp8x2<T>(raw.w >> 16, e4m3));
+}
+/* named barrier 3 over the N converting threads: every raw code of the tile has been read (F8's in-place
+ * conversion) */
+template <int N> __device__ __forceinline__ void ck_mlaw_bar_raw() { asm volatile("bar.sync 3, %0;\n" ::"n"(N) : "memory"); }
 
 /* The finish of an item: this thread's two rows (row0, row0 + 8) x its 64 value columns (col0 + 8n, + 1) of
  * O, times the rows' factors, as a partial state (f32) or to out (the query's 16-bit type or f32; a row's
@@ -138,6 +170,12 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     constexpr uint32_t TILE = (D / 64) * CB;         /* a latent tile: 9 column blocks */
     constexpr uint32_t ROPE = (CK_MLA_MMA_DV / 64) * CB; /* the rope block: P of the tile goes there */
     static_assert(ROWS == 64 && BN == 64 && D % 64 == 0 && CK_MLA_MMA_DV == 512, "the shapes this kernel is written for");
+    constexpr bool F8 = (VAR & CK_MLAW_F8) != 0, F8ALL = F8 && (VAR & CK_MLAW_F8ALL) != 0;
+    constexpr int CT = F8ALL ? 256 : 128, RPT = BN / (CT / 4); /* fp8: converting threads; rows a thread */
+    static_assert(!F8 || ((VAR & CK_MLAW_FOLD) && D == 576), "fp8: the scale is applied with FOLD's exponent; the raw layout is 576's");
+    /* fp8: tile j + 1's raw rows [BN][D] bytes land in the upper half of its stage: 36,864 bytes = column
+     * blocks 4 (rows 32 ..) to 8, which the conversion of those blocks overwrites last */
+    constexpr uint32_t RAW = TILE / 2;
 
     extern __shared__ __align__(1024) unsigned char ck_mla_wg_dyn[];
     /* the swizzle is a function of address bits 4-9: the tiles start 1024-byte aligned (the host adds
@@ -148,6 +186,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     uint64_t *saddr = (uint64_t *)(smem + ROWS * D * 2 + 2 * TILE); /* [SLOTS][BN] row address, 0: no key */
     int32_t *spos = (int32_t *)(saddr + SLOTS * BN);               /* [SLOTS][BN] key position, -1: no key */
     float2 *sfac = (float2 *)(spos + SLOTS * BN);                  /* [128] the rows' factor: alpha, then 1 / l */
+    float *sscl = (float *)(sfac + 128);                           /* fp8: [SLOTS][BN] the row's scale, 0: no key */
 
     const ck_mla_item_t it = a.items[blockIdx.x];
     const int tid = threadIdx.x, wg = tid >> 7, wt = tid & 127, lane = tid & 31, wq = wt >> 5;
@@ -183,17 +222,77 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     auto store = [&](int slot, int64_t pk, int64_t blk) {
         if (!looker) return;
         uint64_t row = 0;
-        if (pk >= 0 && blk >= 0 && blk < a.num_blocks)
+        float sc = 0.0f; /* an absent row's scale: 0, never stale (its p is 0, and 0 x NaN is not) */
+        if (pk >= 0 && blk >= 0 && blk < a.num_blocks) {
             row = (uint64_t)(uintptr_t)a.kv +
-                  (uint64_t)(blk * a.kv_st[0] + (pk - (pk / a.block_size) * a.block_size) * a.kv_st[1]) * 2u;
+                  (uint64_t)(blk * a.kv_st[0] + (pk - (pk / a.block_size) * a.block_size) * a.kv_st[1]) * (F8 ? 1u : 2u);
+            if (F8) sc = a.kv_scale ? a.kv_scale[blk * a.ks_st] : 1.0f;
+        }
         saddr[slot * BN + lt] = row;
         spos[slot * BN + lt] = row ? (int32_t)pk : -1;
+        if (F8) sscl[slot * BN + lt] = sc;
     };
     /* Warpgroup 1 copies a tile: thread wt takes chunk wt % 8 of each column block of rows wt / 8 + 16 i
      * (one swizzle for all its rows); absent rows are zero-filled. */
     const int cp_c8 = wt & 7, cp_r0 = wt >> 3;
     const uint32_t cp_dst = (uint32_t)cp_r0 * 128u + (uint32_t)((cp_c8 ^ (cp_r0 & 7)) << 4);
+    /* fp8: converting thread ct copies (and converts) 16-byte chunk c4 + 4m (m = 0 .. 8: dims 64m + 16 c4 ..)
+     * of rows f_r0 + (CT / 4) i, raw rows 576 bytes apart (a quarter warp's 8 chunks hit 8 bank groups) */
+    const int ct = F8ALL ? tid : wt, f_c4 = ct & 3, f_r0 = ct >> 2;
+    const bool e4m3 = a.kv_dtype == CK_E4M3;
+    auto issue8 = [&](int stage, int slot) {
+        const uint32_t raw0 = sK + (uint32_t)stage * TILE + RAW + (uint32_t)f_r0 * (uint32_t)D + (uint32_t)f_c4 * 16u;
+        uint64_t rows[RPT];
+#pragma unroll
+        for (int i = 0; i < RPT; i++) rows[i] = saddr[slot * BN + f_r0 + (CT / 4) * i];
+#pragma unroll
+        for (int i = 0; i < RPT; i++)
+#pragma unroll
+            for (int m = 0; m < D / 64; m++)
+                ck_pf_cp16_row(raw0 + (uint32_t)(i * (CT / 4) * D + m * 64), rows[i], (uint32_t)(m * 64 + f_c4 * 16));
+    };
+    /* the raw codes of the tile in stage `stage` (this thread's own copies: landed once it waited) to the
+     * 16-bit swizzled layout in place: blocks 0-3 and rows 0-31 of block 4 lie below the raw area and are
+     * written at once; the rest overlaps it, so its codes are read first and written after every converting
+     * thread has read its codes */
+    auto convert8 = [&](int stage) {
+        const uint32_t st0 = sK + (uint32_t)stage * TILE - base;
+        const unsigned char *raw0 = smem + st0 + RAW + f_r0 * D + f_c4 * 16;
+        auto out = [&](int r, int m, uint4 v) {
+            uint4 lo, hi;
+            ck_mlaw_fp8x16<T>(v, e4m3, lo, hi);
+            unsigned char *row = smem + st0 + (uint32_t)m * CB + (uint32_t)r * 128u;
+            *(uint4 *)(row + (((2 * f_c4) ^ (r & 7)) << 4)) = lo;
+            *(uint4 *)(row + (((2 * f_c4 + 1) ^ (r & 7)) << 4)) = hi;
+        };
+        /* output (row r, block m) overlaps the raw area iff m >= 5, or m == 4 and r >= 32 */
+        uint4 late[RPT][5];
+#pragma unroll
+        for (int i = 0; i < RPT; i++)
+#pragma unroll
+            for (int m = 4; m < D / 64; m++)
+                if (m >= 5 || f_r0 + (CT / 4) * i >= 32) late[i][m - 4] = *(const uint4 *)(raw0 + i * (CT / 4) * D + m * 64);
+#pragma unroll
+        for (int i = 0; i < RPT; i++)
+#pragma unroll
+            for (int m = 0; m < 5; m++) {
+                const int r = f_r0 + (CT / 4) * i;
+                if (m < 4 || r < 32) out(r, m, *(const uint4 *)(raw0 + i * (CT / 4) * D + m * 64));
+            }
+        ck_mlaw_bar_raw<CT>();
+#pragma unroll
+        for (int i = 0; i < RPT; i++)
+#pragma unroll
+            for (int m = 4; m < D / 64; m++) {
+                const int r = f_r0 + (CT / 4) * i;
+                if (m >= 5 || r >= 32) out(r, m, late[i][m - 4]);
+            }
+    };
     auto issue = [&](int stage, int slot) {
+        if constexpr (F8) {
+            issue8(stage, slot);
+            return;
+        }
         const uint32_t dst0 = sK + (uint32_t)stage * TILE + cp_dst;
         uint64_t rows[BN / 16];
 #pragma unroll
@@ -244,8 +343,12 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
         ck_cp_async_commit();
     }
     __syncthreads(); /* the first tiles' addresses are visible */
-    if (wg == 1 && n_tiles > 0) issue(0, 0);
+    if ((wg == 1 || F8ALL) && n_tiles > 0) issue(0, 0);
     ck_cp_async_commit();
+    if (F8 && (wg == 1 || F8ALL) && n_tiles > 0) { /* the first tile converted before the loop's first barrier */
+        ck_cp_async_wait<0>();
+        convert8(0);
+    }
 
     /* This thread's rows (both warpgroups alike): wq * 16 + g and + 8. Warpgroup 0 keeps their running
      * max (log2 domain, scaled) and its own share of the running sum; the last key position each sees
@@ -281,6 +384,9 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
         constexpr bool SPLIT = (VAR & CK_MLAW_SPLIT) != 0;
         constexpr int NP = SPLIT ? BN / 16 : BN / 8; /* column groups of P formed before the first barrier */
         float s[BN / 2], m_use[2], ls[2];
+        /* fp8: key columns (8n + 2 t4, + 1)'s row scales multiply the scores (exact to f32) and, in P only, the
+         * probabilities */
+        auto kscale = [&](int n) { return F8 ? *(const float2 *)(sscl + slot * BN + 8 * n + 2 * t4) : make_float2(1.0f, 1.0f); };
         if (wg == 1) {
             if (j + 1 < n_tiles) issue(st ^ 1, (j + 1) % SLOTS);
             ck_cp_async_commit();
@@ -307,6 +413,8 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
                 ck_wg_ss<T, BN>(s, ck_wg_desc(sQ + ofs, 16u, 1024u), ck_wg_desc(kb + ofs, 16u, 1024u), kk > 0);
             }
             ck_wg_commit();
+            if (F8ALL && j + 1 < n_tiles) issue8(st ^ 1, (j + 1) % SLOTS); /* its rows of tile j + 1, behind S */
+            ck_cp_async_commit();
             ck_wg_wait<0>();
             ck_wg_pin(s);
 
@@ -324,6 +432,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
                     for (int e = 0; e < 2; e++) {
                         const uint32_t p = (uint32_t)(e ? pos[n].y : pos[n].x);
                         float &v = s[4 * n + 2 * r + e];
+                        if (F8) v *= e ? kscale(n).y : kscale(n).x;
                         v = row_any[r] && p <= lim[r] ? ((VAR & CK_MLAW_FOLD) ? v : v * scale2) : -CK_INF;
                         mx[r] = fmaxf(mx[r], v);
                     }
@@ -343,7 +452,8 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
                     const float p1 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r + 1], scale2, -m_use[r])
                                                                         : s[4 * n + 2 * r + 1] - m_use[r]);
                     ls[r] += p0 + p1;
-                    pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0, p1);
+                    const float2 ks = kscale(n); /* P V with V unscaled: sum p scale v (p <= 2^8: f16 holds it for scales < 255) */
+                    pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0 * ks.x, p1 * ks.y);
                 }
                 if (!SPLIT) l_run[r] = l_run[r] * al[r] + ls[r]; /* this thread's share; the quad's sum at the end */
                 m_run[r] = m_new;
@@ -383,7 +493,8 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
                         const float p1 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r + 1], scale2, -m_use[r])
                                                                             : s[4 * n + 2 * r + 1] - m_use[r]);
                         ls[r] += p0 + p1;
-                        pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0, p1);
+                        const float2 ks = kscale(n);
+                        pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0 * ks.x, p1 * ks.y);
                     }
                     l_run[r] = l_run[r] * al[r] + ls[r];
                 }
@@ -404,6 +515,11 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
 #pragma unroll
             for (int k2 = NP / 2; k2 < BN / 16; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc(vb + (uint32_t)k2 * 2048u, CB, 1024u));
             ck_wg_commit();
+        }
+        if (F8 && (wg == 1 || F8ALL) && j + 1 < n_tiles) {
+            /* tile j + 1 to 16 bits while the tensor cores run this tile's P V (stage st ^ 1 is not read) */
+            ck_cp_async_wait<0>();
+            convert8(st ^ 1);
         }
         ck_wg_wait<0>(); /* before the next tile barrier: the stage is then free */
         ck_wg_pin(o);
@@ -487,3 +603,23 @@ extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid
     }
 CK_MLA_WG_VAR(v2, 0)
 CK_MLA_WG_VAR(split, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT)
+
+/* an fp8 latent (e4m3 or e5m2, a.kv_dtype) with a query of type T; `wg1`: converted by warpgroup 1 alone (the
+ * first design, for the A/B) */
+#define CK_MLAW_V5 (CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE)
+extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16_fp8(const __grid_constant__ ck_mla_args_t a)
+{
+    ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_F8 | CK_MLAW_F8ALL>(a);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16_fp8(const __grid_constant__ ck_mla_args_t a)
+{
+    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_V5 | CK_MLAW_F8 | CK_MLAW_F8ALL>(a);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16_fp8_wg1(const __grid_constant__ ck_mla_args_t a)
+{
+    ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_F8>(a);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16_fp8_wg1(const __grid_constant__ ck_mla_args_t a)
+{
+    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_V5 | CK_MLAW_F8>(a);
+}
