@@ -219,9 +219,12 @@ if [ "$(elapsed)" -lt "$BUDGET" ] && command -v ncu > /dev/null && [ -x "$BUILD/
     fi
     prof pre_d128 "ck_attn_(mma_)?prefill" --op prefill --batch 4 --ctx 4096 --new-tokens 4096 "${common[@]}" --kv-dtype bf16
     if command -v cuobjdump > /dev/null; then
-        cuobjdump -res-usage "$BUILD/plugins/cuda/attnrt_cuda_kernels_attention.fatbin" 2> /dev/null | grep -A1 -E "attn_(mma_)?(decode|prefill)_bf16_((kv16|fp8)_)?d128" > "$OUT/ncu-resources.txt"
+        for fb in attention decode; do
+            cuobjdump -res-usage "$BUILD/plugins/cuda/attnrt_cuda_kernels_$fb.fatbin" 2> /dev/null | grep -A1 -E "attn_(mma_)?(decode|prefill)_bf16_((kv16|fp8)_)?d128"
+        done > "$OUT/ncu-resources.txt"
         for f in ck_attn_mma_decode_bf16_kv16_d128 ck_attn_prefill_bf16_d128 ck_attn_mma_decode_bf16_fp8_d128; do
-            cuobjdump -sass -arch sm_90 -fun "$f" "$BUILD/plugins/cuda/attnrt_cuda_kernels_attention.fatbin" > "$OUT/sass-$f.txt" 2> /dev/null
+            fb=attention; case $f in *_decode_*) fb=decode ;; esac
+            cuobjdump -sass -arch sm_90 -fun "$f" "$BUILD/plugins/cuda/attnrt_cuda_kernels_$fb.fatbin" > "$OUT/sass-$f.txt" 2> /dev/null
             n=$(grep -cE "^ +/\*[0-9a-f]{4,}\*/" "$OUT/sass-$f.txt")
             echo "sass $f (sm_90): $n instructions" | tee -a "$OUT/ncu-resources.txt"
         done

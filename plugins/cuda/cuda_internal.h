@@ -17,7 +17,7 @@ enum { CUDA_CFG_PREFILL = 0, CUDA_CFG_DECODE = 1 };
 #define CUDA_MMA_DIMS 3 /* 64, 128, 256 */
 /* The fatbins, one per kernel family, and the sm_90a one (plugins/cuda/meson.build builds them, cuda_module.c
  * loads them; the sm_90a module on compute capability 9.0 only, else NULL). */
-enum { CUDA_FAMILY_ATTENTION, CUDA_FAMILY_MLA, CUDA_FAMILY_LINEAR, CUDA_FAMILY_SM90A, CUDA_FAMILIES };
+enum { CUDA_FAMILY_ATTENTION, CUDA_FAMILY_DECODE, CUDA_FAMILY_MLA, CUDA_FAMILY_LINEAR, CUDA_FAMILY_SM90A, CUDA_FAMILIES };
 
 typedef struct cuda_kernels {
     CUfunction kv_write, attn_simt, merge_states, split_merge;

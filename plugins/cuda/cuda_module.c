@@ -12,6 +12,7 @@
  * family, so that a change to one family's kernels recompiles only that family; the sm_90a one holds SASS
  * for sm_90a only (the wgmma prefill and MLA kernels). */
 extern const unsigned char attnrt_cuda_fatbin_attention[];
+extern const unsigned char attnrt_cuda_fatbin_decode[];
 extern const unsigned char attnrt_cuda_fatbin_mla[];
 extern const unsigned char attnrt_cuda_fatbin_linear[];
 extern const unsigned char attnrt_cuda_fatbin_sm90a[];
@@ -21,6 +22,7 @@ static const struct {
     const char          *family;
 } families[CUDA_FAMILIES] = {
     [CUDA_FAMILY_ATTENTION] = {attnrt_cuda_fatbin_attention, "attention"},
+    [CUDA_FAMILY_DECODE] = {attnrt_cuda_fatbin_decode, "decode"},
     [CUDA_FAMILY_MLA] = {attnrt_cuda_fatbin_mla, "mla"},
     [CUDA_FAMILY_LINEAR] = {attnrt_cuda_fatbin_linear, "linear"},
     [CUDA_FAMILY_SM90A] = {attnrt_cuda_fatbin_sm90a, "sm_90a"},
@@ -125,7 +127,7 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
                     char name[64];
                     snprintf(name, sizeof name, "ck_attn_mma_%s_%s_%s_d%d", cfg_name[cfg], t_name[t], kv_name[fp8], D);
                     CUfunction f;
-                    st = cuda_function_smem(d, CUDA_FAMILY_ATTENTION, name, smem, &f);
+                    st = cuda_function_smem(d, cfg == CUDA_CFG_DECODE ? CUDA_FAMILY_DECODE : CUDA_FAMILY_ATTENTION, name, smem, &f);
                     if (st != ATTNRT_OK) {
                         cuda_module_unload(d);
                         return st;

@@ -1,0 +1,23 @@
+/* attn_decode.cu — the decode family's translation unit (its own fatbin, so that nvcc compiles it beside
+ * the attention family instead of after it: these instances are most of the kernels' compile time): the
+ * tensor-core decode kernels the host picks by name (cuda_module.c has the same table),
+ * ck_attn_mma_decode_<f16|bf16>_<kv16|fp8>_d<64|128|256> (attn_decode.cuh: keys in the mma's M dimension,
+ * a cp.async ring per warp, split-KV merged by the last block of each row tile). */
+#include "attn_decode.cuh"
+
+#define CK_DEC_KERNEL(tname, T, kvname, FP8, D)                                                               \
+    extern "C" __global__ void __launch_bounds__(CK_DEC_WARPS * 32, (D) == 256 ? 1 : 2)                      \
+        ck_attn_mma_decode_##tname##_##kvname##_d##D(const __grid_constant__ ck_attn_args_t a)                \
+    {                                                                                                         \
+        attn_decode_entry<T, FP8, D>(a);                                                                      \
+    }
+
+#define CK_DEC_ALL_D(tname, T, kvname, FP8)                                                                   \
+    CK_DEC_KERNEL(tname, T, kvname, FP8, 64)                                                                  \
+    CK_DEC_KERNEL(tname, T, kvname, FP8, 128)                                                                 \
+    CK_DEC_KERNEL(tname, T, kvname, FP8, 256)
+
+CK_DEC_ALL_D(f16, __half, kv16, false)
+CK_DEC_ALL_D(f16, __half, fp8, true)
+CK_DEC_ALL_D(bf16, __nv_bfloat16, kv16, false)
+CK_DEC_ALL_D(bf16, __nv_bfloat16, fp8, true)
