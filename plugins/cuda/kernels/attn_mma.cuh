@@ -72,12 +72,6 @@ __device__ __forceinline__ float ck_exp2(float x)
 template <typename T, bool FP8> struct ck_qk_type { typedef T type; };
 template <typename T> struct ck_qk_type<T, true> { typedef __half type; };
 
-__device__ __forceinline__ uint32_t ck_fp8x2_to_h2bits(uint16_t pair, bool e4m3)
-{
-    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)pair, e4m3 ? __NV_E4M3 : __NV_E5M2);
-    return (uint32_t)h.x | ((uint32_t)h.y << 16);
-}
-
 /* 16 bytes global -> shared (bypassing L1), or 16 zero bytes when `zero` (the source is not read). */
 __device__ __forceinline__ void ck_cp_async16_zf(uint32_t dst, const void *src, bool zero)
 {

@@ -38,7 +38,13 @@ __device__ __forceinline__ float2 ck_fp8x2_to_f32x2(uint16_t pair, bool e4m3)
     return __half22float2(__half2(h));
 }
 
-/* Element i of a tensor of format `kind` (fp8: the stored value; the caller applies the scale). */
+/* The same two codes as the bits of an f16 pair (lower element in the low half): exact, as above. */
+__device__ __forceinline__ uint32_t ck_fp8x2_to_h2bits(uint16_t pair, bool e4m3)
+{
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)pair, e4m3 ? __NV_E4M3 : __NV_E5M2);
+    return (uint32_t)h.x | ((uint32_t)h.y << 16);
+}
+
 /* A value of format `kind` from its raw bits (a 16-bit format's in the low 16, an fp8's in the low 8). */
 __device__ __forceinline__ float ck_from_bits(uint32_t r, int kind)
 {
@@ -51,6 +57,7 @@ __device__ __forceinline__ float ck_from_bits(uint32_t r, int kind)
     }
 }
 
+/* Element i of a tensor of format `kind` (fp8: the stored value; the caller applies the scale). */
 __device__ __forceinline__ float ck_load(const void *p, int64_t i, int kind)
 {
     switch (kind) { /* the load of the format's width, then its bits decoded */

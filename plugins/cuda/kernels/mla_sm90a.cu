@@ -64,8 +64,7 @@ enum { CK_MLAW_F8 = 32, CK_MLAW_F8ALL = 64 };
 template <typename T> __device__ __forceinline__ uint32_t ck_mlaw_fp8x2(uint32_t pair, bool e4m3);
 template <> __device__ __forceinline__ uint32_t ck_mlaw_fp8x2<__half>(uint32_t pair, bool e4m3)
 {
-    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)pair, e4m3 ? __NV_E4M3 : __NV_E5M2);
-    return (uint32_t)h.x | ((uint32_t)h.y << 16); /* exact: the f16 pair is the value */
+    return ck_fp8x2_to_h2bits((uint16_t)pair, e4m3); /* exact: the f16 pair is the value */
 }
 template <> __device__ __forceinline__ uint32_t ck_mlaw_fp8x2<__nv_bfloat16>(uint32_t pair, bool e4m3)
 {
