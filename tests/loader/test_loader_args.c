@@ -56,6 +56,13 @@ static void test_version_string_names_the_library_and_the_abi(void **state)
     snprintf(want, sizeof want, "%d.%d.%d (plugin ABI %d.%d)", ATTNRT_VERSION_MAJOR, ATTNRT_VERSION_MINOR,
              ATTNRT_VERSION_PATCH, ATTNRT_ABI_MAJOR, ATTNRT_ABI_MINOR);
     assert_string_equal(attnrt_version_string(), want);
+    uint32_t abi_major = 99, abi_minor = 99;
+    attnrt_abi_version(&abi_major, &abi_minor);
+    assert_int_equal(abi_major, ATTNRT_ABI_MAJOR);
+    assert_int_equal(abi_minor, ATTNRT_ABI_MINOR);
+    attnrt_abi_version(NULL, NULL); /* each pointer may be NULL */
+    attnrt_abi_version(NULL, &abi_minor);
+    assert_int_equal(abi_minor, ATTNRT_ABI_MINOR);
 }
 
 static void test_every_op_has_a_name_and_others_are_unknown(void **state)
