@@ -59,6 +59,21 @@ enum { CK_MLAW_EPI = 1, CK_MLAW_HOIST = 2, CK_MLAW_FOLD = 4, CK_MLAW_SPLIT = 8, 
  *   F8ALL by both warpgroups (warpgroup 0 issues its rows' copies behind its S wgmma and converts them behind
  *         its P V: the conversion's instructions, the tile's longest addition, spread over twice the warps). */
 enum { CK_MLAW_F8 = 32, CK_MLAW_F8ALL = 64 };
+/* Session 8 (docs/dev/cuda-mla.md, "Session 8"):
+ *   PIPE  warpgroup 0 issues S of tile j right behind its P V of tile j - 1, without waiting for that P V
+ *         (the tensor cores go from one to the other with no gap: v5's loop top, ~230 clocks a tile with
+ *         them idle, was a block barrier after both P V completed). The block barrier splits in two named
+ *         ones: bar 5 (tile j landed: the copying threads waited for their copies; S may read it) at the end
+ *         of tile j - 1, and bar 4 (both P V of tile j - 1 done: its stage takes tile j + 1's copies) after S
+ *         of tile j is issued. 16-bit latents only (fp8 keeps its conversion's place in the tile). */
+/*   INNER warpgroup 0 decides before S completes whether its score columns need a mask at all (every key
+ *         present and within every live row's causal limit: the tile interior), and then takes only the
+ *         row maximum after S (v5 selected each of a thread's 32 scores against its row's limit there, on the
+ *         path where the tensor cores wait for P). */
+enum { CK_MLAW_PIPE = 128, CK_MLAW_INNER = 256 };
+/* named barriers of PIPE: the last tile's P V done (4); the next tile landed (5) */
+__device__ __forceinline__ void ck_mlaw_bar_free() { asm volatile("bar.sync 4, 256;\n" ::: "memory"); }
+__device__ __forceinline__ void ck_mlaw_bar_landed() { asm volatile("bar.sync 5, 256;\n" ::: "memory"); }
 
 /* 16 fp8 codes (dims 16c .. 16c + 15 of a row) as 16 values of T, exactly: two 16-byte chunks */
 template <typename T> __device__ __forceinline__ uint32_t ck_mlaw_fp8x2(uint32_t pair, bool e4m3);
@@ -170,6 +185,9 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     constexpr uint32_t ROPE = (CK_MLA_MMA_DV / 64) * CB; /* the rope block: P of the tile goes there */
     static_assert(ROWS == 64 && BN == 64 && D % 64 == 0 && CK_MLA_MMA_DV == 512, "the shapes this kernel is written for");
     constexpr bool F8 = (VAR & CK_MLAW_F8) != 0, F8ALL = F8 && (VAR & CK_MLAW_F8ALL) != 0;
+    constexpr bool PIPE = (VAR & CK_MLAW_PIPE) != 0, INNER = (VAR & CK_MLAW_INNER) != 0;
+    static_assert(!INNER || (PIPE && (VAR & CK_MLAW_FOLD)), "INNER: the positions read before S completes (PIPE); FOLD's unscaled max");
+    static_assert(!PIPE || (!F8 && (VAR & CK_MLAW_SPLIT)), "PIPE: 16-bit latents, with SPLIT's two P V groups");
     constexpr int CT = F8ALL ? 256 : 128, RPT = BN / (CT / 4); /* fp8: converting threads; rows a thread */
     static_assert(!F8 || ((VAR & CK_MLAW_FOLD) && D == 576), "fp8: the scale is applied with FOLD's exponent; the raw layout is 576's");
     /* fp8: tile j + 1's raw rows [BN][D] bytes land in the upper half of its stage: 36,864 bytes = column
@@ -348,18 +366,24 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
         ck_cp_async_wait<0>();
         convert8(0);
     }
+    if (PIPE) { /* tile 0 and Q landed, visible to the tensor cores, before the first S */
+        ck_cp_async_wait<0>();
+        ck_fence_proxy_async();
+        __syncthreads();
+    }
 
     /* This thread's rows (both warpgroups alike): wq * 16 + g and + 8. Warpgroup 0 keeps their running
      * max (log2 domain, scaled) and its own share of the running sum; the last key position each sees
      * as unsigned (an absent key, -1, compares above every limit). */
     float m_run[2] = {-CK_INF, -CK_INF}, l_run[2] = {0.0f, 0.0f};
     uint32_t lim[2];
-    bool row_any[2];
+    bool row_any[2], row_pad[2];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         const int row = wq * 16 + g + 8 * r;
         const int64_t l64 = !a.sparse && a.causal ? S - L + it.q_first + row / hc : INT32_MAX;
         row_any[r] = row < nrows && l64 >= 0;
+        row_pad[r] = row >= nrows; /* Q's zeros: finite scores, never written */
         lim[r] = row_any[r] ? (uint32_t)min(l64, (int64_t)INT32_MAX) : 0u;
     }
     const float scale2 = a.scale * CK_MLAW_LOG2E;
@@ -374,15 +398,58 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     for (int j = 0; j < n_tiles; j++) {
         const int st = j & 1, slot = j % SLOTS;
         const uint32_t kb = sK + (uint32_t)st * TILE;
-        ck_cp_async_wait<0>();
-        ck_fence_proxy_async(); /* this thread's copies (generic proxy) visible to wgmma (async proxy) */
-        /* tile j (and Q) landed; both P V of tile j - 1 completed (each warpgroup waited), so stage st ^ 1
-         * takes tile j + 1; tile j + 1's addresses are visible */
-        __syncthreads();
+        /* S = Q C^T: k-step kk reads 16 dims: column block kk / 4, 32 bytes in (the hardware applies the
+         * swizzle to the address it forms) */
+        auto issue_s = [&](float (&acc)[BN / 2]) {
+            ck_wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) {
+                const uint32_t ofs = (uint32_t)(kk >> 2) * CB + (uint32_t)(kk & 3) * 32u;
+                ck_wg_ss<T, BN>(acc, ck_wg_desc(sQ + ofs, 16u, 1024u), ck_wg_desc(kb + ofs, 16u, 1024u), kk > 0);
+            }
+            ck_wg_commit();
+        };
+        float s[BN / 2];
+        int2 pos[BN / 8]; /* the key positions of this thread's score columns */
+        bool inner = false; /* INNER: no score of the warp's rows needs a mask in this tile */
+        if constexpr (PIPE) {
+            /* tile j landed (bar 5 at the end of tile j - 1, or the barrier before the loop): warpgroup 0 issues
+             * S behind its P V of tile j - 1, then waits for that P V only; each warpgroup's P V of tile j - 1
+             * done (bar 4): stage st ^ 1 takes tile j + 1 */
+            if (wg == 0) {
+                issue_s(s);
+#pragma unroll
+                for (int n = 0; n < BN / 8; n++) pos[n] = *(const int2 *)(spos + slot * BN + 8 * n + 2 * t4);
+                if (INNER) {
+                    /* an absent key's position, -1, compares above every limit as unsigned */
+                    bool ok = true;
+#pragma unroll
+                    for (int r = 0; r < 2; r++) {
+                        bool in = row_any[r];
+#pragma unroll
+                        for (int n = 0; n < BN / 8; n++) in = in && (uint32_t)pos[n].x <= lim[r] && (uint32_t)pos[n].y <= lim[r];
+                        ok = ok && (row_pad[r] || in);
+                    }
+                    inner = __all_sync(0xffffffffu, ok);
+                }
+                ck_wg_wait<1>();
+            } else {
+                ck_wg_wait<0>();
+            }
+            ck_wg_pin(o);
+            ck_wg_pin(pa);
+            ck_mlaw_bar_free();
+        } else {
+            ck_cp_async_wait<0>();
+            ck_fence_proxy_async(); /* this thread's copies (generic proxy) visible to wgmma (async proxy) */
+            /* tile j (and Q) landed; both P V of tile j - 1 completed (each warpgroup waited), so stage st ^ 1
+             * takes tile j + 1; tile j + 1's addresses are visible */
+            __syncthreads();
+        }
         float al[2];
         constexpr bool SPLIT = (VAR & CK_MLAW_SPLIT) != 0;
         constexpr int NP = SPLIT ? BN / 16 : BN / 8; /* column groups of P formed before the first barrier */
-        float s[BN / 2], m_use[2], ls[2];
+        float m_use[2], ls[2];
         /* fp8: key columns (8n + 2 t4, + 1)'s row scales multiply the scores (exact to f32) and, in P only, the
          * probabilities */
         auto kscale = [&](int n) { return F8 ? *(const float2 *)(sscl + slot * BN + 8 * n + 2 * t4) : make_float2(1.0f, 1.0f); };
@@ -403,38 +470,38 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             const float2 f = sfac[wt];
             al[0] = f.x, al[1] = f.y;
         } else {
-            /* S = Q C^T: k-step kk reads 16 dims: column block kk / 4, 32 bytes in (the hardware applies the
-             * swizzle to the address it forms) */
-            ck_wg_fence();
-#pragma unroll
-            for (int kk = 0; kk < D / 16; kk++) {
-                const uint32_t ofs = (uint32_t)(kk >> 2) * CB + (uint32_t)(kk & 3) * 32u;
-                ck_wg_ss<T, BN>(s, ck_wg_desc(sQ + ofs, 16u, 1024u), ck_wg_desc(kb + ofs, 16u, 1024u), kk > 0);
-            }
-            ck_wg_commit();
+            if (!PIPE) issue_s(s);
             if (F8ALL && j + 1 < n_tiles) issue8(st ^ 1, (j + 1) % SLOTS); /* its rows of tile j + 1, behind S */
             ck_cp_async_commit();
             ck_wg_wait<0>();
             ck_wg_pin(s);
+            if (!PIPE) {
+#pragma unroll
+                for (int n = 0; n < BN / 8; n++) pos[n] = *(const int2 *)(spos + slot * BN + 8 * n + 2 * t4);
+            }
 
             /* online softmax of rows (g, g + 8) over keys 8n + 2 t4 + e: scaled into the log2 domain,
              * masked; the quad holds a row's 64 keys; lazy rescaling */
-            int2 pos[BN / 8];
-#pragma unroll
-            for (int n = 0; n < BN / 8; n++) pos[n] = *(const int2 *)(spos + slot * BN + 8 * n + 2 * t4);
             float mx[2] = {-CK_INF, -CK_INF};
+            if (INNER && inner) {
 #pragma unroll
-            for (int n = 0; n < BN / 8; n++)
+                for (int n = 0; n < BN / 8; n++)
 #pragma unroll
-                for (int r = 0; r < 2; r++)
+                    for (int r = 0; r < 2; r++) mx[r] = fmaxf(mx[r], fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
+            } else {
 #pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const uint32_t p = (uint32_t)(e ? pos[n].y : pos[n].x);
-                        float &v = s[4 * n + 2 * r + e];
-                        if (F8) v *= e ? kscale(n).y : kscale(n).x;
-                        v = row_any[r] && p <= lim[r] ? ((VAR & CK_MLAW_FOLD) ? v : v * scale2) : -CK_INF;
-                        mx[r] = fmaxf(mx[r], v);
-                    }
+                for (int n = 0; n < BN / 8; n++)
+#pragma unroll
+                    for (int r = 0; r < 2; r++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            const uint32_t p = (uint32_t)(e ? pos[n].y : pos[n].x);
+                            float &v = s[4 * n + 2 * r + e];
+                            if (F8) v *= e ? kscale(n).y : kscale(n).x;
+                            v = row_any[r] && p <= lim[r] ? ((VAR & CK_MLAW_FOLD) ? v : v * scale2) : -CK_INF;
+                            mx[r] = fmaxf(mx[r], v);
+                        }
+            }
 #pragma unroll
             for (int r = 0; r < 2; r++) {
                 mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
@@ -520,9 +587,24 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             ck_cp_async_wait<0>();
             convert8(st ^ 1);
         }
-        ck_wg_wait<0>(); /* before the next tile barrier: the stage is then free */
+        if constexpr (PIPE) {
+            /* tile j + 1 landed and visible to the tensor cores; this tile's P V may still run */
+            if (j + 1 < n_tiles) {
+                if (wg == 1) {
+                    ck_cp_async_wait<0>();
+                    ck_fence_proxy_async();
+                }
+                ck_mlaw_bar_landed();
+            }
+        } else {
+            ck_wg_wait<0>(); /* before the next tile barrier: the stage is then free */
+            ck_wg_pin(o);
+            ck_wg_pin(pa);
+        }
+    }
+    if (PIPE) {
+        ck_wg_wait<0>();
         ck_wg_pin(o);
-        ck_wg_pin(pa);
     }
     ck_cp_async_wait<0>();
 
@@ -602,6 +684,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid
     }
 CK_MLA_WG_VAR(v2, 0)
 CK_MLA_WG_VAR(split, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT)
+CK_MLA_WG_VAR(pipe, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE | CK_MLAW_PIPE)
+CK_MLA_WG_VAR(inner, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE | CK_MLAW_PIPE | CK_MLAW_INNER)
 
 /* an fp8 latent (e4m3 or e5m2, a.kv_dtype) with a query of type T; `wg1`: converted by warpgroup 1 alone (the
  * first design, for the A/B) */
