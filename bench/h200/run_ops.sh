@@ -231,6 +231,12 @@ if [ "${MLA_SAN:-1}" = 1 ] && command -v compute-sanitizer > /dev/null 2>&1; the
         timeout 120 compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda \
             --cases 0 --filter $f 2>&1 | grep -E "^=========|passed" | head -16 >> "$OUT/sanitizer.txt"
     done
+    for kn in ${MLA_AB:-}; do # each wgmma variant's own synchronisation (MLA_AB; - the default, checked above)
+        [ "$kn" = - ] && continue
+        echo "racecheck mla-d576-wg-f16-bs16 (ATTNRT_CUDA_MLA_VARIANT=$kn)" >> "$OUT/sanitizer.txt"
+        ATTNRT_CUDA_MLA_VARIANT=$kn timeout 120 compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" \
+            --plugin cuda --cases 0 --filter mla-d576-wg-f16-bs16 2>&1 | grep -E "^=========|passed" | head -16 >> "$OUT/sanitizer.txt"
+    done
     cat "$OUT/sanitizer.txt"
 fi
 step "done"
