@@ -434,7 +434,10 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
                 }
                 ck_wg_wait<1>();
             } else {
-                ck_wg_wait<0>();
+                /* its first P V group done; the second is waited for below, before this warpgroup's copies
+                 * overwrite the stage. (wait_group 0 here, or an empty group and wait_group 1, made ptxas
+                 * serialize every wgmma of the kernel, C7514 / C7520: its analysis joins the two branches) */
+                ck_wg_wait<1>();
             }
             ck_wg_pin(o);
             ck_wg_pin(pa);
@@ -454,6 +457,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
          * probabilities */
         auto kscale = [&](int n) { return F8 ? *(const float2 *)(sscl + slot * BN + 8 * n + 2 * t4) : make_float2(1.0f, 1.0f); };
         if (wg == 1) {
+            if (PIPE) ck_wg_wait<0>(); /* its P V of tile j - 1 done: its copies may overwrite that stage */
             if (j + 1 < n_tiles) issue(st ^ 1, (j + 1) % SLOTS);
             ck_cp_async_commit();
             store((j + 2) % SLOTS, pkB, blkB); /* the slot of tile j - 1: done with */
