@@ -70,7 +70,9 @@ enum { CK_MLAW_F8 = 32, CK_MLAW_F8ALL = 64 };
  *         present and within every live row's causal limit: the tile interior), and then takes only the
  *         row maximum after S (v5 selected each of a thread's 32 scores against its row's limit there, on the
  *         path where the tensor cores wait for P). */
-enum { CK_MLAW_PIPE = 128, CK_MLAW_INNER = 256 };
+/*   QTR   SPLIT's first part one k-step (keys 0-15) instead of two: the tensor cores start P V after a quarter
+ *         of the exponentials instead of half. */
+enum { CK_MLAW_PIPE = 128, CK_MLAW_INNER = 256, CK_MLAW_QTR = 512 };
 /* named barriers of PIPE: the last tile's P V done (4); the next tile landed (5) */
 __device__ __forceinline__ void ck_mlaw_bar_free() { asm volatile("bar.sync 4, 256;\n" ::: "memory"); }
 __device__ __forceinline__ void ck_mlaw_bar_landed() { asm volatile("bar.sync 5, 256;\n" ::: "memory"); }
@@ -451,7 +453,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
         }
         float al[2];
         constexpr bool SPLIT = (VAR & CK_MLAW_SPLIT) != 0;
-        constexpr int NP = SPLIT ? BN / 16 : BN / 8; /* column groups of P formed before the first barrier */
+        constexpr int NP = SPLIT ? ((VAR & CK_MLAW_QTR) ? BN / 32 : BN / 16) : BN / 8; /* column groups of P formed before the first barrier */
         float m_use[2], ls[2];
         /* fp8: key columns (8n + 2 t4, + 1)'s row scales multiply the scores (exact to f32) and, in P only, the
          * probabilities */
@@ -690,6 +692,7 @@ CK_MLA_WG_VAR(v2, 0)
 CK_MLA_WG_VAR(split, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT)
 CK_MLA_WG_VAR(pipe, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE | CK_MLAW_PIPE)
 CK_MLA_WG_VAR(inner, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE | CK_MLAW_PIPE | CK_MLAW_INNER)
+CK_MLA_WG_VAR(innerq, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE | CK_MLAW_PIPE | CK_MLAW_INNER | CK_MLAW_QTR)
 
 /* an fp8 latent (e4m3 or e5m2, a.kv_dtype) with a query of type T; `wg1`: converted by warpgroup 1 alone (the
  * first design, for the A/B) */
