@@ -70,9 +70,14 @@ enum { CK_MLAW_F8 = 32, CK_MLAW_F8ALL = 64 };
  *         present and within every live row's causal limit: the tile interior), and then takes only the
  *         row maximum after S (v5 selected each of a thread's 32 scores against its row's limit there, on the
  *         path where the tensor cores wait for P). */
-/*   QTR   SPLIT's first part one k-step (keys 0-15) instead of two: the tensor cores start P V after a quarter
- *         of the exponentials instead of half. */
-enum { CK_MLAW_PIPE = 128, CK_MLAW_INNER = 256, CK_MLAW_QTR = 512 };
+/*   PIPE2 / PIPE4 (with PIPE): S in two commit groups, k-steps 0-1 (0-3), then the rest after bar 4: warpgroup 0's
+ *         wait for its P V of tile j - 1 and bar 4 come right behind those first k-steps. (Call 2: with all 36
+ *         k-steps issued first, bar 4, and so warpgroup 1's copies of tile j + 1, came only once the tensor
+ *         cores had taken most of S: each wgmma issue waits for room in their queue.) */
+enum { CK_MLAW_PIPE = 128, CK_MLAW_INNER = 256, CK_MLAW_PIPE2 = 512, CK_MLAW_PIPE4 = 1024 };
+template <int N> struct ck_mlaw_int {
+    static constexpr int value = N;
+};
 /* named barriers of PIPE: the last tile's P V done (4); the next tile landed (5) */
 __device__ __forceinline__ void ck_mlaw_bar_free() { asm volatile("bar.sync 4, 256;\n" ::: "memory"); }
 __device__ __forceinline__ void ck_mlaw_bar_landed() { asm volatile("bar.sync 5, 256;\n" ::: "memory"); }
@@ -402,16 +407,17 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
         const uint32_t kb = sK + (uint32_t)st * TILE;
         /* S = Q C^T: k-step kk reads 16 dims: column block kk / 4, 32 bytes in (the hardware applies the
          * swizzle to the address it forms) */
-        auto issue_s = [&](float (&acc)[BN / 2]) {
+        float s[BN / 2];
+        auto issue_s = [&](auto k0, auto k1) { /* k-steps k0 .. k1 - 1 (ck_mlaw_int: unrolled) as one group */
             ck_wg_fence();
 #pragma unroll
-            for (int kk = 0; kk < D / 16; kk++) {
+            for (int kk = decltype(k0)::value; kk < decltype(k1)::value; kk++) {
                 const uint32_t ofs = (uint32_t)(kk >> 2) * CB + (uint32_t)(kk & 3) * 32u;
-                ck_wg_ss<T, BN>(acc, ck_wg_desc(sQ + ofs, 16u, 1024u), ck_wg_desc(kb + ofs, 16u, 1024u), kk > 0);
+                ck_wg_ss<T, BN>(s, ck_wg_desc(sQ + ofs, 16u, 1024u), ck_wg_desc(kb + ofs, 16u, 1024u), kk > 0);
             }
             ck_wg_commit();
         };
-        float s[BN / 2];
+        constexpr int SA = (VAR & CK_MLAW_PIPE2) ? 2 : (VAR & CK_MLAW_PIPE4) ? 4 : D / 16; /* PIPE: S's first group */
         int2 pos[BN / 8]; /* the key positions of this thread's score columns */
         bool inner = false; /* INNER: no score of the warp's rows needs a mask in this tile */
         if constexpr (PIPE) {
@@ -419,7 +425,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
              * S behind its P V of tile j - 1, then waits for that P V only; each warpgroup's P V of tile j - 1
              * done (bar 4): stage st ^ 1 takes tile j + 1 */
             if (wg == 0) {
-                issue_s(s);
+                issue_s(ck_mlaw_int<0>{}, ck_mlaw_int<SA>{});
 #pragma unroll
                 for (int n = 0; n < BN / 8; n++) pos[n] = *(const int2 *)(spos + slot * BN + 8 * n + 2 * t4);
                 if (INNER) {
@@ -453,7 +459,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
         }
         float al[2];
         constexpr bool SPLIT = (VAR & CK_MLAW_SPLIT) != 0;
-        constexpr int NP = SPLIT ? ((VAR & CK_MLAW_QTR) ? BN / 32 : BN / 16) : BN / 8; /* column groups of P formed before the first barrier */
+        constexpr int NP = SPLIT ? BN / 16 : BN / 8; /* column groups of P formed before the first barrier */
         float m_use[2], ls[2];
         /* fp8: key columns (8n + 2 t4, + 1)'s row scales multiply the scores (exact to f32) and, in P only, the
          * probabilities */
@@ -476,7 +482,10 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             const float2 f = sfac[wt];
             al[0] = f.x, al[1] = f.y;
         } else {
-            if (!PIPE) issue_s(s);
+            if constexpr (!PIPE)
+                issue_s(ck_mlaw_int<0>{}, ck_mlaw_int<D / 16>{});
+            else if constexpr (SA < D / 16)
+                issue_s(ck_mlaw_int<SA>{}, ck_mlaw_int<D / 16>{}); /* the rest of S behind bar 4 */
             if (F8ALL && j + 1 < n_tiles) issue8(st ^ 1, (j + 1) % SLOTS); /* its rows of tile j + 1, behind S */
             ck_cp_async_commit();
             ck_wg_wait<0>();
@@ -670,13 +679,14 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     }
 }
 
+#define CK_MLAW_V5 (CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE)
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16(const __grid_constant__ ck_mla_args_t a)
 {
-    ck_mla_wg_body<__half, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE>(a);
+    ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_PIPE4>(a);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid_constant__ ck_mla_args_t a)
 {
-    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE>(a);
+    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_PIPE4>(a);
 }
 /* the session-7 A/B (docs/dev/cuda-mla.md; ATTNRT_CUDA_MLA_VARIANT=<name>): v2 as it was, and other flag sets */
 #define CK_MLA_WG_VAR(name, var)                                                                                       \
@@ -690,13 +700,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid
     }
 CK_MLA_WG_VAR(v2, 0)
 CK_MLA_WG_VAR(split, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT)
-CK_MLA_WG_VAR(pipe, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE | CK_MLAW_PIPE)
-CK_MLA_WG_VAR(inner, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE | CK_MLAW_PIPE | CK_MLAW_INNER)
-CK_MLA_WG_VAR(innerq, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE | CK_MLAW_PIPE | CK_MLAW_INNER | CK_MLAW_QTR)
+CK_MLA_WG_VAR(v5, CK_MLAW_V5)
+CK_MLA_WG_VAR(pipe, CK_MLAW_V5 | CK_MLAW_PIPE)
+CK_MLA_WG_VAR(pipe2, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_PIPE2)
+CK_MLA_WG_VAR(inner4, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_PIPE4 | CK_MLAW_INNER)
 
 /* an fp8 latent (e4m3 or e5m2, a.kv_dtype) with a query of type T; `wg1`: converted by warpgroup 1 alone (the
  * first design, for the A/B) */
-#define CK_MLAW_V5 (CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE)
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16_fp8(const __grid_constant__ ck_mla_args_t a)
 {
     ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_F8 | CK_MLAW_F8ALL>(a);
