@@ -60,21 +60,15 @@ enum { CK_MLAW_EPI = 1, CK_MLAW_HOIST = 2, CK_MLAW_FOLD = 4, CK_MLAW_SPLIT = 8, 
  *         its P V: the conversion's instructions, the tile's longest addition, spread over twice the warps). */
 enum { CK_MLAW_F8 = 32, CK_MLAW_F8ALL = 64 };
 /* Session 8 (docs/dev/cuda-mla.md, "Session 8"):
- *   PIPE  warpgroup 0 issues S of tile j right behind its P V of tile j - 1, without waiting for that P V
- *         (the tensor cores go from one to the other with no gap: v5's loop top, ~230 clocks a tile with
- *         them idle, was a block barrier after both P V completed). The block barrier splits in two named
- *         ones: bar 5 (tile j landed: the copying threads waited for their copies; S may read it) at the end
- *         of tile j - 1, and bar 4 (both P V of tile j - 1 done: its stage takes tile j + 1's copies) after S
- *         of tile j is issued. 16-bit latents only (fp8 keeps its conversion's place in the tile). */
-/*   INNER warpgroup 0 decides before S completes whether its score columns need a mask at all (every key
- *         present and within every live row's causal limit: the tile interior), and then takes only the
- *         row maximum after S (v5 selected each of a thread's 32 scores against its row's limit there, on the
- *         path where the tensor cores wait for P). */
-/*   PIPE2 / PIPE4 (with PIPE): S in two commit groups, k-steps 0-1 (0-3), then the rest after bar 4: warpgroup 0's
- *         wait for its P V of tile j - 1 and bar 4 come right behind those first k-steps. (Call 2: with all 36
- *         k-steps issued first, bar 4, and so warpgroup 1's copies of tile j + 1, came only once the tensor
- *         cores had taken most of S: each wgmma issue waits for room in their queue.) */
-enum { CK_MLAW_PIPE = 128, CK_MLAW_INNER = 256, CK_MLAW_PIPE2 = 512, CK_MLAW_PIPE4 = 1024 };
+ *   PIPE  warpgroup 0 issues the first 4 k-steps of S of tile j right behind its P V of tile j - 1, without
+ *         waiting for that P V (v5's loop top, a block barrier after both P V completed, left the tensor cores
+ *         idle), then waits for that P V only, then issues the other 32 k-steps. The block barrier splits in
+ *         two named ones: bar 5 (tile j landed: the copying threads waited for their copies; S may read it)
+ *         at the end of tile j - 1, and bar 4 (P V of tile j - 1 done: its stage takes tile j + 1's copies)
+ *         between S's two groups. Issuing all 36 k-steps before bar 4 was 9 % slower than v5: a wgmma issue
+ *         waits for room in the tensor cores' queue, so bar 4, and warpgroup 1's copies behind it, came only
+ *         once most of S had run. 16-bit latents only (fp8 keeps its conversion's place in the tile). */
+enum { CK_MLAW_PIPE = 128 };
 template <int N> struct ck_mlaw_int {
     static constexpr int value = N;
 };
@@ -192,8 +186,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     constexpr uint32_t ROPE = (CK_MLA_MMA_DV / 64) * CB; /* the rope block: P of the tile goes there */
     static_assert(ROWS == 64 && BN == 64 && D % 64 == 0 && CK_MLA_MMA_DV == 512, "the shapes this kernel is written for");
     constexpr bool F8 = (VAR & CK_MLAW_F8) != 0, F8ALL = F8 && (VAR & CK_MLAW_F8ALL) != 0;
-    constexpr bool PIPE = (VAR & CK_MLAW_PIPE) != 0, INNER = (VAR & CK_MLAW_INNER) != 0;
-    static_assert(!INNER || (PIPE && (VAR & CK_MLAW_FOLD)), "INNER: the positions read before S completes (PIPE); FOLD's unscaled max");
+    constexpr bool PIPE = (VAR & CK_MLAW_PIPE) != 0;
     static_assert(!PIPE || (!F8 && (VAR & CK_MLAW_SPLIT)), "PIPE: 16-bit latents, with SPLIT's two P V groups");
     constexpr int CT = F8ALL ? 256 : 128, RPT = BN / (CT / 4); /* fp8: converting threads; rows a thread */
     static_assert(!F8 || ((VAR & CK_MLAW_FOLD) && D == 576), "fp8: the scale is applied with FOLD's exponent; the raw layout is 576's");
@@ -384,13 +377,12 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
      * as unsigned (an absent key, -1, compares above every limit). */
     float m_run[2] = {-CK_INF, -CK_INF}, l_run[2] = {0.0f, 0.0f};
     uint32_t lim[2];
-    bool row_any[2], row_pad[2];
+    bool row_any[2];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         const int row = wq * 16 + g + 8 * r;
         const int64_t l64 = !a.sparse && a.causal ? S - L + it.q_first + row / hc : INT32_MAX;
         row_any[r] = row < nrows && l64 >= 0;
-        row_pad[r] = row >= nrows; /* Q's zeros: finite scores, never written */
         lim[r] = row_any[r] ? (uint32_t)min(l64, (int64_t)INT32_MAX) : 0u;
     }
     const float scale2 = a.scale * CK_MLAW_LOG2E;
@@ -417,9 +409,8 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             }
             ck_wg_commit();
         };
-        constexpr int SA = (VAR & CK_MLAW_PIPE2) ? 2 : (VAR & CK_MLAW_PIPE4) ? 4 : D / 16; /* PIPE: S's first group */
+        constexpr int SA = 4; /* PIPE: the k-steps of S's first group */
         int2 pos[BN / 8]; /* the key positions of this thread's score columns */
-        bool inner = false; /* INNER: no score of the warp's rows needs a mask in this tile */
         if constexpr (PIPE) {
             /* tile j landed (bar 5 at the end of tile j - 1, or the barrier before the loop): warpgroup 0 issues
              * S behind its P V of tile j - 1, then waits for that P V only; each warpgroup's P V of tile j - 1
@@ -428,18 +419,6 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
                 issue_s(ck_mlaw_int<0>{}, ck_mlaw_int<SA>{});
 #pragma unroll
                 for (int n = 0; n < BN / 8; n++) pos[n] = *(const int2 *)(spos + slot * BN + 8 * n + 2 * t4);
-                if (INNER) {
-                    /* an absent key's position, -1, compares above every limit as unsigned */
-                    bool ok = true;
-#pragma unroll
-                    for (int r = 0; r < 2; r++) {
-                        bool in = row_any[r];
-#pragma unroll
-                        for (int n = 0; n < BN / 8; n++) in = in && (uint32_t)pos[n].x <= lim[r] && (uint32_t)pos[n].y <= lim[r];
-                        ok = ok && (row_pad[r] || in);
-                    }
-                    inner = __all_sync(0xffffffffu, ok);
-                }
                 ck_wg_wait<1>();
             } else {
                 /* its first P V group done; the second is waited for below, before this warpgroup's copies
@@ -498,25 +477,18 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             /* online softmax of rows (g, g + 8) over keys 8n + 2 t4 + e: scaled into the log2 domain,
              * masked; the quad holds a row's 64 keys; lazy rescaling */
             float mx[2] = {-CK_INF, -CK_INF};
-            if (INNER && inner) {
 #pragma unroll
-                for (int n = 0; n < BN / 8; n++)
+            for (int n = 0; n < BN / 8; n++)
 #pragma unroll
-                    for (int r = 0; r < 2; r++) mx[r] = fmaxf(mx[r], fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
-            } else {
+                for (int r = 0; r < 2; r++)
 #pragma unroll
-                for (int n = 0; n < BN / 8; n++)
-#pragma unroll
-                    for (int r = 0; r < 2; r++)
-#pragma unroll
-                        for (int e = 0; e < 2; e++) {
-                            const uint32_t p = (uint32_t)(e ? pos[n].y : pos[n].x);
-                            float &v = s[4 * n + 2 * r + e];
-                            if (F8) v *= e ? kscale(n).y : kscale(n).x;
-                            v = row_any[r] && p <= lim[r] ? ((VAR & CK_MLAW_FOLD) ? v : v * scale2) : -CK_INF;
-                            mx[r] = fmaxf(mx[r], v);
-                        }
-            }
+                    for (int e = 0; e < 2; e++) {
+                        const uint32_t p = (uint32_t)(e ? pos[n].y : pos[n].x);
+                        float &v = s[4 * n + 2 * r + e];
+                        if (F8) v *= e ? kscale(n).y : kscale(n).x;
+                        v = row_any[r] && p <= lim[r] ? ((VAR & CK_MLAW_FOLD) ? v : v * scale2) : -CK_INF;
+                        mx[r] = fmaxf(mx[r], v);
+                    }
 #pragma unroll
             for (int r = 0; r < 2; r++) {
                 mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
@@ -682,11 +654,11 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
 #define CK_MLAW_V5 (CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE)
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16(const __grid_constant__ ck_mla_args_t a)
 {
-    ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_PIPE4>(a);
+    ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_PIPE>(a);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid_constant__ ck_mla_args_t a)
 {
-    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_PIPE4>(a);
+    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_V5 | CK_MLAW_PIPE>(a);
 }
 /* the session-7 A/B (docs/dev/cuda-mla.md; ATTNRT_CUDA_MLA_VARIANT=<name>): v2 as it was, and other flag sets */
 #define CK_MLA_WG_VAR(name, var)                                                                                       \
@@ -701,9 +673,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid
 CK_MLA_WG_VAR(v2, 0)
 CK_MLA_WG_VAR(split, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT)
 CK_MLA_WG_VAR(v5, CK_MLAW_V5)
-CK_MLA_WG_VAR(pipe, CK_MLAW_V5 | CK_MLAW_PIPE)
-CK_MLA_WG_VAR(pipe2, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_PIPE2)
-CK_MLA_WG_VAR(inner4, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_PIPE4 | CK_MLAW_INNER)
 
 /* an fp8 latent (e4m3 or e5m2, a.kv_dtype) with a query of type T; `wg1`: converted by warpgroup 1 alone (the
  * first design, for the A/B) */
