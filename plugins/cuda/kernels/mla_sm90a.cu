@@ -17,7 +17,8 @@
  * depends on the thread's index in its warpgroup only), so P and the row factors pass as one 16-byte
  * slot a thread and k-step. Three barriers a tile: the tile barrier (tile landed, both P V of the last
  * tile done, its stage free) and two named ones (each half of P ready: P V of the first half runs while
- * warpgroup 0 forms the second; session 7's SPLIT, below).
+ * warpgroup 0 forms the second; session 7's SPLIT, below). The default (session 8's PIPE, below) splits the
+ * tile barrier in two named ones so that S of a tile follows the last tile's P V on the tensor cores.
  * Dense items walk key positions (causal per row); sparse items are one token each and walk its index
  * list (negative, >= seq_len or an absent block: no key). */
 #include "attn_prefill_sm90a.cuh" /* the wgmma helpers (fence, commit, wait, pin, descriptors), ck_pf_cp16_row */
@@ -413,8 +414,8 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
         int2 pos[BN / 8]; /* the key positions of this thread's score columns */
         if constexpr (PIPE) {
             /* tile j landed (bar 5 at the end of tile j - 1, or the barrier before the loop): warpgroup 0 issues
-             * S behind its P V of tile j - 1, then waits for that P V only; each warpgroup's P V of tile j - 1
-             * done (bar 4): stage st ^ 1 takes tile j + 1 */
+             * S's first SA k-steps behind its P V of tile j - 1, then waits for that P V only; bar 4: warpgroup
+             * 0's P V of tile j - 1 done, so stage st ^ 1 takes tile j + 1 (warpgroup 1 waits for its own below) */
             if (wg == 0) {
                 issue_s(ck_mlaw_int<0>{}, ck_mlaw_int<SA>{});
 #pragma unroll
