@@ -17,7 +17,7 @@
 # CSV: ncu-mla-src-sass.csv, ncu-mla-src-cuda.csv; the kernels carry -lineinfo). MLA_SAN=0 skips the sanitizers.
 # MLA_AB="- v2 x ..." times wgmma MLA variants of one build (ATTNRT_CUDA_MLA_VARIANT; - the default) interleaved,
 # 3 rounds, after conformance (--filter mla) of each; the rows include fp8 latents (a variant a latent kind lacks
-# runs that kind's default kernel).
+# runs that kind's default kernel); the sanitizers add racecheck of each variant on mla-d576-wg-f16-bs16.
 # MLA_ONLY=1 keeps the conformance runs, the graph capture, the MLA rows and the MLA sanitizer cases and
 # skips the lightning / GDN ones (an MLA iteration in ~2 minutes).
 # Run from the repository root:   BUILD_DIR=build-cuda-ops bash bench/h200/run_ops.sh
@@ -230,6 +230,12 @@ if [ "${MLA_SAN:-1}" = 1 ] && command -v compute-sanitizer > /dev/null 2>&1; the
         echo "racecheck $f" >> "$OUT/sanitizer.txt"
         timeout 120 compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda \
             --cases 0 --filter $f 2>&1 | grep -E "^=========|passed" | head -16 >> "$OUT/sanitizer.txt"
+    done
+    for kn in ${MLA_AB:-}; do # each wgmma variant's own synchronisation (MLA_AB; - the default, checked above)
+        [ "$kn" = - ] && continue
+        echo "racecheck mla-d576-wg-f16-bs16 (ATTNRT_CUDA_MLA_VARIANT=$kn)" >> "$OUT/sanitizer.txt"
+        ATTNRT_CUDA_MLA_VARIANT=$kn timeout 120 compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" \
+            --plugin cuda --cases 0 --filter mla-d576-wg-f16-bs16 2>&1 | grep -E "^=========|passed" | head -16 >> "$OUT/sanitizer.txt"
     done
     cat "$OUT/sanitizer.txt"
 fi

@@ -17,7 +17,8 @@
  * depends on the thread's index in its warpgroup only), so P and the row factors pass as one 16-byte
  * slot a thread and k-step. Three barriers a tile: the tile barrier (tile landed, both P V of the last
  * tile done, its stage free) and two named ones (each half of P ready: P V of the first half runs while
- * warpgroup 0 forms the second; session 7's SPLIT, below).
+ * warpgroup 0 forms the second; session 7's SPLIT, below). The default (session 8's PIPE, below) splits the
+ * tile barrier in two named ones so that S of a tile follows the last tile's P V on the tensor cores.
  * Dense items walk key positions (causal per row); sparse items are one token each and walk its index
  * list (negative, >= seq_len or an absent block: no key). */
 #include "attn_prefill_sm90a.cuh" /* the wgmma helpers (fence, commit, wait, pin, descriptors), ck_pf_cp16_row */
@@ -59,6 +60,22 @@ enum { CK_MLAW_EPI = 1, CK_MLAW_HOIST = 2, CK_MLAW_FOLD = 4, CK_MLAW_SPLIT = 8, 
  *   F8ALL by both warpgroups (warpgroup 0 issues its rows' copies behind its S wgmma and converts them behind
  *         its P V: the conversion's instructions, the tile's longest addition, spread over twice the warps). */
 enum { CK_MLAW_F8 = 32, CK_MLAW_F8ALL = 64 };
+/* Session 8 (docs/dev/cuda-mla.md, "Session 8"):
+ *   PIPE  warpgroup 0 issues the first 4 k-steps of S of tile j right behind its P V of tile j - 1, without
+ *         waiting for that P V (v5's loop top, a block barrier after both P V completed, left the tensor cores
+ *         idle), then waits for that P V only, then issues the other 32 k-steps. The block barrier splits in
+ *         two named ones: bar 5 (tile j landed: the copying threads waited for their copies; S may read it)
+ *         at the end of tile j - 1, and bar 4 (P V of tile j - 1 done: its stage takes tile j + 1's copies)
+ *         between S's two groups. Issuing all 36 k-steps before bar 4 was 9 % slower than v5: a wgmma issue
+ *         waits for room in the tensor cores' queue, so bar 4, and warpgroup 1's copies behind it, came only
+ *         once most of S had run. 16-bit latents only (fp8 keeps its conversion's place in the tile). */
+enum { CK_MLAW_PIPE = 128 };
+template <int N> struct ck_mlaw_int {
+    static constexpr int value = N;
+};
+/* named barriers of PIPE: the last tile's P V done (4); the next tile landed (5) */
+__device__ __forceinline__ void ck_mlaw_bar_free() { asm volatile("bar.sync 4, 256;\n" ::: "memory"); }
+__device__ __forceinline__ void ck_mlaw_bar_landed() { asm volatile("bar.sync 5, 256;\n" ::: "memory"); }
 
 /* 16 fp8 codes (dims 16c .. 16c + 15 of a row) as 16 values of T, exactly: two 16-byte chunks */
 template <typename T> __device__ __forceinline__ uint32_t ck_mlaw_fp8x2(uint32_t pair, bool e4m3);
@@ -170,6 +187,8 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     constexpr uint32_t ROPE = (CK_MLA_MMA_DV / 64) * CB; /* the rope block: P of the tile goes there */
     static_assert(ROWS == 64 && BN == 64 && D % 64 == 0 && CK_MLA_MMA_DV == 512, "the shapes this kernel is written for");
     constexpr bool F8 = (VAR & CK_MLAW_F8) != 0, F8ALL = F8 && (VAR & CK_MLAW_F8ALL) != 0;
+    constexpr bool PIPE = (VAR & CK_MLAW_PIPE) != 0;
+    static_assert(!PIPE || (!F8 && (VAR & CK_MLAW_SPLIT)), "PIPE: 16-bit latents, with SPLIT's two P V groups");
     constexpr int CT = F8ALL ? 256 : 128, RPT = BN / (CT / 4); /* fp8: converting threads; rows a thread */
     static_assert(!F8 || ((VAR & CK_MLAW_FOLD) && D == 576), "fp8: the scale is applied with FOLD's exponent; the raw layout is 576's");
     /* fp8: tile j + 1's raw rows [BN][D] bytes land in the upper half of its stage: 36,864 bytes = column
@@ -348,6 +367,11 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
         ck_cp_async_wait<0>();
         convert8(0);
     }
+    if (PIPE) { /* tile 0 and Q landed, visible to the tensor cores, before the first S */
+        ck_cp_async_wait<0>();
+        ck_fence_proxy_async();
+        __syncthreads();
+    }
 
     /* This thread's rows (both warpgroups alike): wq * 16 + g and + 8. Warpgroup 0 keeps their running
      * max (log2 domain, scaled) and its own share of the running sum; the last key position each sees
@@ -374,19 +398,54 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     for (int j = 0; j < n_tiles; j++) {
         const int st = j & 1, slot = j % SLOTS;
         const uint32_t kb = sK + (uint32_t)st * TILE;
-        ck_cp_async_wait<0>();
-        ck_fence_proxy_async(); /* this thread's copies (generic proxy) visible to wgmma (async proxy) */
-        /* tile j (and Q) landed; both P V of tile j - 1 completed (each warpgroup waited), so stage st ^ 1
-         * takes tile j + 1; tile j + 1's addresses are visible */
-        __syncthreads();
+        /* S = Q C^T: k-step kk reads 16 dims: column block kk / 4, 32 bytes in (the hardware applies the
+         * swizzle to the address it forms) */
+        float s[BN / 2];
+        auto issue_s = [&](auto k0, auto k1) { /* k-steps k0 .. k1 - 1 (ck_mlaw_int: unrolled) as one group */
+            ck_wg_fence();
+#pragma unroll
+            for (int kk = decltype(k0)::value; kk < decltype(k1)::value; kk++) {
+                const uint32_t ofs = (uint32_t)(kk >> 2) * CB + (uint32_t)(kk & 3) * 32u;
+                ck_wg_ss<T, BN>(s, ck_wg_desc(sQ + ofs, 16u, 1024u), ck_wg_desc(kb + ofs, 16u, 1024u), kk > 0);
+            }
+            ck_wg_commit();
+        };
+        constexpr int SA = 4; /* PIPE: the k-steps of S's first group */
+        int2 pos[BN / 8]; /* the key positions of this thread's score columns */
+        if constexpr (PIPE) {
+            /* tile j landed (bar 5 at the end of tile j - 1, or the barrier before the loop): warpgroup 0 issues
+             * S's first SA k-steps behind its P V of tile j - 1, then waits for that P V only; bar 4: warpgroup
+             * 0's P V of tile j - 1 done, so stage st ^ 1 takes tile j + 1 (warpgroup 1 waits for its own below) */
+            if (wg == 0) {
+                issue_s(ck_mlaw_int<0>{}, ck_mlaw_int<SA>{});
+#pragma unroll
+                for (int n = 0; n < BN / 8; n++) pos[n] = *(const int2 *)(spos + slot * BN + 8 * n + 2 * t4);
+                ck_wg_wait<1>();
+            } else {
+                /* its first P V group done; the second is waited for below, before this warpgroup's copies
+                 * overwrite the stage. (wait_group 0 here, or an empty group and wait_group 1, made ptxas
+                 * serialize every wgmma of the kernel, C7514 / C7520: its analysis joins the two branches) */
+                ck_wg_wait<1>();
+            }
+            ck_wg_pin(o);
+            ck_wg_pin(pa);
+            ck_mlaw_bar_free();
+        } else {
+            ck_cp_async_wait<0>();
+            ck_fence_proxy_async(); /* this thread's copies (generic proxy) visible to wgmma (async proxy) */
+            /* tile j (and Q) landed; both P V of tile j - 1 completed (each warpgroup waited), so stage st ^ 1
+             * takes tile j + 1; tile j + 1's addresses are visible */
+            __syncthreads();
+        }
         float al[2];
         constexpr bool SPLIT = (VAR & CK_MLAW_SPLIT) != 0;
         constexpr int NP = SPLIT ? BN / 16 : BN / 8; /* column groups of P formed before the first barrier */
-        float s[BN / 2], m_use[2], ls[2];
+        float m_use[2], ls[2];
         /* fp8: key columns (8n + 2 t4, + 1)'s row scales multiply the scores (exact to f32) and, in P only, the
          * probabilities */
         auto kscale = [&](int n) { return F8 ? *(const float2 *)(sscl + slot * BN + 8 * n + 2 * t4) : make_float2(1.0f, 1.0f); };
         if (wg == 1) {
+            if (PIPE) ck_wg_wait<0>(); /* its P V of tile j - 1 done: its copies may overwrite that stage */
             if (j + 1 < n_tiles) issue(st ^ 1, (j + 1) % SLOTS);
             ck_cp_async_commit();
             store((j + 2) % SLOTS, pkB, blkB); /* the slot of tile j - 1: done with */
@@ -403,25 +462,21 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             const float2 f = sfac[wt];
             al[0] = f.x, al[1] = f.y;
         } else {
-            /* S = Q C^T: k-step kk reads 16 dims: column block kk / 4, 32 bytes in (the hardware applies the
-             * swizzle to the address it forms) */
-            ck_wg_fence();
-#pragma unroll
-            for (int kk = 0; kk < D / 16; kk++) {
-                const uint32_t ofs = (uint32_t)(kk >> 2) * CB + (uint32_t)(kk & 3) * 32u;
-                ck_wg_ss<T, BN>(s, ck_wg_desc(sQ + ofs, 16u, 1024u), ck_wg_desc(kb + ofs, 16u, 1024u), kk > 0);
-            }
-            ck_wg_commit();
+            if constexpr (!PIPE)
+                issue_s(ck_mlaw_int<0>{}, ck_mlaw_int<D / 16>{});
+            else if constexpr (SA < D / 16)
+                issue_s(ck_mlaw_int<SA>{}, ck_mlaw_int<D / 16>{}); /* the rest of S behind bar 4 */
             if (F8ALL && j + 1 < n_tiles) issue8(st ^ 1, (j + 1) % SLOTS); /* its rows of tile j + 1, behind S */
             ck_cp_async_commit();
             ck_wg_wait<0>();
             ck_wg_pin(s);
+            if (!PIPE) {
+#pragma unroll
+                for (int n = 0; n < BN / 8; n++) pos[n] = *(const int2 *)(spos + slot * BN + 8 * n + 2 * t4);
+            }
 
             /* online softmax of rows (g, g + 8) over keys 8n + 2 t4 + e: scaled into the log2 domain,
              * masked; the quad holds a row's 64 keys; lazy rescaling */
-            int2 pos[BN / 8];
-#pragma unroll
-            for (int n = 0; n < BN / 8; n++) pos[n] = *(const int2 *)(spos + slot * BN + 8 * n + 2 * t4);
             float mx[2] = {-CK_INF, -CK_INF};
 #pragma unroll
             for (int n = 0; n < BN / 8; n++)
@@ -520,9 +575,24 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             ck_cp_async_wait<0>();
             convert8(st ^ 1);
         }
-        ck_wg_wait<0>(); /* before the next tile barrier: the stage is then free */
+        if constexpr (PIPE) {
+            /* tile j + 1 landed and visible to the tensor cores; this tile's P V may still run */
+            if (j + 1 < n_tiles) {
+                if (wg == 1) {
+                    ck_cp_async_wait<0>();
+                    ck_fence_proxy_async();
+                }
+                ck_mlaw_bar_landed();
+            }
+        } else {
+            ck_wg_wait<0>(); /* before the next tile barrier: the stage is then free */
+            ck_wg_pin(o);
+            ck_wg_pin(pa);
+        }
+    }
+    if (PIPE) {
+        ck_wg_wait<0>();
         ck_wg_pin(o);
-        ck_wg_pin(pa);
     }
     ck_cp_async_wait<0>();
 
@@ -582,13 +652,14 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     }
 }
 
+#define CK_MLAW_V5 (CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE)
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16(const __grid_constant__ ck_mla_args_t a)
 {
-    ck_mla_wg_body<__half, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE>(a);
+    ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_PIPE>(a);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid_constant__ ck_mla_args_t a)
 {
-    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE>(a);
+    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_V5 | CK_MLAW_PIPE>(a);
 }
 /* the session-7 A/B (docs/dev/cuda-mla.md; ATTNRT_CUDA_MLA_VARIANT=<name>): v2 as it was, and other flag sets */
 #define CK_MLA_WG_VAR(name, var)                                                                                       \
@@ -602,10 +673,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid
     }
 CK_MLA_WG_VAR(v2, 0)
 CK_MLA_WG_VAR(split, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT)
+CK_MLA_WG_VAR(v5, CK_MLAW_V5)
 
 /* an fp8 latent (e4m3 or e5m2, a.kv_dtype) with a query of type T; `wg1`: converted by warpgroup 1 alone (the
  * first design, for the A/B) */
-#define CK_MLAW_V5 (CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE)
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16_fp8(const __grid_constant__ ck_mla_args_t a)
 {
     ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_F8 | CK_MLAW_F8ALL>(a);
