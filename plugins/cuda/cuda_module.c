@@ -2,6 +2,7 @@
  * chips; and the sm_90a one) loaded into a device's primary context, the kernels found by name, and the
  * launch helpers every op uses. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_internal.h"
@@ -135,6 +136,22 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
                     d->k.mma[cfg][t][fp8][di] = f;
                 }
             }
+    /* the fp8 D 128 decode kernels of row tiles up to 8 rows (attn_decode_nr1_entry), one per refill
+     * schedule: ATTNRT_CUDA_DEC_NR1=0 / 1 / 2 picks it, =off leaves them unloaded (every fp8 decode on
+     * the general kernel): A/B switches of docs/dev/cuda-decode.md's session 8 */
+    const char *nr1_env = secure_getenv("ATTNRT_CUDA_DEC_NR1");
+    const char *cps = !nr1_env ? "1" : strcmp(nr1_env, "0") == 0 || strcmp(nr1_env, "1") == 0 || strcmp(nr1_env, "2") == 0 ? nr1_env : NULL;
+    const int d128 = cuda_mma_dim_index(128, 128);
+    if (d->k.mma_ok && cps && d->k.mma[CUDA_CFG_DECODE][0][1][d128])
+        for (int t = 0; t < 2; t++) {
+            char name[64];
+            snprintf(name, sizeof name, "ck_attn_mma_decode_%s_fp8_d128_nr1c%s", t_name[t], cps);
+            st = cuda_function_smem(d, CUDA_FAMILY_DECODE, name, d->k.mma_smem[CUDA_CFG_DECODE][1][d128], &d->k.dec_nr1[t]);
+            if (st != ATTNRT_OK) {
+                cuda_module_unload(d);
+                return st;
+            }
+        }
     st = cuda_prefill_load(d);
     if (st != ATTNRT_OK) cuda_module_unload(d);
     return st;
