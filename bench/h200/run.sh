@@ -14,7 +14,8 @@
 # Knobs for short A/B calls (defaults: everything): ROWS=REGEX times only the shapes whose id matches;
 # AB_ENV=NAME=VALUE times the fp8 decode rows once more with that variable set (ids ending _ab) and runs
 # the attention conformance cases once more under it; several settings separated by ';' (A=1;A=2) each
-# get their own pass (ids ending _ab, _ab2, _ab3, ...). PEER=0 skips the PyTorch peer rows.
+# get their own pass (ids ending _ab, _ab2, _ab3, ...), and one setting may set several variables
+# separated by ',' (A=0,B=0). PEER=0 skips the PyTorch peer rows.
 set -u
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$ROOT"
@@ -96,7 +97,7 @@ IFS=';' read -r -a AB_LIST <<< "${AB_ENV:-}"
 ab_sfx() { [ "$1" -eq 0 ] && echo _ab || echo "_ab$(($1 + 1))"; }
 for i in "${!AB_LIST[@]}"; do # the A/B switch's other side(s) (e.g. ATTNRT_CUDA_SPLITS=1)
     ab=${AB_LIST[$i]} f="$OUT/conform-cuda$(ab_sfx "$i").txt"
-    env "$ab" timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$f" 2>&1
+    env ${ab//,/ } timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$f" 2>&1
     rc_ab=$?
     grep -E "^FAIL" "$f" | head -20
     note "conform cuda ($ab, attention cases): exit $rc_ab; $(tail -1 "$f")"
@@ -165,8 +166,9 @@ while read -r id op b ctx new hq hkv d bs kv peer extra; do
           --dtype bf16 --kv-dtype "$kv" --iters 20 --warmup 3 --json)
     [ "$op" = prefill ] && args+=(--new-tokens "$new")
     timer=("${TIMER[@]}")
-    if [ "${extra#env:}" != "${extra:-}" ]; then # env:NAME=VALUE: the row runs with that variable set
-        timer=(env "${extra#env:}" "${TIMER[@]}")
+    if [ "${extra#env:}" != "${extra:-}" ]; then # env:NAME=VALUE[,NAME=VALUE]: the row runs with them set
+        vars=${extra#env:}
+        timer=(env ${vars//,/ } "${TIMER[@]}")
     elif [ "${extra:-}" = stream ]; then # attn_timing: events on a created stream, no host sync inside the region
         timer=(/tmp/attnrt-h200/attn_timing --plugin cuda)
     elif [ -n "${extra:-}" ]; then
@@ -227,7 +229,7 @@ if [ "$(elapsed)" -lt "$BUDGET" ] && command -v ncu > /dev/null && [ -x "$BUILD/
             cuobjdump -res-usage "$BUILD/plugins/cuda/attnrt_cuda_kernels_$fb.fatbin" 2> /dev/null | grep -A1 -E "attn_(mma_)?(decode|prefill)_bf16_((kv16|fp8)_)?d128"
         done > "$OUT/ncu-resources.txt"
         for f in ck_attn_mma_decode_bf16_kv16_d128 ck_attn_prefill_bf16_d128 ck_attn_mma_decode_bf16_fp8_d128 \
-            ck_attn_mma_decode_bf16_fp8_d128_nr1c1 ck_attn_mma_decode_bf16_fp8_d128_nr1c2; do
+            ck_attn_mma_decode_bf16_fp8_d128_c1 ck_attn_mma_decode_bf16_fp8_d128_c2; do
             fb=attention; case $f in *_decode_*) fb=decode ;; esac
             cuobjdump -sass -arch sm_90 -fun "$f" "$BUILD/plugins/cuda/attnrt_cuda_kernels_$fb.fatbin" > "$OUT/sass-$f.txt" 2> /dev/null
             n=$(grep -cE "^ +/\*[0-9a-f]{4,}\*/" "$OUT/sass-$f.txt")

@@ -33,7 +33,7 @@ static void key_range(int64_t pq, int64_t S, int causal, int64_t wl, int64_t wr,
 typedef struct row_tile {
     ck_work_item_t w;
     int     cfg;
-    int64_t keys, cost, rows; /* rows: tokens x query heads of the tile */
+    int64_t keys, cost;
     size_t  order;
 } row_tile_t;
 
@@ -121,7 +121,6 @@ static attnrt_status_t build_tiles(const attnrt_attention_args_t *a, const attnr
                     t->w = (ck_work_item_t){(int32_t)b, (int32_t)h, (int32_t)i0, (int32_t)hf, (int32_t)hc, 0, 1, -1};
                     t->cfg = cfg;
                     t->keys = hi >= lo ? hi - lo + 1 : 0;
-                    t->rows = nt * hc;
                     t->cost = (t->keys + 1) * nt * hc; /* +1: an empty row still costs its write */
                     t->order = n++;
                 }
@@ -189,15 +188,6 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     if (st != ATTNRT_OK) {
         free(p);
         return st;
-    }
-
-    /* fp8 at D 128 with every decode row tile of at most 8 rows (decode of GQA groups up to 8): the kernel
-     * compiled for that case only (attn_decode_nr1_entry), whose fewer registers hold the split refill */
-    if (p->fp8 && di == cuda_mma_dim_index(128, 128) && d->k.dec_nr1[t]) {
-        int64_t rows_max = 0;
-        for (size_t i = 0; i < n_tiles; i++)
-            if (tiles[i].cfg == CUDA_CFG_DECODE && tiles[i].rows > rows_max) rows_max = tiles[i].rows;
-        if (rows_max <= 8) p->f_decode = d->k.dec_nr1[t];
     }
 
     /* Split-KV for the decode tiles: every decode tile of more than `chunk` key tiles is cut into

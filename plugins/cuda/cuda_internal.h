@@ -24,7 +24,6 @@ typedef struct cuda_kernels {
     CUfunction mma[2][2][2][CUDA_MMA_DIMS]; /* [cfg][0 f16 / 1 bf16][0 kv16 / 1 fp8][d] */
     uint32_t   mma_smem[2][2][CUDA_MMA_DIMS];  /* dynamic shared memory: [cfg][fp8][d] */
     int        mma_ok;                         /* 0: the device cannot run them (SIMT only) */
-    CUfunction dec_nr1[2]; /* fp8 D 128 decode of row tiles <= 8 rows: [0 f16 / 1 bf16]; NULL: not loaded */
     CUfunction prefill[2][CUDA_MMA_DIMS];      /* prefill fast path (cuda_prefill.c): [0 f16 / 1 bf16][d] */
     uint32_t   prefill_smem[CUDA_MMA_DIMS], prefill_threads[CUDA_MMA_DIMS]; /* of the kernel in prefill[][d] */
 } cuda_kernels_t;
@@ -38,6 +37,7 @@ typedef struct cuda_dev {
     int            sm_count, cc_major, cc_minor;
     int            force_simt; /* ATTNRT_CUDA_KERNELS=simt: every attention on the CUDA cores */
     int            max_splits; /* ATTNRT_CUDA_SPLITS=n caps split-KV (1: off); else CK_MAX_SPLITS */
+    int            dec_bt_prefetch; /* ATTNRT_CUDA_DEC_BT_PREFETCH=0: off (ck_attn_args_t.dec_bt_prefetch) */
 } cuda_dev_t;
 
 /* What init returns: the devices, and their primary contexts, retained on first use (properties or

@@ -114,6 +114,11 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
     cuda_drv.DeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d->dev);
     static const char *const cfg_name[2] = {"prefill", "decode"}, *const t_name[2] = {"f16", "bf16"},
                              *const kv_name[2] = {"kv16", "fp8"};
+    /* The fp8 D 128 decode kernel's refill schedule (attn_decode.cuh's CPS: where the copies of tile j + 2
+     * go; 0 all before the wait for tile j, 1 half of them, 2 all after tile j's QK^T):
+     * ATTNRT_CUDA_DEC_CPS=0 / 1 / 2, default 1; an A/B switch (docs/dev/cuda-decode.md, session 8) */
+    const char *cps_env = secure_getenv("ATTNRT_CUDA_DEC_CPS");
+    const char *cps_sfx = !cps_env || strcmp(cps_env, "1") == 0 ? "_c1" : strcmp(cps_env, "2") == 0 ? "_c2" : "";
     for (int cfg = 0; cfg < 2 && d->k.mma_ok; cfg++)
         for (int fp8 = 0; fp8 < 2; fp8++)
             for (int di = 0; di < CUDA_MMA_DIMS; di++) {
@@ -126,7 +131,8 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
                 if ((int)smem > optin) continue; /* left NULL: plans of this head dim use the CUDA cores */
                 for (int t = 0; t < 2; t++) {
                     char name[64];
-                    snprintf(name, sizeof name, "ck_attn_mma_%s_%s_%s_d%d", cfg_name[cfg], t_name[t], kv_name[fp8], D);
+                    snprintf(name, sizeof name, "ck_attn_mma_%s_%s_%s_d%d%s", cfg_name[cfg], t_name[t], kv_name[fp8], D,
+                             cfg == CUDA_CFG_DECODE && fp8 && D == 128 ? cps_sfx : "");
                     CUfunction f;
                     st = cuda_function_smem(d, cfg == CUDA_CFG_DECODE ? CUDA_FAMILY_DECODE : CUDA_FAMILY_ATTENTION, name, smem, &f);
                     if (st != ATTNRT_OK) {
@@ -136,22 +142,6 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
                     d->k.mma[cfg][t][fp8][di] = f;
                 }
             }
-    /* the fp8 D 128 decode kernels of row tiles up to 8 rows (attn_decode_nr1_entry), one per refill
-     * schedule: ATTNRT_CUDA_DEC_NR1=0 / 1 / 2 picks it, =off leaves them unloaded (every fp8 decode on
-     * the general kernel): A/B switches of docs/dev/cuda-decode.md's session 8 */
-    const char *nr1_env = secure_getenv("ATTNRT_CUDA_DEC_NR1");
-    const char *cps = !nr1_env ? "1" : strcmp(nr1_env, "0") == 0 || strcmp(nr1_env, "1") == 0 || strcmp(nr1_env, "2") == 0 ? nr1_env : NULL;
-    const int d128 = cuda_mma_dim_index(128, 128);
-    if (d->k.mma_ok && cps && d->k.mma[CUDA_CFG_DECODE][0][1][d128])
-        for (int t = 0; t < 2; t++) {
-            char name[64];
-            snprintf(name, sizeof name, "ck_attn_mma_decode_%s_fp8_d128_nr1c%s", t_name[t], cps);
-            st = cuda_function_smem(d, CUDA_FAMILY_DECODE, name, d->k.mma_smem[CUDA_CFG_DECODE][1][d128], &d->k.dec_nr1[t]);
-            if (st != ATTNRT_OK) {
-                cuda_module_unload(d);
-                return st;
-            }
-        }
     st = cuda_prefill_load(d);
     if (st != ATTNRT_OK) cuda_module_unload(d);
     return st;

@@ -666,15 +666,16 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 }
 
 /* NR = 1 (rows <= 8: one n-tile, every GQA group up to 8 at one token) or 2, and the fp8 format; picked
- * per block. */
-template <typename T, bool FP8, int D, bool GEN>
+ * per block. CPS (the refill schedule) applies to the one-n-tile form only (every decode row tile of a
+ * GQA group up to 8 at one token); the 16-row form keeps CPS 0. */
+template <typename T, bool FP8, int D, bool GEN, int CPS>
 __device__ __forceinline__ void attn_decode_rows(const ck_attn_args_t &a, const ck_work_item_t &it, bool one_tile, bool e5)
 {
     if (one_tile) {
         if (e5)
-            attn_decode<T, FP8, D, 1, false, GEN>(a, it);
+            attn_decode<T, FP8, D, 1, false, GEN, CPS>(a, it);
         else
-            attn_decode<T, FP8, D, 1, FP8, GEN>(a, it);
+            attn_decode<T, FP8, D, 1, FP8, GEN, CPS>(a, it);
     } else {
         if (e5)
             attn_decode<T, FP8, D, 2, false, GEN>(a, it);
@@ -684,41 +685,23 @@ __device__ __forceinline__ void attn_decode_rows(const ck_attn_args_t &a, const 
 }
 
 /* The score path (general or plain) per launch, then the rows and format per block. */
-template <typename T, bool FP8, int D> __device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
+template <typename T, bool FP8, int D, int CPS = 0> __device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
 {
     const ck_work_item_t it = dec_item(a);
+    /* A block's start is a chain of DRAM round trips: the request's lengths -> its first keys' block ids
+     * (kbeg needs S) -> their rows. Where the keys start at 0 whatever S is (split 0, no window), warp 0
+     * first asks L2 for the block-table row's first 32 entries (the prologue's block ids at block size
+     * 16), so the block-id loads that follow the lengths hit L2 instead of waiting on DRAM again. */
+    if (a.dec_bt_prefetch && it.split == 0 && a.window_left < 0 && threadIdx.x < 32 && (int64_t)threadIdx.x < a.bt_cols)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(a.block_table + it.seq * a.bt_st[0] + (int64_t)threadIdx.x * a.bt_st[1]));
     const ck_request_t rq = ck_request(a, it.seq);
     const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / it.head_count), rq.L - it.q_first);
     if (ntok <= 0) return; /* the planned rows are not in this batch (every split of the tile agrees) */
     const bool e5 = FP8 && a.kv_dtype == CK_E5M2;
     if (a.softcap > 0.0f || a.alibi)
-        attn_decode_rows<T, FP8, D, true>(a, it, ntok * it.head_count <= 8, e5);
+        attn_decode_rows<T, FP8, D, true, CPS>(a, it, ntok * it.head_count <= 8, e5);
     else
-        attn_decode_rows<T, FP8, D, false>(a, it, ntok * it.head_count <= 8, e5);
-}
-
-/* The fp8 D 128 kernels of row tiles up to 8 rows (one n-tile: GQA groups up to 8 at one token; the
- * plan picks them only when every decode tile of the batch fits, cuda_attention_plan.c): without the
- * 16-row form they hold fewer registers, which the refill split CPS needs (it spills in the general
- * 255-register kernel). */
-template <typename T, int CPS> __device__ __forceinline__ void attn_decode_nr1_entry(const ck_attn_args_t &a)
-{
-    const ck_work_item_t it = dec_item(a);
-    const ck_request_t rq = ck_request(a, it.seq);
-    const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / it.head_count), rq.L - it.q_first);
-    if (ntok <= 0) return;
-    const bool e5 = a.kv_dtype == CK_E5M2;
-    if (a.softcap > 0.0f || a.alibi) {
-        if (e5)
-            attn_decode<T, true, 128, 1, false, true, CPS>(a, it);
-        else
-            attn_decode<T, true, 128, 1, true, true, CPS>(a, it);
-    } else {
-        if (e5)
-            attn_decode<T, true, 128, 1, false, false, CPS>(a, it);
-        else
-            attn_decode<T, true, 128, 1, true, false, CPS>(a, it);
-    }
+        attn_decode_rows<T, FP8, D, false, CPS>(a, it, ntok * it.head_count <= 8, e5);
 }
 
 #endif /* ATTNRT_ATTN_DECODE_CUH */
