@@ -165,7 +165,6 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
     if (st == ATTNRT_OK && p->n_decode) { /* split row tiles merged by their last block (split_count) */
         k.items = p->dec_splits ? NULL : items + p->n_prefill;
         k.dec_splits = p->dec_splits;
-        k.dec_bt_prefetch = p->dev->dec_bt_prefetch;
         k.split_count = (uint32_t *)(uintptr_t)p->split_count;
         st = cuda_launch(p->f_decode, p->n_decode, 128, p->smem_decode, stream, &k, "cuda paged attention (decode tiles)");
     }

@@ -37,7 +37,6 @@ typedef struct cuda_dev {
     int            sm_count, cc_major, cc_minor;
     int            force_simt; /* ATTNRT_CUDA_KERNELS=simt: every attention on the CUDA cores */
     int            max_splits; /* ATTNRT_CUDA_SPLITS=n caps split-KV (1: off); else CK_MAX_SPLITS */
-    int            dec_bt_prefetch; /* ATTNRT_CUDA_DEC_BT_PREFETCH=0: off (ck_attn_args_t.dec_bt_prefetch) */
 } cuda_dev_t;
 
 /* What init returns: the devices, and their primary contexts, retained on first use (properties or

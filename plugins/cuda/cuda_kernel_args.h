@@ -80,8 +80,7 @@ typedef struct ck_attn_args {
      * (every request one decode row tile of all `group` heads); split_count [num_parts]: arrivals at
      * each row tile's first partial, zero between runs (the last block merges, then resets it) */
     uint32_t    *split_count;
-    int32_t      dec_splits;
-    int32_t      dec_bt_prefetch; /* decode kernel: prefetch the block-table row's start to L2 first */
+    int32_t      dec_splits, pad_;
 } ck_attn_args_t;
 
 /* ---- merge_states --------------------------------------------------------------------------- */

@@ -113,8 +113,6 @@ static attnrt_status_t cuda_device_open(void *plugin, uint32_t index, void **dev
         p->host->log(ATTNRT_LOG_WARN, "cuda", "ATTNRT_CUDA_KERNELS is neither \"auto\" nor \"simt\"; using auto");
     const char *splits = secure_getenv("ATTNRT_CUDA_SPLITS");
     d->max_splits = splits && atoi(splits) >= 1 && atoi(splits) <= CK_MAX_SPLITS ? atoi(splits) : CK_MAX_SPLITS;
-    const char *bt_prefetch = secure_getenv("ATTNRT_CUDA_DEC_BT_PREFETCH");
-    d->dec_bt_prefetch = !(bt_prefetch && strcmp(bt_prefetch, "0") == 0);
     attnrt_status_t st = cuda_plugin_context(p, index, &d->ctx);
     if (st == ATTNRT_OK) st = cuda_enter(d);
     if (st == ATTNRT_OK) st = cuda_module_load(d);

@@ -79,9 +79,11 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
 
 /* GEN: the general score path (soft-cap, ALiBi) is compiled in; without it the key loop holds only the
  * plain scale and the masks (a smaller loop body: fewer instruction-cache misses, fewer live values).
- * CPS, where a tile's refill copies (cp.async form) are issued in the key loop: 0 all at the top, before
- * the wait for tile j; 1 half at the top, half after tile j's QK^T; 2 all after tile j's QK^T (their
- * shared-memory address loads then overlap the QK^T products instead of standing before the wait). */
+ * CPS, where the refill copies of tile j + STAGES - 1 (cp.async form) are issued in the key loop: 0 all
+ * before the wait for tile j; 1 the addresses and half of the copy rounds there, the other half after
+ * tile j's QK^T (their shared-memory address loads overlap the QK^T products instead of standing before
+ * the wait). Run 25 of docs/dev/cuda-decode.md: CPS 1 1-2% faster on the fp8 D 128 rows; all of them
+ * after QK^T (run 24) no better. */
 template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0>
 __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
 {
@@ -262,7 +264,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         if (!BULK) ck_cp_async_commit();
         __syncwarp(); /* addr / the pad bytes are rewritten by the next call */
     };
-    static_assert(CPS == 0 || (!BULK && ROUNDS % 2 == 0), "refill split: the cp.async form only");
+    static_assert(CPS == 0 || (CPS == 1 && !BULK && ROUNDS % 2 == 0), "refill split: the cp.async form only");
 
     /* Pipeline prologue, before Q is read (a block's start is a chain of round trips: request -> block ids
      * -> first tiles; Q's loads go out between them): the block ids of tiles 0 .. STAGES (each loaded
@@ -387,11 +389,11 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     int st = 0, st_f = STAGES - 1;
     uint32_t phase = 0; /* BULK: bit s = the parity of stage s's next phase to wait for */
     for (int j = 0; j < n_j; j++) {
-        /* refill the stage consumed last iteration with tile j + STAGES - 1 (CPS: all or half of it here);
+        /* refill the stage consumed last iteration with tile j + STAGES - 1 (CPS 1: half of it here);
          * look up tile j + STAGES + 1 */
         const int32_t blk_f = blk_n, r_f = r_n;
         const bool real_f = j + STAGES - 1 < n_j;
-        if (CPS != 2) fetch(st_f, j + STAGES - 1, blk_f, r_f, real_f, CPS == 1 ? 1 : 0);
+        fetch(st_f, j + STAGES - 1, blk_f, r_f, real_f, CPS == 1 ? 1 : 0);
         blk_n = blk_nn;
         r_n = r_nn;
         blk_nn = bt_load(r_nn);
@@ -439,7 +441,6 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             }
         }
         if (CPS == 1) fetch(st_f, j + STAGES - 1, blk_f, r_f, real_f, 2);
-        if (CPS == 2) fetch(st_f, j + STAGES - 1, blk_f, r_f, real_f, 0);
 
         /* Scores (log2 domain) and the row maxima. s[mt][nr][e]: key mt*16 + g + 8(e>>1), row nr*8 + 2t4 + (e&1). */
         float kscl[MT][2];
@@ -688,12 +689,6 @@ __device__ __forceinline__ void attn_decode_rows(const ck_attn_args_t &a, const 
 template <typename T, bool FP8, int D, int CPS = 0> __device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
 {
     const ck_work_item_t it = dec_item(a);
-    /* A block's start is a chain of DRAM round trips: the request's lengths -> its first keys' block ids
-     * (kbeg needs S) -> their rows. Where the keys start at 0 whatever S is (split 0, no window), warp 0
-     * first asks L2 for the block-table row's first 32 entries (the prologue's block ids at block size
-     * 16), so the block-id loads that follow the lengths hit L2 instead of waiting on DRAM again. */
-    if (a.dec_bt_prefetch && it.split == 0 && a.window_left < 0 && threadIdx.x < 32 && (int64_t)threadIdx.x < a.bt_cols)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(a.block_table + it.seq * a.bt_st[0] + (int64_t)threadIdx.x * a.bt_st[1]));
     const ck_request_t rq = ck_request(a, it.seq);
     const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / it.head_count), rq.L - it.q_first);
     if (ntok <= 0) return; /* the planned rows are not in this batch (every split of the tile agrees) */
