@@ -13,7 +13,9 @@
 # Results go to $OUT (the device tool's output folder; ./out-h200 when OUT is not set).
 # Knobs for short A/B calls (defaults: everything): ROWS=REGEX times only the shapes whose id matches;
 # AB_ENV=NAME=VALUE times the fp8 decode rows once more with that variable set (ids ending _ab) and runs
-# the attention conformance cases once more under it.
+# the attention conformance cases once more under it; several settings separated by ';' (A=1;A=2) each
+# get their own pass (ids ending _ab, _ab2, _ab3, ...), and one setting may set several variables
+# separated by ',' (A=0,B=0). PEER=0 skips the PyTorch peer rows.
 set -u
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$ROOT"
@@ -91,13 +93,16 @@ rc_mma=$?
 grep -E "^FAIL" "$OUT/conform-cuda-mma.txt" | head -20
 note "conform cuda (ATTNRT_CUDA_PREFILL=mma: the general prefill kernel, attention cases): exit $rc_mma; $(tail -1 "$OUT/conform-cuda-mma.txt")"
 [ $rc_mma -ne 0 ] && rc=$rc_mma
-if [ -n "${AB_ENV:-}" ]; then # the A/B switch's other side (e.g. ATTNRT_CUDA_SPLITS=1)
-    env "$AB_ENV" timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$OUT/conform-cuda-ab.txt" 2>&1
+IFS=';' read -r -a AB_LIST <<< "${AB_ENV:-}"
+ab_sfx() { [ "$1" -eq 0 ] && echo _ab || echo "_ab$(($1 + 1))"; }
+for i in "${!AB_LIST[@]}"; do # the A/B switch's other side(s) (e.g. ATTNRT_CUDA_SPLITS=1)
+    ab=${AB_LIST[$i]} f="$OUT/conform-cuda$(ab_sfx "$i").txt"
+    env ${ab//,/ } timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$f" 2>&1
     rc_ab=$?
-    grep -E "^FAIL" "$OUT/conform-cuda-ab.txt" | head -20
-    note "conform cuda ($AB_ENV, attention cases): exit $rc_ab; $(tail -1 "$OUT/conform-cuda-ab.txt")"
+    grep -E "^FAIL" "$f" | head -20
+    note "conform cuda ($ab, attention cases): exit $rc_ab; $(tail -1 "$f")"
     [ $rc_ab -ne 0 ] && rc=$rc_ab
-fi
+done
 if [ $rc -ne 0 ]; then # diagnosis: the same attention cases without split-KV
     ATTNRT_CUDA_SPLITS=1 timeout 240 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$OUT/conform-cuda-nosplit.txt" 2>&1
     note "conform cuda (ATTNRT_CUDA_SPLITS=1, attention cases): exit $?; $(tail -1 "$OUT/conform-cuda-nosplit.txt")"
@@ -146,11 +151,11 @@ pre_d128             prefill 4   4096 4096 32 8 128 16  bf16     1
 pre_d64              prefill 4   4096 4096 32 8 64  16  bf16     1
 pre_d256             prefill 4   4096 4096 32 8 256 16  bf16     1
 EOF
-if [ -n "${AB_ENV:-}" ]; then
+for i in "${!AB_LIST[@]}"; do
     for id in dec_b64_c4096_fp8 dec_b256_c2048_fp8 dec_b16_c32768_fp8; do
-        grep -E "^$id " "$OUT/shapes.txt" | awk -v e="env:$AB_ENV" '{ $1 = $1 "_ab"; print $0, e }' >> "$OUT/shapes.txt"
+        grep -E "^$id " "$OUT/shapes.txt" | awk -v e="env:${AB_LIST[$i]}" -v x="$(ab_sfx "$i")" '{ $1 = $1 x; print $0, e }' >> "$OUT/shapes.txt"
     done
-fi
+done
 if [ -n "${ROWS:-}" ]; then grep -E "^(${ROWS})" "$OUT/shapes.txt" > "$OUT/shapes.sel" && mv "$OUT/shapes.sel" "$OUT/shapes.txt"; fi
 if [ -x "$BUILD/tools/attnrt-bench" ]; then TIMER=("$BUILD/tools/attnrt-bench" --plugin cuda); else TIMER=(/tmp/attnrt-h200/attn_timing --plugin cuda); fi
 note "timer: ${TIMER[0]}"
@@ -161,8 +166,9 @@ while read -r id op b ctx new hq hkv d bs kv peer extra; do
           --dtype bf16 --kv-dtype "$kv" --iters 20 --warmup 3 --json)
     [ "$op" = prefill ] && args+=(--new-tokens "$new")
     timer=("${TIMER[@]}")
-    if [ "${extra#env:}" != "${extra:-}" ]; then # env:NAME=VALUE: the row runs with that variable set
-        timer=(env "${extra#env:}" "${TIMER[@]}")
+    if [ "${extra#env:}" != "${extra:-}" ]; then # env:NAME=VALUE[,NAME=VALUE]: the row runs with them set
+        vars=${extra#env:}
+        timer=(env ${vars//,/ } "${TIMER[@]}")
     elif [ "${extra:-}" = stream ]; then # attn_timing: events on a created stream, no host sync inside the region
         timer=(/tmp/attnrt-h200/attn_timing --plugin cuda)
     elif [ -n "${extra:-}" ]; then
@@ -181,7 +187,7 @@ while read -r id op b ctx new hq hkv d bs kv peer extra; do
 done < "$OUT/shapes.txt"
 
 step "peer: PyTorch scaled_dot_product_attention (flash, cuDNN), dense KV"
-if [ "$(elapsed)" -lt "$((BUDGET + 60))" ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; then
+if [ "${PEER:-1}" = 1 ] && [ "$(elapsed)" -lt "$((BUDGET + 60))" ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; then
     specs=()
     while read -r id op b ctx new hq hkv d bs kv peer extra; do
         [ "$peer" = 1 ] && specs+=("$id:$op:$b:$ctx:$new:$hq:$hkv:$d")
@@ -222,7 +228,8 @@ if [ "$(elapsed)" -lt "$BUDGET" ] && command -v ncu > /dev/null && [ -x "$BUILD/
         for fb in attention decode; do
             cuobjdump -res-usage "$BUILD/plugins/cuda/attnrt_cuda_kernels_$fb.fatbin" 2> /dev/null | grep -A1 -E "attn_(mma_)?(decode|prefill)_bf16_((kv16|fp8)_)?d128"
         done > "$OUT/ncu-resources.txt"
-        for f in ck_attn_mma_decode_bf16_kv16_d128 ck_attn_prefill_bf16_d128 ck_attn_mma_decode_bf16_fp8_d128; do
+        for f in ck_attn_mma_decode_bf16_kv16_d128 ck_attn_prefill_bf16_d128 ck_attn_mma_decode_bf16_fp8_d128 \
+            ck_attn_mma_decode_bf16_fp8_d128_c1; do
             fb=attention; case $f in *_decode_*) fb=decode ;; esac
             cuobjdump -sass -arch sm_90 -fun "$f" "$BUILD/plugins/cuda/attnrt_cuda_kernels_$fb.fatbin" > "$OUT/sass-$f.txt" 2> /dev/null
             n=$(grep -cE "^ +/\*[0-9a-f]{4,}\*/" "$OUT/sass-$f.txt")

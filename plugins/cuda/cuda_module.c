@@ -2,6 +2,7 @@
  * chips; and the sm_90a one) loaded into a device's primary context, the kernels found by name, and the
  * launch helpers every op uses. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_internal.h"
@@ -113,6 +114,11 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
     cuda_drv.DeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d->dev);
     static const char *const cfg_name[2] = {"prefill", "decode"}, *const t_name[2] = {"f16", "bf16"},
                              *const kv_name[2] = {"kv16", "fp8"};
+    /* fp8 D 128 decode: the kernel with the split refill (attn_decode.cuh's CPS 1: half of tile j + 2's
+     * copies issued after tile j's QK^T; 1-2% faster, run 25 of docs/dev/cuda-decode.md);
+     * ATTNRT_CUDA_DEC_CPS=0 loads the CPS 0 kernel instead (an A/B switch) */
+    const char *cps_env = secure_getenv("ATTNRT_CUDA_DEC_CPS");
+    const char *cps_sfx = cps_env && strcmp(cps_env, "0") == 0 ? "" : "_c1";
     for (int cfg = 0; cfg < 2 && d->k.mma_ok; cfg++)
         for (int fp8 = 0; fp8 < 2; fp8++)
             for (int di = 0; di < CUDA_MMA_DIMS; di++) {
@@ -125,7 +131,8 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
                 if ((int)smem > optin) continue; /* left NULL: plans of this head dim use the CUDA cores */
                 for (int t = 0; t < 2; t++) {
                     char name[64];
-                    snprintf(name, sizeof name, "ck_attn_mma_%s_%s_%s_d%d", cfg_name[cfg], t_name[t], kv_name[fp8], D);
+                    snprintf(name, sizeof name, "ck_attn_mma_%s_%s_%s_d%d%s", cfg_name[cfg], t_name[t], kv_name[fp8], D,
+                             cfg == CUDA_CFG_DECODE && fp8 && D == 128 ? cps_sfx : "");
                     CUfunction f;
                     st = cuda_function_smem(d, cfg == CUDA_CFG_DECODE ? CUDA_FAMILY_DECODE : CUDA_FAMILY_ATTENTION, name, smem, &f);
                     if (st != ATTNRT_OK) {

@@ -78,8 +78,13 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
 }
 
 /* GEN: the general score path (soft-cap, ALiBi) is compiled in; without it the key loop holds only the
- * plain scale and the masks (a smaller loop body: fewer instruction-cache misses, fewer live values). */
-template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN>
+ * plain scale and the masks (a smaller loop body: fewer instruction-cache misses, fewer live values).
+ * CPS, where the refill copies of tile j + STAGES - 1 (cp.async form) are issued in the key loop: 0 all
+ * before the wait for tile j; 1 the addresses and half of the copy rounds there, the other half after
+ * tile j's QK^T (their shared-memory address loads overlap the QK^T products instead of standing before
+ * the wait). Run 25 of docs/dev/cuda-decode.md: CPS 1 1-2% faster on the fp8 D 128 rows; all of them
+ * after QK^T (run 24) no better. */
+template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0>
 __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
 {
     constexpr int NW = CK_DEC_WARPS, KPW = CK_DEC_KPW(D, FP8), STAGES = CK_DEC_STAGES(D, FP8);
@@ -156,12 +161,33 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         return base[(uint64_t)(uint32_t)blk * (uint32_t)sst[0] + (uint32_t)kvh * (uint32_t)sst[1]];
     };
     /* Row addresses of a tile into addr (0: absent), its scales into stage st, its absent bits and
-     * largest |v scale| into meta[st]; then the copies into stage st. Warp-collective. */
+     * largest |v scale| into meta[st]; then the copies into stage st. Warp-collective. part (cp.async
+     * form): 0 everything and the commit; 1 the addresses and the first half of the copy rounds; 2 the
+     * second half and the commit (the same st and real as the part 1 before it). */
     const int cp_ch = lane % CPR, cp_r0 = lane / CPR;
     const bool cp_k = cp_ch < a.dqk * ES / 16, cp_v = cp_ch < a.dv * ES / 16;
     auto sw = [](int row) -> int { return BULK ? 0 : CPR >= 8 ? row & 7 : (row >> 1) & 3; };
     const uint32_t kbytes = a.dqk * ES, vbytes = a.dv * ES; /* BULK: bytes copied a K / V row */
-    auto fetch = [&](int st, int jt, int32_t blk, int32_t r, bool real) {
+    constexpr int ROUNDS = KPW / (32 / CPR); /* cp.async form: copy rounds of a tile */
+    uint32_t f_absent = 0;                   /* part 1 -> part 2: the tile's absent bits */
+    auto fetch = [&](int st, int jt, int32_t blk, int32_t r, bool real, int part) {
+        if (part == 2) {
+            if (real) {
+                const uint32_t kdst = ck_smem(ring + st * TILEB), vdst = kdst + KPW * PITCH;
+#pragma unroll
+                for (int i = ROUNDS / 2; i < ROUNDS; i++) {
+                    const int row = cp_r0 + i * (32 / CPR);
+                    const ulonglong2 p = addr[row];
+                    const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
+                    const bool gone = (f_absent >> row) & 1u;
+                    ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(p.x + cp_ch * 16), gone || !cp_k);
+                    ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(p.y + cp_ch * 16), gone || !cp_v);
+                }
+            }
+            ck_cp_async_commit();
+            __syncwarp(); /* addr is rewritten by the next call */
+            return;
+        }
         __syncwarp(); /* every lane is done with stage st (and its scales) from the last tile */
         if (real) {
             uint64_t kp = 0, vp = 0;
@@ -222,8 +248,9 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                 const bool skip_k = !cp_k, skip_v = !cp_v; /* pad chunks: zero-filled, never read */
                 if (lane < KPW) addr[lane] = make_ulonglong2(kp, vp);
                 __syncwarp();
+                f_absent = absent;
 #pragma unroll
-                for (int i = 0; i < KPW / (32 / CPR); i++) {
+                for (int i = 0; i < (part == 1 ? ROUNDS / 2 : ROUNDS); i++) {
                     const int row = cp_r0 + i * (32 / CPR);
                     const ulonglong2 p = addr[row];
                     const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
@@ -233,9 +260,11 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                 }
             }
         }
+        if (part == 1) return; /* part 2 issues the rest and commits */
         if (!BULK) ck_cp_async_commit();
         __syncwarp(); /* addr / the pad bytes are rewritten by the next call */
     };
+    static_assert(CPS == 0 || (CPS == 1 && !BULK && ROUNDS % 2 == 0), "refill split: the cp.async form only");
 
     /* Pipeline prologue, before Q is read (a block's start is a chain of round trips: request -> block ids
      * -> first tiles; Q's loads go out between them): the block ids of tiles 0 .. STAGES (each loaded
@@ -282,7 +311,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             }
     }
 #pragma unroll
-    for (int j = 0; j < STAGES - 1; j++) fetch(j, j, b0[j], r0[j], j < n_j);
+    for (int j = 0; j < STAGES - 1; j++) fetch(j, j, b0[j], r0[j], j < n_j, 0);
 
     const bool q_bf16 = a.q_dtype == CK_BF16;
     float qv[NR][MO][4];
@@ -360,16 +389,21 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     int st = 0, st_f = STAGES - 1;
     uint32_t phase = 0; /* BULK: bit s = the parity of stage s's next phase to wait for */
     for (int j = 0; j < n_j; j++) {
-        /* refill the stage consumed last iteration with tile j + STAGES - 1; look up tile j + STAGES + 1 */
-        fetch(st_f, j + STAGES - 1, blk_n, r_n, j + STAGES - 1 < n_j);
+        /* refill the stage consumed last iteration with tile j + STAGES - 1 (CPS 1: half of it here);
+         * look up tile j + STAGES + 1 */
+        const int32_t blk_f = blk_n, r_f = r_n;
+        const bool real_f = j + STAGES - 1 < n_j;
+        fetch(st_f, j + STAGES - 1, blk_f, r_f, real_f, CPS == 1 ? 1 : 0);
         blk_n = blk_nn;
         r_n = r_nn;
         blk_nn = bt_load(r_nn);
         if (BULK) {
             ck_mbar_wait(bars + st * 8, (phase >> st) & 1u);
             phase ^= 1u << st;
-        } else {
+        } else if (CPS == 0) {
             ck_cp_async_wait<STAGES - 1>();
+        } else {
+            ck_cp_async_wait<STAGES - 2>(); /* the refill's group is not committed yet */
         }
         __syncwarp();
 
@@ -406,6 +440,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                 }
             }
         }
+        if (CPS == 1) fetch(st_f, j + STAGES - 1, blk_f, r_f, real_f, 2);
 
         /* Scores (log2 domain) and the row maxima. s[mt][nr][e]: key mt*16 + g + 8(e>>1), row nr*8 + 2t4 + (e&1). */
         float kscl[MT][2];
@@ -632,15 +667,16 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 }
 
 /* NR = 1 (rows <= 8: one n-tile, every GQA group up to 8 at one token) or 2, and the fp8 format; picked
- * per block. */
-template <typename T, bool FP8, int D, bool GEN>
+ * per block. CPS (the refill schedule) applies to the one-n-tile form only (every decode row tile of a
+ * GQA group up to 8 at one token); the 16-row form keeps CPS 0. */
+template <typename T, bool FP8, int D, bool GEN, int CPS>
 __device__ __forceinline__ void attn_decode_rows(const ck_attn_args_t &a, const ck_work_item_t &it, bool one_tile, bool e5)
 {
     if (one_tile) {
         if (e5)
-            attn_decode<T, FP8, D, 1, false, GEN>(a, it);
+            attn_decode<T, FP8, D, 1, false, GEN, CPS>(a, it);
         else
-            attn_decode<T, FP8, D, 1, FP8, GEN>(a, it);
+            attn_decode<T, FP8, D, 1, FP8, GEN, CPS>(a, it);
     } else {
         if (e5)
             attn_decode<T, FP8, D, 2, false, GEN>(a, it);
@@ -650,7 +686,7 @@ __device__ __forceinline__ void attn_decode_rows(const ck_attn_args_t &a, const 
 }
 
 /* The score path (general or plain) per launch, then the rows and format per block. */
-template <typename T, bool FP8, int D> __device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
+template <typename T, bool FP8, int D, int CPS = 0> __device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
 {
     const ck_work_item_t it = dec_item(a);
     const ck_request_t rq = ck_request(a, it.seq);
@@ -658,9 +694,9 @@ template <typename T, bool FP8, int D> __device__ __forceinline__ void attn_deco
     if (ntok <= 0) return; /* the planned rows are not in this batch (every split of the tile agrees) */
     const bool e5 = FP8 && a.kv_dtype == CK_E5M2;
     if (a.softcap > 0.0f || a.alibi)
-        attn_decode_rows<T, FP8, D, true>(a, it, ntok * it.head_count <= 8, e5);
+        attn_decode_rows<T, FP8, D, true, CPS>(a, it, ntok * it.head_count <= 8, e5);
     else
-        attn_decode_rows<T, FP8, D, false>(a, it, ntok * it.head_count <= 8, e5);
+        attn_decode_rows<T, FP8, D, false, CPS>(a, it, ntok * it.head_count <= 8, e5);
 }
 
 #endif /* ATTNRT_ATTN_DECODE_CUH */
