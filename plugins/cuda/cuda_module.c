@@ -116,9 +116,15 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
                              *const kv_name[2] = {"kv16", "fp8"};
     /* fp8 D 128 decode: the kernel with the split refill (attn_decode.cuh's CPS 1: half of tile j + 2's
      * copies issued after tile j's QK^T; 1-2% faster, run 25 of docs/dev/cuda-decode.md);
-     * ATTNRT_CUDA_DEC_CPS=0 loads the CPS 0 kernel instead (an A/B switch) */
+     * ATTNRT_CUDA_DEC_CPS=0 loads the CPS 0 kernel instead, =3 / =4 / =5 / =6 the variants of CPS 1
+     * (A/B switches) */
     const char *cps_env = secure_getenv("ATTNRT_CUDA_DEC_CPS");
-    const char *cps_sfx = cps_env && strcmp(cps_env, "0") == 0 ? "" : "_c1";
+    const char *cps_sfx = "_c1";
+    if (cps_env && strcmp(cps_env, "0") == 0) cps_sfx = "";
+    if (cps_env && strcmp(cps_env, "3") == 0) cps_sfx = "_c3";
+    if (cps_env && strcmp(cps_env, "4") == 0) cps_sfx = "_c4";
+    if (cps_env && strcmp(cps_env, "5") == 0) cps_sfx = "_c5";
+    if (cps_env && strcmp(cps_env, "6") == 0) cps_sfx = "_c6";
     for (int cfg = 0; cfg < 2 && d->k.mma_ok; cfg++)
         for (int fp8 = 0; fp8 < 2; fp8++)
             for (int di = 0; di < CUDA_MMA_DIMS; di++) {

@@ -33,3 +33,12 @@ CK_DEC_ALL_D(bf16, __nv_bfloat16, fp8, true)
 
 CK_DEC_CPS_KERNEL(f16, __half, 1)
 CK_DEC_CPS_KERNEL(bf16, __nv_bfloat16, 1)
+/* A/B forms of the split refill (ATTNRT_CUDA_DEC_CPS=3 / 4 / 5 / 6; attn_decode.cuh's CPS) */
+CK_DEC_CPS_KERNEL(f16, __half, 3)
+CK_DEC_CPS_KERNEL(bf16, __nv_bfloat16, 3)
+CK_DEC_CPS_KERNEL(f16, __half, 4)
+CK_DEC_CPS_KERNEL(bf16, __nv_bfloat16, 4)
+CK_DEC_CPS_KERNEL(f16, __half, 5)
+CK_DEC_CPS_KERNEL(bf16, __nv_bfloat16, 5)
+CK_DEC_CPS_KERNEL(f16, __half, 6)
+CK_DEC_CPS_KERNEL(bf16, __nv_bfloat16, 6)
