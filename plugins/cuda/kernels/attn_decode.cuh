@@ -82,15 +82,10 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
  * CPS, where the refill copies of tile j + STAGES - 1 (cp.async form) are issued in the key loop: 0 all
  * before the wait for tile j; 1 the addresses and half of the copy rounds there, the other half after
  * tile j's QK^T (their shared-memory address loads overlap the QK^T products instead of standing before
- * the wait). Run 25 of docs/dev/cuda-decode.md: CPS 1 1-2% faster on the fp8 D 128 rows; all of them
- * after QK^T (run 24) no better. Variants of CPS 1 (session 8, second helper; A/B switches):
- * 3 the addresses and first half issued at the end of the previous iteration (behind tile j - 1's PV
- * product), so nothing of the refill stands before the wait; 4 each half's four row addresses loaded
- * from shared memory before its eight copies (one shared-load latency a half instead of four);
- * 5 both; 6 K and V refilled apart, each as soon as its half of the stage is consumed: tile j + STAGES's
- * addresses and K rows after tile j's QK^T, its V rows after tile j's PV product, each half its own
- * commit group (K waited for before QK^T, V before PV), so a tile's copies are in flight ~STAGES tiles
- * instead of STAGES - 1 in the same shared memory. */
+ * the wait); 4 as 1, each half's row addresses loaded from shared memory before its copies (one load
+ * latency a half, not one a round). Runs 25 and 26 of docs/dev/cuda-decode.md: CPS 1 1-2% faster than
+ * CPS 0 on the fp8 D 128 rows, CPS 4 another 1-1.5% at B64 / B256; all the copies after QK^T (run 24),
+ * the first half at the end of the previous iteration, K and V refilled apart (run 26) no better. */
 template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0>
 __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
 {
@@ -176,14 +171,13 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     auto sw = [](int row) -> int { return BULK ? 0 : CPR >= 8 ? row & 7 : (row >> 1) & 3; };
     const uint32_t kbytes = a.dqk * ES, vbytes = a.dv * ES; /* BULK: bytes copied a K / V row */
     constexpr int ROUNDS = KPW / (32 / CPR); /* cp.async form: copy rounds of a tile */
-    constexpr bool SPLIT = CPS != 0;                  /* the refill in two parts (part 1, then part 2 after QK^T) */
-    constexpr bool EARLY = CPS == 3 || CPS == 5;      /* part 1 at the end of the previous iteration */
-    constexpr bool BATCH = CPS == 4 || CPS == 5;      /* a half's addresses loaded before its copies */
-    constexpr bool KVS = CPS == 6;                    /* K and V refilled apart (parts 3 and 4) */
+    constexpr bool SPLIT = CPS != 0;         /* the refill in two parts (part 1, then part 2 after QK^T) */
+    constexpr bool BATCH = CPS == 4;         /* a half's addresses loaded before its copies */
     uint32_t f_absent = 0;                   /* part 1 -> part 2: the tile's absent bits */
     /* copy rounds i0 .. i0 + n - 1 of a tile into kdst / vdst (absent rows and pad chunks zero-filled).
-     * BATCH: the rows' addresses are loaded first (volatile shared loads, kept in this order), so the
-     * copies wait for one shared-load latency, not one each. */
+     * BATCH: the rows' addresses are loaded first (volatile shared loads, kept in this order; run 22's
+     * SASS had each round's copies wait for their own address load), so the copies wait for one
+     * shared-load latency, not one each. */
     auto copy_rounds = [&](uint32_t kdst, uint32_t vdst, int i0, int n, uint32_t absent) {
         constexpr int NB = BATCH ? ROUNDS / 2 : 1;
         if (BATCH && n == NB) {
@@ -212,33 +206,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(p.y + cp_ch * 16), gone || !cp_v);
         }
     };
-    /* KVS: the K (kv 0) or V (kv 1) chunks of every copy round, four rows' addresses loaded at a time */
-    auto copy_half = [&](uint32_t dst, int kv, uint32_t absent) {
-        constexpr int NB = 4;
-        static_assert(ROUNDS % NB == 0, "copy rounds in fours");
-        const bool skip = kv ? !cp_v : !cp_k;
-#pragma unroll
-        for (int i0 = 0; i0 < ROUNDS; i0 += NB) {
-            uint64_t pp[NB];
-#pragma unroll
-            for (int i = 0; i < NB; i++)
-                asm volatile("ld.shared.u64 %0, [%1];\n"
-                             : "=l"(pp[i]) : "r"(ck_smem(addr + cp_r0 + (i0 + i) * (32 / CPR)) + 8u * (uint32_t)kv) : "memory");
-#pragma unroll
-            for (int i = 0; i < NB; i++) {
-                const int row = cp_r0 + (i0 + i) * (32 / CPR);
-                const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
-                ck_cp_async16_zf(dst + off, (const void *)(uintptr_t)(pp[i] + cp_ch * 16), ((absent >> row) & 1u) || skip);
-            }
-        }
-    };
     auto fetch = [&](int st, int jt, int32_t blk, int32_t r, bool real, int part) {
-        if (part == 4) { /* KVS: the V rows of the tile part 3 published, then the commit */
-            __syncwarp(); /* every lane is done with stage st's V rows */
-            if (real) copy_half(ck_smem(ring + st * TILEB) + KPW * PITCH, 1, f_absent);
-            ck_cp_async_commit();
-            return;
-        }
         if (part == 2) {
             if (real) {
                 const uint32_t kdst = ck_smem(ring + st * TILEB), vdst = kdst + KPW * PITCH;
@@ -308,26 +276,15 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                 if (lane < KPW) addr[lane] = make_ulonglong2(kp, vp);
                 __syncwarp();
                 f_absent = absent;
-                if (part == 3) {
-                    copy_half(kdst, 0, absent);
-                } else if (part == 1) {
-                    copy_rounds(kdst, vdst, 0, ROUNDS / 2, absent);
-                } else {
-                    copy_rounds(kdst, vdst, 0, ROUNDS / 2, absent);
-                    copy_rounds(kdst, vdst, ROUNDS / 2, ROUNDS / 2, absent);
-                }
+                copy_rounds(kdst, vdst, 0, ROUNDS / 2, absent);
+                if (part == 0) copy_rounds(kdst, vdst, ROUNDS / 2, ROUNDS / 2, absent);
             }
         }
         if (part == 1) return; /* part 2 issues the rest and commits */
-        if (part == 3) { /* the K group; addr stays for part 4 */
-            ck_cp_async_commit();
-            return;
-        }
         if (!BULK) ck_cp_async_commit();
         __syncwarp(); /* addr / the pad bytes are rewritten by the next call */
     };
-    static_assert(CPS == 0 || ((CPS == 1 || (CPS >= 3 && CPS <= 6)) && !BULK && ROUNDS % 2 == 0),
-                  "refill split: the cp.async form only");
+    static_assert(CPS == 0 || ((CPS == 1 || CPS == 4) && !BULK && ROUNDS % 2 == 0), "refill split: the cp.async form only");
 
     /* Pipeline prologue, before Q is read (a block's start is a chain of round trips: request -> block ids
      * -> first tiles; Q's loads go out between them): the block ids of tiles 0 .. STAGES (each loaded
@@ -374,14 +331,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             }
     }
 #pragma unroll
-    for (int j = 0; j < STAGES - 1; j++) {
-        if (KVS) {
-            fetch(j, j, b0[j], r0[j], j < n_j, 3);
-            fetch(j, j, 0, 0, j < n_j, 4);
-        } else {
-            fetch(j, j, b0[j], r0[j], j < n_j, 0);
-        }
-    }
+    for (int j = 0; j < STAGES - 1; j++) fetch(j, j, b0[j], r0[j], j < n_j, 0);
 
     const bool q_bf16 = a.q_dtype == CK_BF16;
     float qv[NR][MO][4];
@@ -458,29 +408,18 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 
     int st = 0, st_f = STAGES - 1;
     uint32_t phase = 0; /* BULK: bit s = the parity of stage s's next phase to wait for */
-    /* part 1 of tile j + STAGES - 1 into stage st_f (the refill; KVS: part 3), then look up tile
-     * j + STAGES + 1 */
-    auto refill_part1 = [&](int j, int stf) {
-        fetch(stf, j + STAGES - 1, blk_n, r_n, j + STAGES - 1 < n_j, KVS ? 3 : SPLIT ? 1 : 0);
+    for (int j = 0; j < n_j; j++) {
+        /* refill the stage consumed last iteration with tile j + STAGES - 1 (CPS 1: half of it here);
+         * look up tile j + STAGES + 1 */
+        const int32_t blk_f = blk_n, r_f = r_n;
+        const bool real_f = j + STAGES - 1 < n_j;
+        fetch(st_f, j + STAGES - 1, blk_f, r_f, real_f, SPLIT ? 1 : 0);
         blk_n = blk_nn;
         r_n = r_nn;
         blk_nn = bt_load(r_nn);
-    };
-    if (EARLY) refill_part1(0, st_f);
-    if (KVS) { /* tile STAGES - 1 (the last stage is free at the start) */
-        refill_part1(0, st_f);
-        fetch(st_f, STAGES - 1, 0, 0, STAGES - 1 < n_j, 4);
-    }
-    for (int j = 0; j < n_j; j++) {
-        /* refill the stage consumed last iteration with tile j + STAGES - 1 (SPLIT: part 1 here, or at the
-         * end of the last iteration (EARLY), part 2 after QK^T); look up tile j + STAGES + 1 */
-        const bool real_f = j + STAGES - 1 < n_j;
-        if (!EARLY && !KVS) refill_part1(j, st_f);
         if (BULK) {
             ck_mbar_wait(bars + st * 8, (phase >> st) & 1u);
             phase ^= 1u << st;
-        } else if (KVS) {
-            ck_cp_async_wait<2 * STAGES - 1>(); /* K of tile j: behind it V of j and K, V of the next STAGES - 1 */
         } else if (CPS == 0) {
             ck_cp_async_wait<STAGES - 1>();
         } else {
@@ -521,7 +460,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                 }
             }
         }
-        if (SPLIT && !KVS) fetch(st_f, j + STAGES - 1, 0, 0, real_f, 2);
+        if (SPLIT) fetch(st_f, j + STAGES - 1, blk_f, r_f, real_f, 2);
 
         /* Scores (log2 domain) and the row maxima. s[mt][nr][e]: key mt*16 + g + 8(e>>1), row nr*8 + 2t4 + (e&1). */
         float kscl[MT][2];
@@ -529,13 +468,6 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
             for (int h = 0; h < 2; h++) kscl[mt][h] = kpk ? scl[st * KPW + mt * 16 + g + 8 * h].x : 1.0f;
-        float vsr[MT][2]; /* KVS: the V scales read before part 3 rewrites stage st's */
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) vsr[mt][h] = KVS && vpk ? scl[st * KPW + mt * 16 + g + 8 * h].y : 1.0f;
-        /* KVS: tile j + STAGES's addresses and K rows into stage st (its K rows are consumed) */
-        if (KVS) refill_part1(j + 1, st);
         if (plain && interior) {
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
@@ -618,11 +550,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) vw[mt][h] = vpk ? (KVS ? vsr[mt][h] : scl[st * KPW + mt * 16 + g + 8 * h].y) * vinv : 1.0f;
-        if (KVS) { /* V of tile j: behind it K, V of the next STAGES - 1 and K of tile j + STAGES */
-            ck_cp_async_wait<2 * STAGES - 1>();
-            __syncwarp();
-        }
+            for (int h = 0; h < 2; h++) vw[mt][h] = vpk ? scl[st * KPW + mt * 16 + g + 8 * h].y * vinv : 1.0f;
 
         /* P, then O^T += V^T P^T per m-tile of 16 keys: P^T's B fragments by movmatrix of P's packed
          * accumulators (key-major -> row-major). */
@@ -678,10 +606,6 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                 }
             }
         }
-        /* EARLY: tile j + STAGES's part 1 into the stage just consumed (its scales and ldmatrix reads are
-         * behind: fetch starts with a __syncwarp) */
-        if (EARLY) refill_part1(j + 1, st);
-        if (KVS) fetch(st, j + STAGES, 0, 0, j + STAGES < n_j, 4); /* tile j + STAGES's V rows */
         st = st + 1 == STAGES ? 0 : st + 1;
         st_f = st_f + 1 == STAGES ? 0 : st_f + 1;
     }
