@@ -284,7 +284,8 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         if (!BULK) ck_cp_async_commit();
         __syncwarp(); /* addr / the pad bytes are rewritten by the next call */
     };
-    static_assert(CPS == 0 || ((CPS == 1 || CPS == 4) && !BULK && ROUNDS % 2 == 0), "refill split: the cp.async form only");
+    static_assert(CPS == 0 || ((CPS == 1 || CPS == 4) && !BULK), "refill split: the cp.async form only");
+    static_assert(BULK || ROUNDS % 2 == 0, "the cp.async form issues its copy rounds in two halves");
 
     /* Pipeline prologue, before Q is read (a block's start is a chain of round trips: request -> block ids
      * -> first tiles; Q's loads go out between them): the block ids of tiles 0 .. STAGES (each loaded
