@@ -82,8 +82,10 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
  * CPS, where the refill copies of tile j + STAGES - 1 (cp.async form) are issued in the key loop: 0 all
  * before the wait for tile j; 1 the addresses and half of the copy rounds there, the other half after
  * tile j's QK^T (their shared-memory address loads overlap the QK^T products instead of standing before
- * the wait). Run 25 of docs/dev/cuda-decode.md: CPS 1 1-2% faster on the fp8 D 128 rows; all of them
- * after QK^T (run 24) no better. */
+ * the wait); 4 as 1, each half's row addresses loaded from shared memory before its copies (one load
+ * latency a half, not one a round). Runs 25 and 26 of docs/dev/cuda-decode.md: CPS 1 1-2% faster than
+ * CPS 0 on the fp8 D 128 rows, CPS 4 another 1-1.5% at B64 / B256; all the copies after QK^T (run 24),
+ * the first half at the end of the previous iteration, K and V refilled apart (run 26) no better. */
 template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0>
 __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
 {
@@ -169,20 +171,46 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     auto sw = [](int row) -> int { return BULK ? 0 : CPR >= 8 ? row & 7 : (row >> 1) & 3; };
     const uint32_t kbytes = a.dqk * ES, vbytes = a.dv * ES; /* BULK: bytes copied a K / V row */
     constexpr int ROUNDS = KPW / (32 / CPR); /* cp.async form: copy rounds of a tile */
+    constexpr bool SPLIT = CPS != 0;         /* the refill in two parts (part 1, then part 2 after QK^T) */
+    constexpr bool BATCH = CPS == 4;         /* a half's addresses loaded before its copies */
     uint32_t f_absent = 0;                   /* part 1 -> part 2: the tile's absent bits */
+    /* copy rounds i0 .. i0 + n - 1 of a tile into kdst / vdst (absent rows and pad chunks zero-filled).
+     * BATCH: the rows' addresses are loaded first (volatile shared loads, kept in this order; run 22's
+     * SASS had each round's copies wait for their own address load), so the copies wait for one
+     * shared-load latency, not one each. */
+    auto copy_rounds = [&](uint32_t kdst, uint32_t vdst, int i0, int n, uint32_t absent) {
+        constexpr int NB = BATCH ? ROUNDS / 2 : 1;
+        if (BATCH && n == NB) {
+            uint64_t pk[NB], pv[NB];
+#pragma unroll
+            for (int i = 0; i < NB; i++)
+                asm volatile("ld.shared.v2.u64 {%0, %1}, [%2];\n"
+                             : "=l"(pk[i]), "=l"(pv[i]) : "r"(ck_smem(addr + cp_r0 + (i0 + i) * (32 / CPR))) : "memory");
+#pragma unroll
+            for (int i = 0; i < NB; i++) {
+                const int row = cp_r0 + (i0 + i) * (32 / CPR);
+                const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
+                const bool gone = (absent >> row) & 1u;
+                ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(pk[i] + cp_ch * 16), gone || !cp_k);
+                ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(pv[i] + cp_ch * 16), gone || !cp_v);
+            }
+            return;
+        }
+#pragma unroll
+        for (int i = i0; i < i0 + n; i++) {
+            const int row = cp_r0 + i * (32 / CPR);
+            const ulonglong2 p = addr[row];
+            const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
+            const bool gone = (absent >> row) & 1u;
+            ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(p.x + cp_ch * 16), gone || !cp_k);
+            ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(p.y + cp_ch * 16), gone || !cp_v);
+        }
+    };
     auto fetch = [&](int st, int jt, int32_t blk, int32_t r, bool real, int part) {
         if (part == 2) {
             if (real) {
                 const uint32_t kdst = ck_smem(ring + st * TILEB), vdst = kdst + KPW * PITCH;
-#pragma unroll
-                for (int i = ROUNDS / 2; i < ROUNDS; i++) {
-                    const int row = cp_r0 + i * (32 / CPR);
-                    const ulonglong2 p = addr[row];
-                    const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
-                    const bool gone = (f_absent >> row) & 1u;
-                    ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(p.x + cp_ch * 16), gone || !cp_k);
-                    ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(p.y + cp_ch * 16), gone || !cp_v);
-                }
+                copy_rounds(kdst, vdst, ROUNDS / 2, ROUNDS / 2, f_absent);
             }
             ck_cp_async_commit();
             __syncwarp(); /* addr is rewritten by the next call */
@@ -245,26 +273,19 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                     }
                 }
             } else {
-                const bool skip_k = !cp_k, skip_v = !cp_v; /* pad chunks: zero-filled, never read */
                 if (lane < KPW) addr[lane] = make_ulonglong2(kp, vp);
                 __syncwarp();
                 f_absent = absent;
-#pragma unroll
-                for (int i = 0; i < (part == 1 ? ROUNDS / 2 : ROUNDS); i++) {
-                    const int row = cp_r0 + i * (32 / CPR);
-                    const ulonglong2 p = addr[row];
-                    const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
-                    const bool gone = (absent >> row) & 1u;
-                    ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(p.x + cp_ch * 16), gone || skip_k);
-                    ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(p.y + cp_ch * 16), gone || skip_v);
-                }
+                copy_rounds(kdst, vdst, 0, ROUNDS / 2, absent);
+                if (part == 0) copy_rounds(kdst, vdst, ROUNDS / 2, ROUNDS / 2, absent);
             }
         }
         if (part == 1) return; /* part 2 issues the rest and commits */
         if (!BULK) ck_cp_async_commit();
         __syncwarp(); /* addr / the pad bytes are rewritten by the next call */
     };
-    static_assert(CPS == 0 || (CPS == 1 && !BULK && ROUNDS % 2 == 0), "refill split: the cp.async form only");
+    static_assert(CPS == 0 || ((CPS == 1 || CPS == 4) && !BULK), "refill split: the cp.async form only");
+    static_assert(BULK || ROUNDS % 2 == 0, "the cp.async form issues its copy rounds in two halves");
 
     /* Pipeline prologue, before Q is read (a block's start is a chain of round trips: request -> block ids
      * -> first tiles; Q's loads go out between them): the block ids of tiles 0 .. STAGES (each loaded
@@ -393,7 +414,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
          * look up tile j + STAGES + 1 */
         const int32_t blk_f = blk_n, r_f = r_n;
         const bool real_f = j + STAGES - 1 < n_j;
-        fetch(st_f, j + STAGES - 1, blk_f, r_f, real_f, CPS == 1 ? 1 : 0);
+        fetch(st_f, j + STAGES - 1, blk_f, r_f, real_f, SPLIT ? 1 : 0);
         blk_n = blk_nn;
         r_n = r_nn;
         blk_nn = bt_load(r_nn);
@@ -440,7 +461,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                 }
             }
         }
-        if (CPS == 1) fetch(st_f, j + STAGES - 1, blk_f, r_f, real_f, 2);
+        if (SPLIT) fetch(st_f, j + STAGES - 1, blk_f, r_f, real_f, 2);
 
         /* Scores (log2 domain) and the row maxima. s[mt][nr][e]: key mt*16 + g + 8(e>>1), row nr*8 + 2t4 + (e&1). */
         float kscl[MT][2];
