@@ -116,12 +116,10 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
                              *const kv_name[2] = {"kv16", "fp8"};
     /* fp8 D 128 decode: the kernel with the split refill and batched address loads (attn_decode.cuh's
      * CPS 4; CPS 1 1-2% faster than CPS 0 in run 25, CPS 4 1-1.5% faster than CPS 1 at B64 / B256 in
-     * run 26 of docs/dev/cuda-decode.md); ATTNRT_CUDA_DEC_CPS=0 / =1 load the CPS 0 / CPS 1 kernel
-     * instead (A/B switches) */
+     * runs 26-27 of docs/dev/cuda-decode.md); ATTNRT_CUDA_DEC_CPS=0 loads the CPS 0 kernel instead (an
+     * A/B switch) */
     const char *cps_env = secure_getenv("ATTNRT_CUDA_DEC_CPS");
-    const char *cps_sfx = "_c4";
-    if (cps_env && strcmp(cps_env, "0") == 0) cps_sfx = "";
-    if (cps_env && strcmp(cps_env, "1") == 0) cps_sfx = "_c1";
+    const char *cps_sfx = cps_env && strcmp(cps_env, "0") == 0 ? "" : "_c4";
     for (int cfg = 0; cfg < 2 && d->k.mma_ok; cfg++)
         for (int fp8 = 0; fp8 < 2; fp8++)
             for (int di = 0; di < CUDA_MMA_DIMS; di++) {
