@@ -85,7 +85,8 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
  * the wait); 4 as 1, each half's row addresses loaded from shared memory before its copies (one load
  * latency a half, not one a round). Runs 25 and 26 of docs/dev/cuda-decode.md: CPS 1 1-2% faster than
  * CPS 0 on the fp8 D 128 rows, CPS 4 another 1-1.5% at B64 / B256; all the copies after QK^T (run 24),
- * the first half at the end of the previous iteration, K and V refilled apart (run 26) no better. */
+ * the first half at the end of the previous iteration, K and V refilled apart (run 26) no better. Built:
+ * CPS 0 and CPS 4 (attn_decode.cu); CPS 1 stays a form one line there can build for an A/B. */
 template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0>
 __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
 {
