@@ -229,7 +229,7 @@ if [ "$(elapsed)" -lt "$BUDGET" ] && command -v ncu > /dev/null && [ -x "$BUILD/
             cuobjdump -res-usage "$BUILD/plugins/cuda/attnrt_cuda_kernels_$fb.fatbin" 2> /dev/null | grep -A1 -E "attn_(mma_)?(decode|prefill)_bf16_((kv16|fp8)_)?d128"
         done > "$OUT/ncu-resources.txt"
         for f in ck_attn_mma_decode_bf16_kv16_d128 ck_attn_prefill_bf16_d128 ck_attn_mma_decode_bf16_fp8_d128 \
-            ck_attn_mma_decode_bf16_fp8_d128_c1; do
+            ck_attn_mma_decode_bf16_fp8_d128_c4; do
             fb=attention; case $f in *_decode_*) fb=decode ;; esac
             cuobjdump -sass -arch sm_90 -fun "$f" "$BUILD/plugins/cuda/attnrt_cuda_kernels_$fb.fatbin" > "$OUT/sass-$f.txt" 2> /dev/null
             n=$(grep -cE "^ +/\*[0-9a-f]{4,}\*/" "$OUT/sass-$f.txt")
