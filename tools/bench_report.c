@@ -73,13 +73,13 @@ void bench_report(const bench_options_t *o, attnrt_context_t *ctx, const bench_c
         json_str(f, "device", attnrt_context_device_name(ctx));
         json_str(f, "isa", isa);
         fprintf(f, "    \"shape\": {\"batch\": %lld, \"ctx\": %lld, \"new_tokens\": %lld, \"prefill_ctx\": %lld, "
-                   "\"heads\": %lld, \"kv_heads\": %lld, \"head_dim\": %lld, \"block_size\": %lld, \"causal\": %s, "
+                   "\"heads\": %lld, \"kv_heads\": %lld, \"head_dim\": %lld, \"v_dim\": %lld, \"topk\": %lld, "
+                   "\"block_size\": %lld, \"causal\": %s, "
                    "\"layout\": \"%s\", \"blocks\": \"%s\", \"dtype\": \"%s\", \"kv_dtype\": \"%s\"},\n",
                 (long long)o->batch, (long long)o->ctx, (long long)o->new_tokens, (long long)o->prefill_ctx,
-                (long long)o->heads, (long long)o->kv_heads, (long long)o->head_dim, (long long)o->block_size,
-                o->causal ? "true" : "false", o->hnd ? "hnd" : "nhd", o->shuffled ? "shuffled" : "in-order",
-                attnrt_dtype_name(o->dtype),
-                attnrt_dtype_name(o->kv_dtype));
+                (long long)o->heads, (long long)o->kv_heads, (long long)o->head_dim, (long long)o->v_dim,
+                (long long)o->topk, (long long)o->block_size, o->causal ? "true" : "false", o->hnd ? "hnd" : "nhd",
+                o->shuffled ? "shuffled" : "in-order", attnrt_dtype_name(o->dtype), attnrt_dtype_name(o->kv_dtype));
         fprintf(f, "    \"threads\": %d,\n", o->threads);
         json_num(f, "load_average", load, 0);
         json_str(f, "timer", r->timer);

@@ -195,6 +195,8 @@ if [ "${PEER:-1}" = 1 ] && [ "$(elapsed)" -lt "$((BUDGET + 60))" ] && python3 -c
     rm -f "$OUT/peer.jsonl"
     timeout 150 python3 bench/h200/peer_sdpa.py "$OUT/peer.jsonl" "${specs[@]}" > "$OUT/peer.txt" 2>&1
     note "peer: exit $?; $(head -1 "$OUT/peer.txt")"
+    timeout 60 python3 bench/h200/peer_matmul.py "$OUT/matmul.json" > "$OUT/matmul.txt" 2>&1 # prefill's ceiling
+    note "$(tail -1 "$OUT/matmul.txt")"
 else
     note "peer: skipped (no torch with CUDA, or out of time)"
 fi

@@ -24,7 +24,7 @@
 # The build is carried (meson setup build-cuda-ops -Dtests=disabled --buildtype=release -Dcuda=enabled);
 # results go to $OUT (./out-h200-ops when OUT is not set): run_ops.log, conform-cuda.txt,
 # conform-cuda-mla-simt.txt, conform-cuda-{lin,gdn}-general.txt, graph-capture-ops12.txt, bench_ops.jsonl,
-# linear_timing.jsonl, sanitizer.txt.
+# linear_timing.jsonl, sanitizer.txt, matmul.json (the bf16 matmul ceiling, bench/h200/peer_matmul.py).
 set -u
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$ROOT"
@@ -80,6 +80,9 @@ if gcc -O2 -std=c11 -D_GNU_SOURCE -I"$ROOT/runtime/include" -I"$ROOT/abi" -I"$RO
 else
     echo "cuda_graph_capture_ops12: build failed"; cat "$OUT/graph12.build.txt"
 fi
+
+step "matmul ceiling: PyTorch bf16 matmul (cuBLAS) 8192^3, for the MLA rows' TFLOP/s (bench/h200/peer_matmul.py)"
+timeout 60 python3 bench/h200/peer_matmul.py "$OUT/matmul.json" 2>&1 | tail -2
 
 B=("$BUILD/tools/attnrt-bench" --plugin cuda --iters 30 --warmup 5)
 row() { # one bench row: text to the log, JSON to bench_ops.jsonl
@@ -239,4 +242,6 @@ if [ "${MLA_SAN:-1}" = 1 ] && command -v compute-sanitizer > /dev/null 2>&1; the
     done
     cat "$OUT/sanitizer.txt"
 fi
+step "MLA rows against the copy ceiling and the matmul rate of this call (bench/h200/mla_summary.py)"
+python3 bench/h200/mla_summary.py "$OUT" 2>&1
 step "done"

@@ -2,9 +2,9 @@
 """table.py OUT_DIR -- the markdown table of one bench/h200/run.sh call, on stdout.
 
 Reads OUT_DIR/shapes.txt (one shape a line: id op batch ctx new_tokens heads kv_heads head_dim
-block_size kv_dtype peer), OUT_DIR/bench/<id>.json (attnrt-bench --json or attn_timing --json) and
-OUT_DIR/peer.jsonl (peer_sdpa.py). Counts the KV bytes and FLOPs itself from the shape, the same
-way for attnrt and the peer, so the columns compare like with like:
+block_size kv_dtype peer), OUT_DIR/bench/<id>.json (attnrt-bench --json or attn_timing --json),
+OUT_DIR/peer.jsonl (peer_sdpa.py) and OUT_DIR/matmul.json (peer_matmul.py). Counts the KV bytes and
+FLOPs itself from the shape, the same way for attnrt and the peer, so the columns compare like with like:
   KV bytes = B * ctx * Hkv * 2 * D * bytes(kv dtype)   (each K and V byte read once)
   FLOPs    = 2 * Hq * 2D per kept (query, key) pair      (causal prefill: S(S+1)/2 pairs a request)
 """
@@ -43,6 +43,10 @@ def main():
     except OSError:
         pass
 
+    try:  # the bf16 matmul rate of the same call (peer_matmul.py): the prefill rows' ceiling
+        matmul = json.load(open(os.path.join(out, "matmul.json"), encoding="utf-8")).get("tflops")
+    except (OSError, ValueError):
+        matmul = None
     ceiling = None
     rows = []
     results = {}
@@ -65,7 +69,7 @@ def main():
             return "%.2f TB/s" % (kv_bytes / (ms * 1e-3) / 1e12)
         return "%.0f TFLOP/s" % (flops / (ms * 1e-3) / 1e12)
 
-    print("| shape | attnrt cuda | rate | of copy ceiling | torch flash | rate | torch cuDNN | rate |")
+    print("| shape | attnrt cuda | rate | of ceiling (decode: copy, prefill: matmul) | torch flash | rate | torch cuDNN | rate |")
     print("|---|---|---|---|---|---|---|---|")
     for s, ms, kv_bytes, flops in rows:
         name = "%s B%d ctx%d%s Hq%d/Hkv%d D%d bs%d kv %s" % (
@@ -74,6 +78,8 @@ def main():
         frac = "-"
         if ms and ceiling and s["op"] == "decode":
             frac = "%.0f%%" % (100.0 * kv_bytes / (ms * 1e-3) / (ceiling * 1e9))
+        elif ms and matmul and s["op"] == "prefill":
+            frac = "%.0f%%" % (100.0 * flops / (ms * 1e-3) / (matmul * 1e12))
         cells = [name, "%.3f ms" % ms if ms else "failed", rate(s, ms, kv_bytes, flops), frac]
         for backend in ("flash", "cudnn"):
             p = peer.get((s["id"], backend)) if s["peer"] else None
@@ -88,6 +94,8 @@ def main():
     print()
     if ceiling:
         print("Copy ceiling (device-to-device copy, bytes read + written, same run): %.0f GB/s." % ceiling)
+    if matmul:
+        print("Matmul ceiling (PyTorch bf16 matmul 8192^3 on cuBLAS, random data, same run): %.0f TFLOP/s." % matmul)
     # the issue's derived figures
     bsz = [results.get("dec_bs%d" % b) for b in (1, 16, 64, 256)]
     if all(bsz):

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench_smoke.py ATTNRT_BENCH — attnrt-bench on the cpu plugin, a few ops at small shapes, --json: each
 run exits 0 and reports a positive time, bytes and FLOPs; decode also reports the memory-read and
-paged-read ceilings with their fractions, prefill and decode the FMA ceiling, mixed its parts. A
+paged-read ceilings with their fractions, prefill and decode the FMA ceiling, mixed its parts, MLA
+its shape's value columns and top-k. A
 broken option must exit non-zero. Not a performance test: the figures are only checked for sanity."""
 import json
 import subprocess
@@ -44,6 +45,12 @@ if "fraction_of_paged_read" in pre:
     sys.exit("prefill must not report the decode-only paged-read ceiling")
 mix = run("--op", "mixed", "--batch", "2", "--ctx", "512", "--new-tokens", "32", "--prefill-ctx", "128")
 positive(mix, "time_ms.median", "part_decode_ms.median", "part_prefill_ms.median", "mixed_over_parts")
+# MLA sparse: the JSON shape names the value columns and the top-k, so a table can tell the rows apart
+mla = run("--op", "mla_decode", "--batch", "1", "--ctx", "256", "--heads", "16", "--kv-heads", "1", "--head-dim", "576",
+          "--v-dim", "512", "--block-size", "64", "--topk", "128")
+positive(mla, "time_ms.median", "bytes", "flops", "shape.v_dim", "shape.topk")
+if (mla["shape"]["v_dim"], mla["shape"]["topk"]) != (512, 128):
+    sys.exit(f"mla_decode: shape {mla['shape']!r}, expected v_dim 512 and topk 128")
 
 bad = subprocess.run([BENCH, "--op", "no-such-op"], capture_output=True, text=True, timeout=60)
 if bad.returncode == 0:
