@@ -19,7 +19,8 @@
 # 3 rounds, after conformance (--filter mla) of each; the rows include fp8 latents (a variant a latent kind lacks
 # runs that kind's default kernel; MLA_AB_FP8=0 keeps the 16-bit rows only); the sanitizers add racecheck of each
 # variant on mla-d576-wg-f16-bs16. MLA_AB_TIMEOUT (120 s) bounds a variant's conformance and racecheck; a variant
-# that fails or times out there is left out of the timing.
+# that fails or times out there is left out of the timing. MLA_AB_DIAG="x ..": variants of MLA_AB that are timing
+# diagnostics (wrong results by design): timed, neither conformance-checked nor racechecked.
 # MLA_ONLY=1 keeps the conformance runs, the graph capture, the MLA rows and the MLA sanitizer cases and
 # skips the lightning / GDN ones (an MLA iteration in ~2 minutes).
 # Run from the repository root:   BUILD_DIR=build-cuda-ops bash bench/h200/run_ops.sh
@@ -107,6 +108,7 @@ if [ -n "${MLA_AB:-}" ]; then # A/B of wgmma kernel variants of one build, inter
     AB_OK="" # a variant that times out (a hang) or fails is left out of the timing and the racecheck
     for kn in $MLA_AB; do
         [ "$kn" = - ] && { AB_OK="$AB_OK -"; continue; }
+        case " ${MLA_AB_DIAG:-} " in *" $kn "*) AB_OK="$AB_OK $kn"; echo "variant $kn: a timing diagnostic (MLA_AB_DIAG), no conformance"; continue ;; esac
         ATTNRT_CUDA_MLA_VARIANT=$kn timeout "${MLA_AB_TIMEOUT:-120}" "$BUILD/tools/attnrt-conform" --plugin cuda --filter mla > "$OUT/conform-mla-var-$kn.txt" 2>&1
         rc=$?
         echo "variant $kn: exit $rc $(tail -1 "$OUT/conform-mla-var-$kn.txt")"; grep -E "FAIL" "$OUT/conform-mla-var-$kn.txt" | head -5
@@ -241,6 +243,7 @@ if [ "${MLA_SAN:-1}" = 1 ] && command -v compute-sanitizer > /dev/null 2>&1; the
     done
     for kn in ${MLA_AB:-}; do # each wgmma variant's own synchronisation (MLA_AB; - the default, checked above)
         [ "$kn" = - ] && continue
+        case " ${MLA_AB_DIAG:-} " in *" $kn "*) continue ;; esac
         echo "racecheck mla-d576-wg-f16-bs16 (ATTNRT_CUDA_MLA_VARIANT=$kn)" >> "$OUT/sanitizer.txt"
         ATTNRT_CUDA_MLA_VARIANT=$kn timeout "${MLA_AB_TIMEOUT:-120}" compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" \
             --plugin cuda --cases 0 --filter mla-d576-wg-f16-bs16 2>&1 | grep -E "^=========|passed" | head -16 >> "$OUT/sanitizer.txt"

@@ -87,9 +87,20 @@ __device__ __forceinline__ void ck_mlaw_bar_landed() { asm volatile("bar.sync 5,
  *         landed); warpgroup 1 keeps P in registers until the next tile. PIPE | SPLIT | FOLD, 16-bit latents.
  *   NOSI  DEFER without bar 7 (warpgroup 1 issues its P V once S's second part may start). */
 enum { CK_MLAW_DEFER = 256, CK_MLAW_NOSI = 512 };
+enum { CK_MLAW_NOCP = 1024, CK_MLAW_L2H = 2048 }; /* NOCP: below; L2H: the copies with the .L2::256B prefetch hint */
 /* named barriers of DEFER: the second part of tile j landed (6); S of tile j queued (7) */
 __device__ __forceinline__ void ck_mlaw_bar_landb() { asm volatile("bar.sync 6, 256;\n" ::: "memory"); }
 __device__ __forceinline__ void ck_mlaw_bar_sissued() { asm volatile("bar.sync 7, 256;\n" ::: "memory"); }
+
+/* ck_pf_cp16_row with the .L2::256B prefetch hint (L2H): a miss fetches the row's next 256 bytes from DRAM at once */
+__device__ __forceinline__ void ck_mlaw_cp16_l2h(uint32_t dst, uint64_t row, uint32_t off)
+{
+    asm volatile("{\n"
+                 "  .reg .pred z;\n"
+                 "  setp.eq.u64 z, %1, 0;\n"
+                 "  cp.async.cg.shared.global.L2::256B [%0], [%2], 16, z;\n"
+                 "}\n" ::"r"(dst), "l"(row), "l"(row + off));
+}
 
 /* 16 fp8 codes (dims 16c .. 16c + 15 of a row) as 16 values of T, exactly: two 16-byte chunks */
 template <typename T> __device__ __forceinline__ uint32_t ck_mlaw_fp8x2(uint32_t pair, bool e4m3);
@@ -203,6 +214,8 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     constexpr bool F8 = (VAR & CK_MLAW_F8) != 0, F8ALL = F8 && (VAR & CK_MLAW_F8ALL) != 0;
     constexpr bool PIPE = (VAR & CK_MLAW_PIPE) != 0;
     constexpr bool DEFER = (VAR & CK_MLAW_DEFER) != 0;
+    /* NOCP (a timing diagnostic, wrong results by design; not kept): tiles from the third on are not copied */
+    auto CPY = [](int t) { return !(VAR & CK_MLAW_NOCP) || t < 2; };
     static_assert(!DEFER || (PIPE && (VAR & CK_MLAW_FOLD) && (VAR & CK_MLAW_HOIST)), "DEFER: PIPE's loop ends, FOLD's softmax, HOIST's copies");
     static_assert(!PIPE || (!F8 && (VAR & CK_MLAW_SPLIT)), "PIPE: 16-bit latents, with SPLIT's two P V groups");
     constexpr int CT = F8ALL ? 256 : 128, RPT = BN / (CT / 4); /* fp8: converting threads; rows a thread */
@@ -337,7 +350,10 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             const uint64_t row = (VAR & CK_MLAW_HOIST) ? rows[i] : saddr[slot * BN + cp_r0 + 16 * i];
 #pragma unroll
             for (int cb = 0; cb < D / 64; cb++)
-                ck_pf_cp16_row(dst0 + (uint32_t)cb * CB + (uint32_t)i * 16u * 128u, row, (uint32_t)(cb * 8 + cp_c8) * 16u);
+                if constexpr ((VAR & CK_MLAW_L2H) != 0)
+                    ck_mlaw_cp16_l2h(dst0 + (uint32_t)cb * CB + (uint32_t)i * 16u * 128u, row, (uint32_t)(cb * 8 + cp_c8) * 16u);
+                else
+                    ck_pf_cp16_row(dst0 + (uint32_t)cb * CB + (uint32_t)i * 16u * 128u, row, (uint32_t)(cb * 8 + cp_c8) * 16u);
         }
     };
 
@@ -568,7 +584,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
                 const int st = j & 1;
                 if (j > 0) load_p(j - 1); /* before bar 4: part A of tile j + 1 then overwrites that rope block */
                 ck_mlaw_bar_free();
-                if (j + 1 < n_tiles) issue_part(st ^ 1, (j + 1) % SLOTS, ck_mlaw_int<PART_A>{});
+                if (j + 1 < n_tiles && CPY(j + 1)) issue_part(st ^ 1, (j + 1) % SLOTS, ck_mlaw_int<PART_A>{});
                 ck_cp_async_commit();
                 ck_cp_async_wait<1>(); /* tile j's part B (issued in tile j - 1) landed; part A of tile j + 1 may not */
                 ck_fence_proxy_async();
@@ -579,7 +595,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
                 pkA = load_pk(j + 4);
                 if constexpr (!(VAR & CK_MLAW_NOSI)) ck_mlaw_bar_sissued();
                 if (j > 0) pv_r(j - 1);
-                if (j + 1 < n_tiles) issue_part(st ^ 1, (j + 1) % SLOTS, ck_mlaw_int<PART_B>{}); /* its blocks 4-7 are read */
+                if (j + 1 < n_tiles && CPY(j + 1)) issue_part(st ^ 1, (j + 1) % SLOTS, ck_mlaw_int<PART_B>{}); /* its blocks 4-7 are read */
                 ck_cp_async_commit();
                 if (j + 1 < n_tiles) {
                     ck_cp_async_wait<1>(); /* part A of tile j + 1 landed */
@@ -644,7 +660,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
         auto kscale = [&](int n) { return F8 ? *(const float2 *)(sscl + slot * BN + 8 * n + 2 * t4) : make_float2(1.0f, 1.0f); };
         if (wg == 1) {
             if (PIPE) ck_wg_wait<0>(); /* its P V of tile j - 1 done: its copies may overwrite that stage */
-            if (j + 1 < n_tiles) issue(st ^ 1, (j + 1) % SLOTS);
+            if (j + 1 < n_tiles && CPY(j + 1)) issue(st ^ 1, (j + 1) % SLOTS);
             ck_cp_async_commit();
             store((j + 2) % SLOTS, pkB, blkB); /* the slot of tile j - 1: done with */
             pkB = pkA;
@@ -875,6 +891,9 @@ CK_MLA_WG_VAR(v5, CK_MLAW_V5)
 CK_MLA_WG_VAR(pipe, CK_MLAW_V5 | CK_MLAW_PIPE)
 CK_MLA_WG_VAR(defer, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_DEFER)
 CK_MLA_WG_VAR(deferx, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_DEFER | CK_MLAW_NOSI)
+CK_MLA_WG_VAR(l2h, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_L2H)
+CK_MLA_WG_VAR(nocp, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_NOCP)
+CK_MLA_WG_VAR(nocpd, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_DEFER | CK_MLAW_NOCP)
 
 /* an fp8 latent (e4m3 or e5m2, a.kv_dtype) with a query of type T; `wg1`: converted by warpgroup 1 alone (the
  * first design, for the A/B) */
