@@ -77,30 +77,13 @@ template <int N> struct ck_mlaw_int {
 __device__ __forceinline__ void ck_mlaw_bar_free() { asm volatile("bar.sync 4, 256;\n" ::: "memory"); }
 __device__ __forceinline__ void ck_mlaw_bar_landed() { asm volatile("bar.sync 5, 256;\n" ::: "memory"); }
 /* Session 9 (docs/dev/cuda-mla.md, "Session 9"):
- *   DEFER warpgroup 1's P V of tile j - 1 is issued right behind S of tile j, so the tensor cores run it while
- *         warpgroup 0 forms the softmax of tile j (the seesaw's overlap within two stages; the full seesaw, each
- *         warpgroup forming S of alternate tiles, leaves too short a window for the copies: counted there).
- *         Tile j + 1 lands in two parts: column blocks 0-3 and the rope block once warpgroup 0's P V of tile
- *         j - 1 is done (bar 4), blocks 4-7 once warpgroup 1's is; S reads the rope block and blocks 0-3
- *         first and waits for the second part (bar 6) only before its k-steps 16-31; bar 7: S queued, so
- *         warpgroup 1's P V follows it on the tensor cores; bar 5 publishes P (and part A of tile j + 1
- *         landed); warpgroup 1 keeps P in registers until the next tile. PIPE | SPLIT | FOLD, 16-bit latents.
- *   NOSI  DEFER without bar 7 (warpgroup 1 issues its P V once S's second part may start). */
-enum { CK_MLAW_DEFER = 256, CK_MLAW_NOSI = 512 };
-enum { CK_MLAW_NOCP = 1024, CK_MLAW_L2H = 2048 }; /* NOCP: below; L2H: the copies with the .L2::256B prefetch hint */
-/* named barriers of DEFER: the second part of tile j landed (6); S of tile j queued (7) */
-__device__ __forceinline__ void ck_mlaw_bar_landb() { asm volatile("bar.sync 6, 256;\n" ::: "memory"); }
-__device__ __forceinline__ void ck_mlaw_bar_sissued() { asm volatile("bar.sync 7, 256;\n" ::: "memory"); }
-
-/* ck_pf_cp16_row with the .L2::256B prefetch hint (L2H): a miss fetches the row's next 256 bytes from DRAM at once */
-__device__ __forceinline__ void ck_mlaw_cp16_l2h(uint32_t dst, uint64_t row, uint32_t off)
-{
-    asm volatile("{\n"
-                 "  .reg .pred z;\n"
-                 "  setp.eq.u64 z, %1, 0;\n"
-                 "  cp.async.cg.shared.global.L2::256B [%0], [%2], 16, z;\n"
-                 "}\n" ::"r"(dst), "l"(row), "l"(row + off));
-}
+ *   SPEC  the first part of P (SPLIT) formed against the running max before the tile's row max is known, and
+ *         formed again only when a warp's vote finds a row whose max exceeds it by more than LAZY (or a row
+ *         with no key yet): the max reduction (a chain of 32 fmax and two shuffles) leaves the softmax's
+ *         critical path, where the tensor cores wait for P.
+ *   INNER session 8's: a warp whose scores need no mask (decided from the key positions while S runs) takes
+ *         only their max after S (v5: a compare and select on each of 32 scores first). */
+enum { CK_MLAW_SPEC = 256, CK_MLAW_INNER = 512 };
 
 /* 16 fp8 codes (dims 16c .. 16c + 15 of a row) as 16 values of T, exactly: two 16-byte chunks */
 template <typename T> __device__ __forceinline__ uint32_t ck_mlaw_fp8x2(uint32_t pair, bool e4m3);
@@ -213,10 +196,10 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     static_assert(ROWS == 64 && BN == 64 && D % 64 == 0 && CK_MLA_MMA_DV == 512, "the shapes this kernel is written for");
     constexpr bool F8 = (VAR & CK_MLAW_F8) != 0, F8ALL = F8 && (VAR & CK_MLAW_F8ALL) != 0;
     constexpr bool PIPE = (VAR & CK_MLAW_PIPE) != 0;
-    constexpr bool DEFER = (VAR & CK_MLAW_DEFER) != 0;
-    /* NOCP (a timing diagnostic, wrong results by design; not kept): tiles from the third on are not copied */
-    auto CPY = [](int t) { return !(VAR & CK_MLAW_NOCP) || t < 2; };
-    static_assert(!DEFER || (PIPE && (VAR & CK_MLAW_FOLD) && (VAR & CK_MLAW_HOIST)), "DEFER: PIPE's loop ends, FOLD's softmax, HOIST's copies");
+    constexpr bool SPEC = (VAR & CK_MLAW_SPEC) != 0;
+    constexpr bool INNER = (VAR & CK_MLAW_INNER) != 0;
+    static_assert(!INNER || (PIPE && (VAR & CK_MLAW_FOLD)), "INNER: PIPE's early key positions, FOLD's unscaled max");
+    static_assert(!SPEC || ((VAR & CK_MLAW_SPLIT) && (VAR & CK_MLAW_FOLD) && !F8), "SPEC: SPLIT's first part, FOLD's exponent, 16-bit latents");
     static_assert(!PIPE || (!F8 && (VAR & CK_MLAW_SPLIT)), "PIPE: 16-bit latents, with SPLIT's two P V groups");
     constexpr int CT = F8ALL ? 256 : 128, RPT = BN / (CT / 4); /* fp8: converting threads; rows a thread */
     static_assert(!F8 || ((VAR & CK_MLAW_FOLD) && D == 576), "fp8: the scale is applied with FOLD's exponent; the raw layout is 576's");
@@ -350,25 +333,8 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             const uint64_t row = (VAR & CK_MLAW_HOIST) ? rows[i] : saddr[slot * BN + cp_r0 + 16 * i];
 #pragma unroll
             for (int cb = 0; cb < D / 64; cb++)
-                if constexpr ((VAR & CK_MLAW_L2H) != 0)
-                    ck_mlaw_cp16_l2h(dst0 + (uint32_t)cb * CB + (uint32_t)i * 16u * 128u, row, (uint32_t)(cb * 8 + cp_c8) * 16u);
-                else
-                    ck_pf_cp16_row(dst0 + (uint32_t)cb * CB + (uint32_t)i * 16u * 128u, row, (uint32_t)(cb * 8 + cp_c8) * 16u);
+                ck_pf_cp16_row(dst0 + (uint32_t)cb * CB + (uint32_t)i * 16u * 128u, row, (uint32_t)(cb * 8 + cp_c8) * 16u);
         }
-    };
-
-    /* DEFER: the column blocks of a tile in `mask` (bit cb), copied as `issue` does */
-    auto issue_part = [&](int stage, int slot, auto mask) {
-        const uint32_t dst0 = sK + (uint32_t)stage * TILE + cp_dst;
-        uint64_t rows[BN / 16];
-#pragma unroll
-        for (int i = 0; i < BN / 16; i++) rows[i] = saddr[slot * BN + cp_r0 + 16 * i];
-#pragma unroll
-        for (int i = 0; i < BN / 16; i++)
-#pragma unroll
-            for (int cb = 0; cb < D / 64; cb++)
-                if ((decltype(mask)::value >> cb) & 1)
-                    ck_pf_cp16_row(dst0 + (uint32_t)cb * CB + (uint32_t)i * 16u * 128u, rows[i], (uint32_t)(cb * 8 + cp_c8) * 16u);
     };
 
     int64_t pkA = -1, pkB = -1, blkB = -1; /* the position of tile j + 4's key; position and block of tile j + 2's */
@@ -432,6 +398,16 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
         row_any[r] = row < nrows && l64 >= 0;
         lim[r] = row_any[r] ? (uint32_t)min(l64, (int64_t)INT32_MAX) : 0u;
     }
+    /* INNER: the tightest limit of this thread's rows that exist; a row that exists but sees no key fails it.
+     * Padding rows (past nrows: Q = 0, finite scores, never written) may go unmasked. */
+    uint32_t lim_in = 0xffffffffu;
+    bool rows_in = true;
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+        if (wq * 16 + g + 8 * r < nrows) {
+            rows_in = rows_in && row_any[r];
+            lim_in = min(lim_in, lim[r]);
+        }
     const float scale2 = a.scale * CK_MLAW_LOG2E;
 
     /* O: this warpgroup's 256 value columns in wgmma's accumulator layout: column group n of rows
@@ -441,174 +417,6 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     for (int i = 0; i < 128; i++) o[i] = 0.0f;
     uint32_t pa[BN / 16][4]; /* P as A fragments: k-step k2 = keys 16 k2 .. + 15 */
 
-    if constexpr (DEFER) {
-        /* DEFER (session 9): warpgroup 1's P V of tile j - 1 runs on the tensor cores behind S of tile j, while
-         * warpgroup 0 forms the softmax of tile j; tile j + 1 lands in two parts (column blocks 0-3 + the rope
-         * block, then 4-7 once that P V has read them) and S reads the early part first. */
-        constexpr uint32_t PART_A = 0x10fu, PART_B = 0x0f0u; /* column blocks of the two parts (bit cb) */
-        constexpr int K_ROPE = CK_MLA_MMA_DV / 16;           /* S's first k-step: the rope block */
-        /* warpgroup 1: O[:, 256:512] += P(jj) V(jj) (P in pa, O rescaled by load_p), completed before it returns */
-        auto pv_r = [&](int jj) {
-            const uint32_t vb = sK + (uint32_t)(jj & 1) * TILE + 4u * CB;
-            ck_wg_fence();
-#pragma unroll
-            for (int k2 = 0; k2 < BN / 16; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc(vb + (uint32_t)k2 * 2048u, CB, 1024u));
-            ck_wg_commit();
-            ck_wg_wait<0>();
-            ck_wg_pin(o);
-            ck_wg_pin(pa);
-        };
-        /* warpgroup 1: P of tile jj (published by bar 5 at its end) to registers, O[:, 256:512] rescaled by its
-         * factors (nothing of this warpgroup is in flight here) */
-        auto load_p = [&](int jj) {
-            ck_wg_wait<0>();
-            const uint4 *src = (const uint4 *)(smem + (sK + (uint32_t)(jj & 1) * TILE + ROPE - base));
-#pragma unroll
-            for (int k2 = 0; k2 < BN / 16; k2++) {
-                const uint4 v = src[k2 * 128 + wt];
-                pa[k2][0] = v.x, pa[k2][1] = v.y, pa[k2][2] = v.z, pa[k2][3] = v.w;
-            }
-            const float2 f = sfac[wt];
-            if (__any_sync(0xffffffffu, f.x != 1.0f || f.y != 1.0f)) {
-#pragma unroll
-                for (int n = 0; n < 32; n++) {
-                    o[4 * n] *= f.x;
-                    o[4 * n + 1] *= f.x;
-                    o[4 * n + 2] *= f.y;
-                    o[4 * n + 3] *= f.y;
-                }
-            }
-        };
-        /* Each warpgroup runs its own loop (the same barriers a tile: 4, 6, 7, 5), and warpgroup 0 drains its
-         * P V before the two paths join: ptxas joins the paths of an if / else and, seeing one warpgroup's
-         * wgmma in flight at the other's code, serializes every wgmma (C7514 / C7515). */
-        if (wg == 0) {
-            for (int j = 0; j < n_tiles; j++) {
-                const int st = j & 1, slot = j % SLOTS;
-                const uint32_t kb = sK + (uint32_t)st * TILE;
-                float s[BN / 2];
-                auto issue_s = [&](auto k0, auto k1) { /* k-steps k0 .. k1 - 1 as one group; the rope's first starts S */
-                    ck_wg_fence();
-#pragma unroll
-                    for (int kk = decltype(k0)::value; kk < decltype(k1)::value; kk++) {
-                        const uint32_t ofs = (uint32_t)(kk >> 2) * CB + (uint32_t)(kk & 3) * 32u;
-                        ck_wg_ss<T, BN>(s, ck_wg_desc(sQ + ofs, 16u, 1024u), ck_wg_desc(kb + ofs, 16u, 1024u), kk != K_ROPE);
-                    }
-                    ck_wg_commit();
-                };
-                /* its P V of tile j - 1 done: blocks 0-3 of stage st ^ 1 take tile j + 1. (PIPE's order, S's first
-                 * k-steps issued before this wait with wait_group 1, makes ptxas serialize every wgmma here, C7514) */
-                ck_wg_wait<0>();
-                ck_wg_pin(o);
-                ck_wg_pin(pa);
-                ck_mlaw_bar_free();
-                issue_s(ck_mlaw_int<K_ROPE>{}, ck_mlaw_int<D / 16>{});
-                issue_s(ck_mlaw_int<0>{}, ck_mlaw_int<16>{});
-                int2 pos[BN / 8];
-#pragma unroll
-                for (int n = 0; n < BN / 8; n++) pos[n] = *(const int2 *)(spos + slot * BN + 8 * n + 2 * t4);
-                ck_mlaw_bar_landb(); /* blocks 4-7 of tile j landed */
-                issue_s(ck_mlaw_int<16>{}, ck_mlaw_int<K_ROPE>{});
-                if constexpr (!(VAR & CK_MLAW_NOSI)) ck_mlaw_bar_sissued(); /* S queued: warpgroup 1's P V goes behind it */
-                ck_wg_wait<0>();
-                ck_wg_pin(s);
-
-                /* the online softmax as SPLIT | FOLD (the loop below): first half, its P V, second half */
-                float mx[2] = {-CK_INF, -CK_INF}, m_use[2], ls[2], al[2];
-#pragma unroll
-                for (int n = 0; n < BN / 8; n++)
-#pragma unroll
-                    for (int r = 0; r < 2; r++)
-#pragma unroll
-                        for (int e = 0; e < 2; e++) {
-                            const uint32_t p = (uint32_t)(e ? pos[n].y : pos[n].x);
-                            float &v = s[4 * n + 2 * r + e];
-                            v = row_any[r] && p <= lim[r] ? v : -CK_INF;
-                            mx[r] = fmaxf(mx[r], v);
-                        }
-                auto exps = [&](auto n0, auto n1, int r) { /* column groups n0 .. n1 - 1 of row r to P */
-#pragma unroll
-                    for (int n = decltype(n0)::value; n < decltype(n1)::value; n++) {
-                        const float p0 = ck_mlaw_exp2(fmaf(s[4 * n + 2 * r], scale2, -m_use[r]));
-                        const float p1 = ck_mlaw_exp2(fmaf(s[4 * n + 2 * r + 1], scale2, -m_use[r]));
-                        ls[r] += p0 + p1;
-                        pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0, p1);
-                    }
-                };
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-                    mx[r] *= scale2; /* scale2 > 0: the max of the scaled scores */
-                    const float m_new = mx[r] > m_run[r] + CK_MLAW_LAZY ? mx[r] : m_run[r];
-                    m_use[r] = m_new == -CK_INF ? 0.0f : m_new;
-                    al[r] = m_run[r] == -CK_INF ? 1.0f : ck_mlaw_exp2(m_run[r] - m_use[r]);
-                    ls[r] = 0.0f;
-                    exps(ck_mlaw_int<0>{}, ck_mlaw_int<BN / 16>{}, r);
-                    m_run[r] = m_new;
-                }
-                uint4 *dst = (uint4 *)(smem + (kb + ROPE - base)); /* P for warpgroup 1, in the dead rope block */
-#pragma unroll
-                for (int k2 = 0; k2 < BN / 32; k2++) dst[k2 * 128 + wt] = make_uint4(pa[k2][0], pa[k2][1], pa[k2][2], pa[k2][3]);
-                if (__any_sync(0xffffffffu, al[0] != 1.0f || al[1] != 1.0f)) {
-#pragma unroll
-                    for (int n = 0; n < 32; n++) {
-                        o[4 * n] *= al[0];
-                        o[4 * n + 1] *= al[0];
-                        o[4 * n + 2] *= al[1];
-                        o[4 * n + 3] *= al[1];
-                    }
-                }
-                ck_wg_fence();
-#pragma unroll
-                for (int k2 = 0; k2 < BN / 32; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc(kb + (uint32_t)k2 * 2048u, CB, 1024u));
-                ck_wg_commit();
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    exps(ck_mlaw_int<BN / 16>{}, ck_mlaw_int<BN / 8>{}, r);
-                    l_run[r] = l_run[r] * al[r] + ls[r]; /* this thread's share; the quad's sum at the end */
-                }
-#pragma unroll
-                for (int k2 = BN / 32; k2 < BN / 16; k2++) dst[k2 * 128 + wt] = make_uint4(pa[k2][0], pa[k2][1], pa[k2][2], pa[k2][3]);
-                sfac[wt] = make_float2(al[0], al[1]);
-                ck_wg_fence();
-#pragma unroll
-                for (int k2 = BN / 32; k2 < BN / 16; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc(kb + (uint32_t)k2 * 2048u, CB, 1024u));
-                ck_wg_commit();
-                ck_mlaw_bar_landed(); /* P of tile j and its factors published */
-            }
-            ck_wg_wait<0>(); /* before the paths join (ptxas: C7515 otherwise) */
-            ck_wg_pin(o);
-        } else {
-            for (int j = 0; j < n_tiles; j++) {
-                const int st = j & 1;
-                if (j > 0) load_p(j - 1); /* before bar 4: part A of tile j + 1 then overwrites that rope block */
-                ck_mlaw_bar_free();
-                if (j + 1 < n_tiles && CPY(j + 1)) issue_part(st ^ 1, (j + 1) % SLOTS, ck_mlaw_int<PART_A>{});
-                ck_cp_async_commit();
-                ck_cp_async_wait<1>(); /* tile j's part B (issued in tile j - 1) landed; part A of tile j + 1 may not */
-                ck_fence_proxy_async();
-                ck_mlaw_bar_landb();
-                store((j + 2) % SLOTS, pkB, blkB); /* the slot of tile j - 1: done with */
-                pkB = pkA;
-                blkB = load_blk(pkA);
-                pkA = load_pk(j + 4);
-                if constexpr (!(VAR & CK_MLAW_NOSI)) ck_mlaw_bar_sissued();
-                if (j > 0) pv_r(j - 1);
-                if (j + 1 < n_tiles && CPY(j + 1)) issue_part(st ^ 1, (j + 1) % SLOTS, ck_mlaw_int<PART_B>{}); /* its blocks 4-7 are read */
-                ck_cp_async_commit();
-                if (j + 1 < n_tiles) {
-                    ck_cp_async_wait<1>(); /* part A of tile j + 1 landed */
-                    ck_fence_proxy_async();
-                }
-                ck_mlaw_bar_landed(); /* part A of tile j + 1 landed: S of tile j + 1 may start */
-            }
-            if (n_tiles > 0) {
-                load_p(n_tiles - 1);
-                pv_r(n_tiles - 1);
-            }
-        }
-    } else
     for (int j = 0; j < n_tiles; j++) {
         const int st = j & 1, slot = j % SLOTS;
         const uint32_t kb = sK + (uint32_t)st * TILE;
@@ -660,7 +468,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
         auto kscale = [&](int n) { return F8 ? *(const float2 *)(sscl + slot * BN + 8 * n + 2 * t4) : make_float2(1.0f, 1.0f); };
         if (wg == 1) {
             if (PIPE) ck_wg_wait<0>(); /* its P V of tile j - 1 done: its copies may overwrite that stage */
-            if (j + 1 < n_tiles && CPY(j + 1)) issue(st ^ 1, (j + 1) % SLOTS);
+            if (j + 1 < n_tiles) issue(st ^ 1, (j + 1) % SLOTS);
             ck_cp_async_commit();
             store((j + 2) % SLOTS, pkB, blkB); /* the slot of tile j - 1: done with */
             pkB = pkA;
@@ -682,6 +490,15 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
                 issue_s(ck_mlaw_int<SA>{}, ck_mlaw_int<D / 16>{}); /* the rest of S behind bar 4 */
             if (F8ALL && j + 1 < n_tiles) issue8(st ^ 1, (j + 1) % SLOTS); /* its rows of tile j + 1, behind S */
             ck_cp_async_commit();
+            /* INNER: no score of the warp needs a mask (every key present and within every row's limit), decided
+             * while S runs */
+            bool inner = false;
+            if constexpr (INNER) {
+                uint32_t pm = 0;
+#pragma unroll
+                for (int n = 0; n < BN / 8; n++) pm = max(pm, max((uint32_t)pos[n].x, (uint32_t)pos[n].y));
+                inner = __all_sync(0xffffffffu, rows_in && pm <= lim_in);
+            }
             ck_wg_wait<0>();
             ck_wg_pin(s);
             if (!PIPE) {
@@ -692,6 +509,12 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             /* online softmax of rows (g, g + 8) over keys 8n + 2 t4 + e: scaled into the log2 domain,
              * masked; the quad holds a row's 64 keys; lazy rescaling */
             float mx[2] = {-CK_INF, -CK_INF};
+            if (inner) {
+#pragma unroll
+                for (int n = 0; n < BN / 8; n++)
+#pragma unroll
+                    for (int r = 0; r < 2; r++) mx[r] = fmaxf(mx[r], fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
+            } else
 #pragma unroll
             for (int n = 0; n < BN / 8; n++)
 #pragma unroll
@@ -704,27 +527,69 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
                         v = row_any[r] && p <= lim[r] ? ((VAR & CK_MLAW_FOLD) ? v : v * scale2) : -CK_INF;
                         mx[r] = fmaxf(mx[r], v);
                     }
+            if constexpr (SPEC) {
+                /* the first part's exponentials against the running max, issued before the row max is known (it
+                 * only moves when a row's exceeds it by more than LAZY); formed again with the new max when one
+                 * does (a warp's vote), or while a row of the warp has had no key yet */
+                auto first = [&](int r) {
+                    ls[r] = 0.0f;
 #pragma unroll
-            for (int r = 0; r < 2; r++) {
-                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-                if (VAR & CK_MLAW_FOLD) mx[r] *= scale2; /* scale2 > 0: the max of the scaled scores */
-                const float m_new = mx[r] > m_run[r] + CK_MLAW_LAZY ? mx[r] : m_run[r];
-                m_use[r] = m_new == -CK_INF ? 0.0f : m_new;
-                /* a row with no key yet has O = 0 and l = 0: factor 1 */
-                al[r] = m_run[r] == -CK_INF ? 1.0f : ck_mlaw_exp2(m_run[r] - m_use[r]);
-                ls[r] = 0.0f;
+                    for (int n = 0; n < NP; n++) {
+                        const float p0 = ck_mlaw_exp2(fmaf(s[4 * n + 2 * r], scale2, -m_use[r]));
+                        const float p1 = ck_mlaw_exp2(fmaf(s[4 * n + 2 * r + 1], scale2, -m_use[r]));
+                        ls[r] += p0 + p1;
+                        pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0, p1);
+                    }
+                };
+                const bool spec = __all_sync(0xffffffffu, m_run[0] != -CK_INF && m_run[1] != -CK_INF);
+                if (spec) {
 #pragma unroll
-                for (int n = 0; n < NP; n++) {
-                    const float p0 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r], scale2, -m_use[r]) : s[4 * n + 2 * r] - m_use[r]);
-                    const float p1 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r + 1], scale2, -m_use[r])
-                                                                        : s[4 * n + 2 * r + 1] - m_use[r]);
-                    ls[r] += p0 + p1;
-                    const float2 ks = kscale(n); /* P V with V unscaled: sum p scale v (p <= 2^8: f16 holds it for scales < 255) */
-                    pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0 * ks.x, p1 * ks.y);
+                    for (int r = 0; r < 2; r++) {
+                        m_use[r] = m_run[r];
+                        first(r);
+                    }
                 }
-                if (!SPLIT) l_run[r] = l_run[r] * al[r] + ls[r]; /* this thread's share; the quad's sum at the end */
-                m_run[r] = m_new;
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+                    mx[r] *= scale2; /* scale2 > 0: the max of the scaled scores */
+                }
+                if (!spec || __any_sync(0xffffffffu, mx[0] > m_run[0] + CK_MLAW_LAZY || mx[1] > m_run[1] + CK_MLAW_LAZY)) {
+#pragma unroll
+                    for (int r = 0; r < 2; r++) {
+                        const float m_new = mx[r] > m_run[r] + CK_MLAW_LAZY ? mx[r] : m_run[r];
+                        m_use[r] = m_new == -CK_INF ? 0.0f : m_new;
+                        al[r] = m_run[r] == -CK_INF ? 1.0f : ck_mlaw_exp2(m_run[r] - m_use[r]);
+                        first(r);
+                        m_run[r] = m_new;
+                    }
+                } else {
+                    al[0] = al[1] = 1.0f; /* no row's max moved: m_use = m_run, as formed */
+                }
+            } else {
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+                    if (VAR & CK_MLAW_FOLD) mx[r] *= scale2; /* scale2 > 0: the max of the scaled scores */
+                    const float m_new = mx[r] > m_run[r] + CK_MLAW_LAZY ? mx[r] : m_run[r];
+                    m_use[r] = m_new == -CK_INF ? 0.0f : m_new;
+                    /* a row with no key yet has O = 0 and l = 0: factor 1 */
+                    al[r] = m_run[r] == -CK_INF ? 1.0f : ck_mlaw_exp2(m_run[r] - m_use[r]);
+                    ls[r] = 0.0f;
+#pragma unroll
+                    for (int n = 0; n < NP; n++) {
+                        const float p0 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r], scale2, -m_use[r]) : s[4 * n + 2 * r] - m_use[r]);
+                        const float p1 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r + 1], scale2, -m_use[r])
+                                                                            : s[4 * n + 2 * r + 1] - m_use[r]);
+                        ls[r] += p0 + p1;
+                        const float2 ks = kscale(n); /* P V with V unscaled: sum p scale v (p <= 2^8: f16 holds it for scales < 255) */
+                        pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0 * ks.x, p1 * ks.y);
+                    }
+                    if (!SPLIT) l_run[r] = l_run[r] * al[r] + ls[r]; /* this thread's share; the quad's sum at the end */
+                    m_run[r] = m_new;
+                }
             }
             uint4 *dst = (uint4 *)(smem + (kb + ROPE - base));
 #pragma unroll
@@ -869,11 +734,11 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
 #define CK_MLAW_V5 (CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE)
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16(const __grid_constant__ ck_mla_args_t a)
 {
-    ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_PIPE>(a);
+    ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_SPEC>(a);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid_constant__ ck_mla_args_t a)
 {
-    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_V5 | CK_MLAW_PIPE>(a);
+    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_SPEC>(a);
 }
 /* the session-7 A/B (docs/dev/cuda-mla.md; ATTNRT_CUDA_MLA_VARIANT=<name>): v2 as it was, and other flag sets */
 #define CK_MLA_WG_VAR(name, var)                                                                                       \
@@ -888,12 +753,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid
 CK_MLA_WG_VAR(v2, 0)
 CK_MLA_WG_VAR(split, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT)
 CK_MLA_WG_VAR(v5, CK_MLAW_V5)
-CK_MLA_WG_VAR(pipe, CK_MLAW_V5 | CK_MLAW_PIPE)
-CK_MLA_WG_VAR(defer, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_DEFER)
-CK_MLA_WG_VAR(deferx, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_DEFER | CK_MLAW_NOSI)
-CK_MLA_WG_VAR(l2h, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_L2H)
-CK_MLA_WG_VAR(nocp, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_NOCP)
-CK_MLA_WG_VAR(nocpd, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_DEFER | CK_MLAW_NOCP)
+CK_MLA_WG_VAR(pipe, CK_MLAW_V5 | CK_MLAW_PIPE) /* session 8's default */
+CK_MLA_WG_VAR(specin, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_SPEC | CK_MLAW_INNER)
 
 /* an fp8 latent (e4m3 or e5m2, a.kv_dtype) with a query of type T; `wg1`: converted by warpgroup 1 alone (the
  * first design, for the A/B) */
