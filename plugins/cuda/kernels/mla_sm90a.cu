@@ -76,14 +76,6 @@ template <int N> struct ck_mlaw_int {
 /* named barriers of PIPE: the last tile's P V done (4); the next tile landed (5) */
 __device__ __forceinline__ void ck_mlaw_bar_free() { asm volatile("bar.sync 4, 256;\n" ::: "memory"); }
 __device__ __forceinline__ void ck_mlaw_bar_landed() { asm volatile("bar.sync 5, 256;\n" ::: "memory"); }
-/* Session 9 (docs/dev/cuda-mla.md, "Session 9"):
- *   SPEC  the first part of P (SPLIT) formed against the running max before the tile's row max is known, and
- *         formed again only when a warp's vote finds a row whose max exceeds it by more than LAZY (or a row
- *         with no key yet): the max reduction (a chain of 32 fmax and two shuffles) leaves the softmax's
- *         critical path, where the tensor cores wait for P.
- *   INNER session 8's: a warp whose scores need no mask (decided from the key positions while S runs) takes
- *         only their max after S (v5: a compare and select on each of 32 scores first). */
-enum { CK_MLAW_SPEC = 256, CK_MLAW_INNER = 512 };
 
 /* 16 fp8 codes (dims 16c .. 16c + 15 of a row) as 16 values of T, exactly: two 16-byte chunks */
 template <typename T> __device__ __forceinline__ uint32_t ck_mlaw_fp8x2(uint32_t pair, bool e4m3);
@@ -196,10 +188,6 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     static_assert(ROWS == 64 && BN == 64 && D % 64 == 0 && CK_MLA_MMA_DV == 512, "the shapes this kernel is written for");
     constexpr bool F8 = (VAR & CK_MLAW_F8) != 0, F8ALL = F8 && (VAR & CK_MLAW_F8ALL) != 0;
     constexpr bool PIPE = (VAR & CK_MLAW_PIPE) != 0;
-    constexpr bool SPEC = (VAR & CK_MLAW_SPEC) != 0;
-    constexpr bool INNER = (VAR & CK_MLAW_INNER) != 0;
-    static_assert(!INNER || (PIPE && (VAR & CK_MLAW_FOLD)), "INNER: PIPE's early key positions, FOLD's unscaled max");
-    static_assert(!SPEC || ((VAR & CK_MLAW_SPLIT) && (VAR & CK_MLAW_FOLD) && !F8), "SPEC: SPLIT's first part, FOLD's exponent, 16-bit latents");
     static_assert(!PIPE || (!F8 && (VAR & CK_MLAW_SPLIT)), "PIPE: 16-bit latents, with SPLIT's two P V groups");
     constexpr int CT = F8ALL ? 256 : 128, RPT = BN / (CT / 4); /* fp8: converting threads; rows a thread */
     static_assert(!F8 || ((VAR & CK_MLAW_FOLD) && D == 576), "fp8: the scale is applied with FOLD's exponent; the raw layout is 576's");
@@ -398,16 +386,6 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
         row_any[r] = row < nrows && l64 >= 0;
         lim[r] = row_any[r] ? (uint32_t)min(l64, (int64_t)INT32_MAX) : 0u;
     }
-    /* INNER: the tightest limit of this thread's rows that exist; a row that exists but sees no key fails it.
-     * Padding rows (past nrows: Q = 0, finite scores, never written) may go unmasked. */
-    uint32_t lim_in = 0xffffffffu;
-    bool rows_in = true;
-#pragma unroll
-    for (int r = 0; r < 2; r++)
-        if (wq * 16 + g + 8 * r < nrows) {
-            rows_in = rows_in && row_any[r];
-            lim_in = min(lim_in, lim[r]);
-        }
     const float scale2 = a.scale * CK_MLAW_LOG2E;
 
     /* O: this warpgroup's 256 value columns in wgmma's accumulator layout: column group n of rows
@@ -490,15 +468,6 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
                 issue_s(ck_mlaw_int<SA>{}, ck_mlaw_int<D / 16>{}); /* the rest of S behind bar 4 */
             if (F8ALL && j + 1 < n_tiles) issue8(st ^ 1, (j + 1) % SLOTS); /* its rows of tile j + 1, behind S */
             ck_cp_async_commit();
-            /* INNER: no score of the warp needs a mask (every key present and within every row's limit), decided
-             * while S runs */
-            bool inner = false;
-            if constexpr (INNER) {
-                uint32_t pm = 0;
-#pragma unroll
-                for (int n = 0; n < BN / 8; n++) pm = max(pm, max((uint32_t)pos[n].x, (uint32_t)pos[n].y));
-                inner = __all_sync(0xffffffffu, rows_in && pm <= lim_in);
-            }
             ck_wg_wait<0>();
             ck_wg_pin(s);
             if (!PIPE) {
@@ -509,12 +478,6 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             /* online softmax of rows (g, g + 8) over keys 8n + 2 t4 + e: scaled into the log2 domain,
              * masked; the quad holds a row's 64 keys; lazy rescaling */
             float mx[2] = {-CK_INF, -CK_INF};
-            if (inner) {
-#pragma unroll
-                for (int n = 0; n < BN / 8; n++)
-#pragma unroll
-                    for (int r = 0; r < 2; r++) mx[r] = fmaxf(mx[r], fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
-            } else
 #pragma unroll
             for (int n = 0; n < BN / 8; n++)
 #pragma unroll
@@ -527,69 +490,27 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
                         v = row_any[r] && p <= lim[r] ? ((VAR & CK_MLAW_FOLD) ? v : v * scale2) : -CK_INF;
                         mx[r] = fmaxf(mx[r], v);
                     }
-            if constexpr (SPEC) {
-                /* the first part's exponentials against the running max, issued before the row max is known (it
-                 * only moves when a row's exceeds it by more than LAZY); formed again with the new max when one
-                 * does (a warp's vote), or while a row of the warp has had no key yet */
-                auto first = [&](int r) {
-                    ls[r] = 0.0f;
 #pragma unroll
-                    for (int n = 0; n < NP; n++) {
-                        const float p0 = ck_mlaw_exp2(fmaf(s[4 * n + 2 * r], scale2, -m_use[r]));
-                        const float p1 = ck_mlaw_exp2(fmaf(s[4 * n + 2 * r + 1], scale2, -m_use[r]));
-                        ls[r] += p0 + p1;
-                        pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0, p1);
-                    }
-                };
-                const bool spec = __all_sync(0xffffffffu, m_run[0] != -CK_INF && m_run[1] != -CK_INF);
-                if (spec) {
+            for (int r = 0; r < 2; r++) {
+                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+                if (VAR & CK_MLAW_FOLD) mx[r] *= scale2; /* scale2 > 0: the max of the scaled scores */
+                const float m_new = mx[r] > m_run[r] + CK_MLAW_LAZY ? mx[r] : m_run[r];
+                m_use[r] = m_new == -CK_INF ? 0.0f : m_new;
+                /* a row with no key yet has O = 0 and l = 0: factor 1 */
+                al[r] = m_run[r] == -CK_INF ? 1.0f : ck_mlaw_exp2(m_run[r] - m_use[r]);
+                ls[r] = 0.0f;
 #pragma unroll
-                    for (int r = 0; r < 2; r++) {
-                        m_use[r] = m_run[r];
-                        first(r);
-                    }
+                for (int n = 0; n < NP; n++) {
+                    const float p0 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r], scale2, -m_use[r]) : s[4 * n + 2 * r] - m_use[r]);
+                    const float p1 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r + 1], scale2, -m_use[r])
+                                                                        : s[4 * n + 2 * r + 1] - m_use[r]);
+                    ls[r] += p0 + p1;
+                    const float2 ks = kscale(n); /* P V with V unscaled: sum p scale v (p <= 2^8: f16 holds it for scales < 255) */
+                    pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0 * ks.x, p1 * ks.y);
                 }
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-                    mx[r] *= scale2; /* scale2 > 0: the max of the scaled scores */
-                }
-                if (!spec || __any_sync(0xffffffffu, mx[0] > m_run[0] + CK_MLAW_LAZY || mx[1] > m_run[1] + CK_MLAW_LAZY)) {
-#pragma unroll
-                    for (int r = 0; r < 2; r++) {
-                        const float m_new = mx[r] > m_run[r] + CK_MLAW_LAZY ? mx[r] : m_run[r];
-                        m_use[r] = m_new == -CK_INF ? 0.0f : m_new;
-                        al[r] = m_run[r] == -CK_INF ? 1.0f : ck_mlaw_exp2(m_run[r] - m_use[r]);
-                        first(r);
-                        m_run[r] = m_new;
-                    }
-                } else {
-                    al[0] = al[1] = 1.0f; /* no row's max moved: m_use = m_run, as formed */
-                }
-            } else {
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-                    if (VAR & CK_MLAW_FOLD) mx[r] *= scale2; /* scale2 > 0: the max of the scaled scores */
-                    const float m_new = mx[r] > m_run[r] + CK_MLAW_LAZY ? mx[r] : m_run[r];
-                    m_use[r] = m_new == -CK_INF ? 0.0f : m_new;
-                    /* a row with no key yet has O = 0 and l = 0: factor 1 */
-                    al[r] = m_run[r] == -CK_INF ? 1.0f : ck_mlaw_exp2(m_run[r] - m_use[r]);
-                    ls[r] = 0.0f;
-#pragma unroll
-                    for (int n = 0; n < NP; n++) {
-                        const float p0 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r], scale2, -m_use[r]) : s[4 * n + 2 * r] - m_use[r]);
-                        const float p1 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r + 1], scale2, -m_use[r])
-                                                                            : s[4 * n + 2 * r + 1] - m_use[r]);
-                        ls[r] += p0 + p1;
-                        const float2 ks = kscale(n); /* P V with V unscaled: sum p scale v (p <= 2^8: f16 holds it for scales < 255) */
-                        pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0 * ks.x, p1 * ks.y);
-                    }
-                    if (!SPLIT) l_run[r] = l_run[r] * al[r] + ls[r]; /* this thread's share; the quad's sum at the end */
-                    m_run[r] = m_new;
-                }
+                if (!SPLIT) l_run[r] = l_run[r] * al[r] + ls[r]; /* this thread's share; the quad's sum at the end */
+                m_run[r] = m_new;
             }
             uint4 *dst = (uint4 *)(smem + (kb + ROPE - base));
 #pragma unroll
@@ -734,11 +655,11 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
 #define CK_MLAW_V5 (CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE)
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16(const __grid_constant__ ck_mla_args_t a)
 {
-    ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_SPEC>(a);
+    ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_PIPE>(a);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid_constant__ ck_mla_args_t a)
 {
-    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_SPEC>(a);
+    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_V5 | CK_MLAW_PIPE>(a);
 }
 /* the session-7 A/B (docs/dev/cuda-mla.md; ATTNRT_CUDA_MLA_VARIANT=<name>): v2 as it was, and other flag sets */
 #define CK_MLA_WG_VAR(name, var)                                                                                       \
@@ -753,8 +674,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid
 CK_MLA_WG_VAR(v2, 0)
 CK_MLA_WG_VAR(split, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT)
 CK_MLA_WG_VAR(v5, CK_MLAW_V5)
-CK_MLA_WG_VAR(pipe, CK_MLAW_V5 | CK_MLAW_PIPE) /* session 8's default */
-CK_MLA_WG_VAR(specin, CK_MLAW_V5 | CK_MLAW_PIPE | CK_MLAW_SPEC | CK_MLAW_INNER)
 
 /* an fp8 latent (e4m3 or e5m2, a.kv_dtype) with a query of type T; `wg1`: converted by warpgroup 1 alone (the
  * first design, for the A/B) */
