@@ -17,7 +17,10 @@
 # CSV: ncu-mla-src-sass.csv, ncu-mla-src-cuda.csv; the kernels carry -lineinfo). MLA_SAN=0 skips the sanitizers.
 # MLA_AB="- v2 x ..." times wgmma MLA variants of one build (ATTNRT_CUDA_MLA_VARIANT; - the default) interleaved,
 # 3 rounds, after conformance (--filter mla) of each; the rows include fp8 latents (a variant a latent kind lacks
-# runs that kind's default kernel); the sanitizers add racecheck of each variant on mla-d576-wg-f16-bs16.
+# runs that kind's default kernel; MLA_AB_FP8=0 keeps the 16-bit rows only); the sanitizers add racecheck of each
+# variant on mla-d576-wg-f16-bs16. MLA_AB_TIMEOUT (120 s) bounds a variant's conformance and racecheck; a variant
+# that fails or times out there is left out of the timing. MLA_AB_DIAG="x ..": variants of MLA_AB that are timing
+# diagnostics (wrong results by design): timed, neither conformance-checked nor racechecked.
 # MLA_ONLY=1 keeps the conformance runs, the graph capture, the MLA rows and the MLA sanitizer cases and
 # skips the lightning / GDN ones (an MLA iteration in ~2 minutes).
 # Run from the repository root:   BUILD_DIR=build-cuda-ops bash bench/h200/run_ops.sh
@@ -105,16 +108,23 @@ echo "--- ATTNRT_CUDA_MLA=mma attnrt-bench ${MLA[*]} --batch 64 --ctx 4096 --kv-
 ATTNRT_CUDA_MLA=mma timeout 60 "${B[@]}" "${MLA[@]}" --batch 64 --ctx 4096 --kv-dtype fp8_e4m3 2>&1 | tail -8
 if [ -n "${MLA_AB:-}" ]; then # A/B of wgmma kernel variants of one build, interleaved: MLA_AB="- v2 x ..." (- the default)
     step "conformance of each variant of MLA_AB (--filter mla, ATTNRT_CUDA_MLA_VARIANT)"
+    AB_OK="" # a variant that times out (a hang) or fails is left out of the timing and the racecheck
     for kn in $MLA_AB; do
-        [ "$kn" = - ] && continue
-        ATTNRT_CUDA_MLA_VARIANT=$kn timeout 120 "$BUILD/tools/attnrt-conform" --plugin cuda --filter mla > "$OUT/conform-mla-var-$kn.txt" 2>&1
-        echo "variant $kn: exit $? $(tail -1 "$OUT/conform-mla-var-$kn.txt")"; grep -E "FAIL" "$OUT/conform-mla-var-$kn.txt" | head -5
+        [ "$kn" = - ] && { AB_OK="$AB_OK -"; continue; }
+        case " ${MLA_AB_DIAG:-} " in *" $kn "*) AB_OK="$AB_OK $kn"; echo "variant $kn: a timing diagnostic (MLA_AB_DIAG), no conformance"; continue ;; esac
+        ATTNRT_CUDA_MLA_VARIANT=$kn timeout "${MLA_AB_TIMEOUT:-120}" "$BUILD/tools/attnrt-conform" --plugin cuda --filter mla > "$OUT/conform-mla-var-$kn.txt" 2>&1
+        rc=$?
+        echo "variant $kn: exit $rc $(tail -1 "$OUT/conform-mla-var-$kn.txt")"; grep -E "FAIL" "$OUT/conform-mla-var-$kn.txt" | head -5
+        [ $rc = 0 ] && AB_OK="$AB_OK $kn"
     done
+    MLA_AB=$AB_OK
+    # MLA_AB_FP8=0: the 16-bit latent rows only (variants of the 16-bit kernels)
+    AB_ROWS=("--block-size 64" "--block-size 16" "--block-size 64 --topk 2048")
+    [ "${MLA_AB_FP8:-1}" = 1 ] && AB_ROWS+=("--block-size 64 --kv-dtype fp8_e4m3" "--block-size 16 --kv-dtype fp8_e5m2" \
+        "--block-size 64 --kv-dtype fp8_e4m3 --dtype f16" "--block-size 64 --topk 2048 --kv-dtype fp8_e4m3")
     step "A/B (interleaved, 3 rounds): MLA wgmma variants $MLA_AB on the issue row, block 16 and sparse top-2048"
     for r in 1 2 3; do
-        for extra in "--block-size 64" "--block-size 16" "--block-size 64 --topk 2048" "--block-size 64 --kv-dtype fp8_e4m3" \
-            "--block-size 16 --kv-dtype fp8_e5m2" "--block-size 64 --kv-dtype fp8_e4m3 --dtype f16" \
-            "--block-size 64 --topk 2048 --kv-dtype fp8_e4m3"; do
+        for extra in "${AB_ROWS[@]}"; do
             for kn in $MLA_AB; do
                 printf '%-8s r%d %-28s ' "$kn" "$r" "$extra"
                 v=$kn; [ "$kn" = - ] && v=
@@ -236,8 +246,9 @@ if [ "${MLA_SAN:-1}" = 1 ] && command -v compute-sanitizer > /dev/null 2>&1; the
     done
     for kn in ${MLA_AB:-}; do # each wgmma variant's own synchronisation (MLA_AB; - the default, checked above)
         [ "$kn" = - ] && continue
+        case " ${MLA_AB_DIAG:-} " in *" $kn "*) continue ;; esac
         echo "racecheck mla-d576-wg-f16-bs16 (ATTNRT_CUDA_MLA_VARIANT=$kn)" >> "$OUT/sanitizer.txt"
-        ATTNRT_CUDA_MLA_VARIANT=$kn timeout 120 compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" \
+        ATTNRT_CUDA_MLA_VARIANT=$kn timeout "${MLA_AB_TIMEOUT:-120}" compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" \
             --plugin cuda --cases 0 --filter mla-d576-wg-f16-bs16 2>&1 | grep -E "^=========|passed" | head -16 >> "$OUT/sanitizer.txt"
     done
     cat "$OUT/sanitizer.txt"

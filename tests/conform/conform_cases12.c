@@ -61,6 +61,11 @@ void cf_directed_mla(cf_builder_t *b)
     c->lse = 1;
     c = add_mla(b, "mla-d576-wg-bs128", "1/300 1/128 3/190 1/1100", 32, 576, 512, 128, CF_BF16, CF_BF16, SCALE_192);
     c->strided = c->lse = 1;
+    /* sharp scores (scale 0.5: a score's spread ~17 log2 units), so a row's running max keeps moving by more than
+     * the lazy threshold (8) after its first tile: the wgmma kernel's speculative first part of P (formed against
+     * the running max) is formed again there (SPEC's second path); 2,100 keys: splits, many tiles */
+    c = add_mla(b, "mla-d576-wg-sharp", "1/2100 2/300 1/65", 64, 576, 512, 64, CF_BF16, CF_BF16, 0.5f);
+    c->lse = 1;
     /* the wgmma kernel's fp8 latent (raw codes converted to 16 bits in shared memory, the row scale on the
      * scores and P): e4m3 with f16 queries over 16-key blocks with per-block scales (a tile's rows from four
      * blocks of different scales), contexts of one tile, one tile and a key, 2,100 keys (splits); e5m2 with
