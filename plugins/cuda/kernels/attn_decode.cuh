@@ -187,6 +187,23 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     };
     int32_t blk_n = 0, r_n = 0, blk_nn = 0, r_nn = 0; /* block ids (and rows) of the next two tiles to fetch */
 
+    /* This lane's copy chunk (cp.async form): chunk cp_ch of rows cp_r0 + 32 / CPR i. Its stage offsets
+     * repeat every CPER rounds (the swizzle's period) but for a multiple of rows: coff[i % CPER] + an
+     * immediate. Computed once, before the items, and opaque to the compiler (session 9: in the
+     * persistent form it otherwise recomputed them in the key loop, from cp_ch and cp_r0, every tile). */
+    const int cp_ch = lane % CPR, cp_r0 = lane / CPR;
+    const bool cp_k = cp_ch < a.dqk * ES / 16, cp_v = cp_ch < a.dv * ES / 16;
+    auto sw = [](int row) -> int { return BULK ? 0 : CPR >= 8 ? row & 7 : (row >> 1) & 3; };
+    constexpr int CSTEP = 32 / CPR, CPER = CPR >= 8 ? 8 / CSTEP : 1;
+    uint32_t coff[CPER], csrc = (uint32_t)cp_ch * 16, caddr = ck_smem(addr + cp_r0); /* + the address slot */
+#pragma unroll
+    for (int m = 0; m < CPER; m++) coff[m] = (uint32_t)((cp_r0 + m * CSTEP) * ROWB + ((cp_ch ^ sw(cp_r0 + m * CSTEP)) * 16));
+    if constexpr (CPS == 4) { /* the batched form (BATCH below) */
+#pragma unroll
+        for (int m = 0; m < CPER; m++) asm volatile("" : "+r"(coff[m]));
+        asm volatile("" : "+r"(csrc), "+r"(caddr));
+    }
+
     ck_work_item_t it = it0;
     for (int item = (int)blockIdx.x;;) { /* PST: the block's items; otherwise one pass */
         const int64_t seq = it.seq;
@@ -263,9 +280,6 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
          * largest |v scale| into meta[st]; then the copies into stage st. Warp-collective. part (cp.async
          * form): 0 everything and the commit; 1 the addresses and the first half of the copy rounds; 2 the
          * second half and the commit (the same st and real as the part 1 before it). */
-        const int cp_ch = lane % CPR, cp_r0 = lane / CPR;
-        const bool cp_k = cp_ch < a.dqk * ES / 16, cp_v = cp_ch < a.dv * ES / 16;
-        auto sw = [](int row) -> int { return BULK ? 0 : CPR >= 8 ? row & 7 : (row >> 1) & 3; };
         const uint32_t kbytes = a.dqk * ES, vbytes = a.dv * ES; /* BULK: bytes copied a K / V row */
         constexpr int ROUNDS = KPW / (32 / CPR); /* cp.async form: copy rounds of a tile */
         constexpr bool SPLIT = CPS != 0;         /* the refill in two parts (part 1, then part 2 after QK^T) */
@@ -282,14 +296,15 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 #pragma unroll
                 for (int i = 0; i < NB; i++)
                     asm volatile("ld.shared.v2.u64 {%0, %1}, [%2];\n"
-                                 : "=l"(pk[i]), "=l"(pv[i]) : "r"(ck_smem(addr + cp_r0 + (i0 + i) * (32 / CPR))) : "memory");
+                                 : "=l"(pk[i]), "=l"(pv[i]) : "r"(caddr + (i0 + i) * CSTEP * 16) : "memory");
+                const uint32_t ab = absent >> cp_r0; /* bit CSTEP k: row cp_r0 + CSTEP k absent */
 #pragma unroll
                 for (int i = 0; i < NB; i++) {
-                    const int row = cp_r0 + (i0 + i) * (32 / CPR);
-                    const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
-                    const bool gone = (absent >> row) & 1u;
-                    ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(pk[i] + cp_ch * 16), gone || !cp_k);
-                    ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(pv[i] + cp_ch * 16), gone || !cp_v);
+                    const int k = i0 + i;
+                    const uint32_t off = coff[k % CPER] + (uint32_t)((k / CPER) * CPER * CSTEP * ROWB);
+                    const bool gone = (ab >> (k * CSTEP)) & 1u;
+                    ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(pk[i] + csrc), gone || !cp_k);
+                    ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(pv[i] + csrc), gone || !cp_v);
                 }
                 return;
             }
