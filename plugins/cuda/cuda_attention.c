@@ -166,12 +166,7 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
         k.items = p->dec_splits ? NULL : items + p->n_prefill;
         k.dec_splits = p->dec_splits;
         k.split_count = (uint32_t *)(uintptr_t)p->split_count;
-        /* the persistent kernel packs a key's row with its KV head in 32 bits and counts keys in 32 bits */
-        if (p->f_decode_pst && k.block_size <= 0xffff && k.hkv <= 0x7fff && k.bt_cols * k.block_size < ((int64_t)1 << 31)) {
-            k.dec_items = (int32_t)p->n_decode;
-            st = cuda_launch(p->f_decode_pst, p->pst_grid, 128, p->smem_decode, stream, &k, "cuda paged attention (decode tiles)");
-        } else
-            st = cuda_launch(p->f_decode, p->n_decode, 128, p->smem_decode, stream, &k, "cuda paged attention (decode tiles)");
+        st = cuda_launch(p->f_decode, p->n_decode, 128, p->smem_decode, stream, &k, "cuda paged attention (decode tiles)");
     }
     return st == ATTNRT_OK ? cuda_finish(stream, "cuda paged attention") : st;
 }

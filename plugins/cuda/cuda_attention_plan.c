@@ -261,20 +261,6 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         p->num_parts = p->dec_splits > 1 ? (int64_t)n_decode : 0;
     }
 
-    /* fp8 D 128 without splits: the persistent kernel on the resident blocks (fewer if the batch has
-     * fewer items), each taking every gridDim-th item, so that a block's next item starts its copies
-     * under the current one's last tiles (docs/dev/cuda-decode.md, session 9) */
-    if (p->dec_splits == 1 && p->fp8 && di == 1 && d->k.dec_pst[t] && n_decode > 0) {
-        int occ = 0;
-        if (cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occ, d->k.dec_pst[t], 128, p->smem_decode) == CUDA_SUCCESS &&
-            occ > 0) {
-            int64_t grid = (int64_t)(d->sm_count > 0 ? d->sm_count : 1) * occ;
-            if (d->k.dec_pst_cap > 0 && grid > d->k.dec_pst_cap) grid = d->k.dec_pst_cap;
-            if (grid > (int64_t)n_decode) grid = (int64_t)n_decode;
-            p->f_decode_pst = d->k.dec_pst[t];
-            p->pst_grid = (uint32_t)grid;
-        }
-    }
     p->n_prefill = (uint32_t)n_prefill;
     p->n_decode = (uint32_t)n_decode;
     p->list_bytes = p->dec_splits ? 0 : (n_prefill + n_decode) * sizeof(ck_work_item_t);

@@ -33,8 +33,6 @@ typedef struct cuda_attn_plan {
     uint32_t n_prefill, n_decode;
     int64_t  num_parts;     /* split partial states */
     int32_t  dec_splits;    /* > 0: no list; decode items derived from blockIdx with this split count */
-    CUfunction f_decode_pst; /* dec_splits 1 and the persistent kernel loaded: it, on pst_grid blocks */
-    uint32_t pst_grid;
     CUdeviceptr split_count; /* [num_parts] arrival counts of the split row tiles (device, zero between runs) */
     size_t   off_part_lse, off_part_o, workspace_bytes;
     /* what the plan decided, for notes and tests */

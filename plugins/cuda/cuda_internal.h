@@ -25,8 +25,6 @@ typedef struct cuda_kernels {
     uint32_t   mma_smem[2][2][CUDA_MMA_DIMS];  /* dynamic shared memory: [cfg][fp8][d] */
     int        mma_ok;                         /* 0: the device cannot run them (SIMT only) */
     CUfunction prefill[2][CUDA_MMA_DIMS];      /* prefill fast path (cuda_prefill.c): [0 f16 / 1 bf16][d] */
-    CUfunction dec_pst[2];   /* fp8 D 128 decode, persistent form (attn_decode.cuh's PST): [0 f16 / 1 bf16] */
-    int        dec_pst_cap;  /* ATTNRT_CUDA_DEC_PST=n > 1: its grid at most n blocks (tests); 0: no cap */
     uint32_t   prefill_smem[CUDA_MMA_DIMS], prefill_threads[CUDA_MMA_DIMS]; /* of the kernel in prefill[][d] */
 } cuda_kernels_t;
 

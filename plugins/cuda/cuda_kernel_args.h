@@ -78,11 +78,9 @@ typedef struct ck_attn_args {
     float        scale, softcap;
     /* decode kernel: items == NULL derives item blockIdx.x = ((seq * hkv + kv_head) * dec_splits + split)
      * (every request one decode row tile of all `group` heads); split_count [num_parts]: arrivals at
-     * each row tile's first partial, zero between runs (the last block merges, then resets it);
-     * dec_items > 0: the persistent decode kernel (items == NULL, dec_splits 1), which takes items
-     * blockIdx.x, + gridDim.x, ... < dec_items (attn_decode.cuh's PST) */
+     * each row tile's first partial, zero between runs (the last block merges, then resets it) */
     uint32_t    *split_count;
-    int32_t      dec_splits, dec_items;
+    int32_t      dec_splits, pad_;
 } ck_attn_args_t;
 
 /* ---- merge_states --------------------------------------------------------------------------- */

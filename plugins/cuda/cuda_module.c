@@ -119,13 +119,9 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
      * runs 26-27 of docs/dev/cuda-decode.md); ATTNRT_CUDA_DEC_CPS=0 loads the CPS 0 kernel instead (an
      * A/B switch) */
     const char *cps_env = secure_getenv("ATTNRT_CUDA_DEC_CPS");
-    const char *cps_sfx = cps_env && strcmp(cps_env, "0") == 0 ? "" : "_c4";
-    /* its persistent form (attn_decode.cuh's PST) for batches without splits: loaded unless
-     * ATTNRT_CUDA_DEC_PST=0 (or CPS=0: the A/B of the older kernel); ATTNRT_CUDA_DEC_PST=n > 1 caps its
-     * grid at n blocks, so that small test batches reach its item-to-item path */
-    const char *pst_env = secure_getenv("ATTNRT_CUDA_DEC_PST");
-    const int pst_on = !(pst_env && strcmp(pst_env, "0") == 0) && *cps_sfx;
-    d->k.dec_pst_cap = pst_env && atoi(pst_env) > 1 ? atoi(pst_env) : 0;
+    const char *cps_sfx = cps_env && strcmp(cps_env, "0") == 0   ? ""
+                          : cps_env && strcmp(cps_env, "5") == 0 ? "_c5" /* CPS 4 as session 8 left it */
+                                                                 : "_c4";
     for (int cfg = 0; cfg < 2 && d->k.mma_ok; cfg++)
         for (int fp8 = 0; fp8 < 2; fp8++)
             for (int di = 0; di < CUDA_MMA_DIMS; di++) {
@@ -147,14 +143,6 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
                         return st;
                     }
                     d->k.mma[cfg][t][fp8][di] = f;
-                    if (cfg == CUDA_CFG_DECODE && fp8 && D == 128 && pst_on) {
-                        snprintf(name, sizeof name, "ck_attn_mma_decode_%s_fp8_d128_c4p", t_name[t]);
-                        st = cuda_function_smem(d, CUDA_FAMILY_DECODE, name, smem, &d->k.dec_pst[t]);
-                        if (st != ATTNRT_OK) {
-                            cuda_module_unload(d);
-                            return st;
-                        }
-                    }
                 }
             }
     st = cuda_prefill_load(d);

@@ -260,8 +260,6 @@ void cf_directed_dtypes(cf_case_t *c, cf_dtype_t q, cf_dtype_t out, cf_dtype_t k
 }
 
 static const char MIXED[] = CF_MIXED_BATCH;
-/* 16 decode requests: 10 of 257-320 keys (one of 5 tokens, one of 2), 6 of 1-128 keys */
-static const char PERSIST_BATCH[] = "1/257 1/1 1/264 1/15 5/300 1/278 1/33 1/285 1/292 1/64 2/299 1/306 1/100 1/313 1/320 1/128";
 
 static void directed_attention(cf_builder_t *b)
 {
@@ -449,15 +447,6 @@ static void directed_attention(cf_builder_t *b)
     cf_directed_dtypes(c, CF_F16, CF_F32, CF_E5M2);
     c->alibi = c->per_block_scale = c->lse = 1;
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-e4m3-12rows", "3/300 1/77 2/513 1/4000", 16, 4, 128, 128, 16);
-    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
-    c->per_block_scale = c->lse = 1;
-    /* the persistent fp8 D 128 decode kernel (cuda: a batch without splits, more items than resident
-     * blocks: 16 requests x 33 KV heads = 528 items over 264 blocks on an H200, two items a block; 10
-     * requests of 5 64-key tiles keep the split model at one split) with items of 0 .. 3 tiles a warp side
-     * by side (the stream's padding positions; 2 tiles: the next item's copies from the first tile on), a
-     * 10-row item (5 tokens x GQA 2: the 16-row form alone, the stream restarted after it), a 4-row one,
-     * per-block scales (the PST=n A/B pass of bench/h200/run.sh runs every fp8 D 128 case item to item) */
-    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-e4m3-persist", PERSIST_BATCH, 66, 33, 128, 128, 16);
     cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
     c->per_block_scale = c->lse = 1;
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-plan-reuse", MIXED, 8, 2, 64, 64, 16);

@@ -35,16 +35,7 @@ CK_DEC_ALL_D(bf16, __nv_bfloat16, fp8, true)
 
 CK_DEC_CPS_KERNEL(f16, __half, 4)
 CK_DEC_CPS_KERNEL(bf16, __nv_bfloat16, 4)
-
-/* The persistent form of the same (attn_decode.cuh's PST): grid = the resident blocks, items blockIdx.x,
- * + gridDim.x, ...; the host loads it unless ATTNRT_CUDA_DEC_PST=0 and launches it for a list-free batch
- * of one split (cuda_attention.c). */
-#define CK_DEC_PST_KERNEL(tname, T, CPS)                                                                      \
-    extern "C" __global__ void __launch_bounds__(CK_DEC_WARPS * 32, 2)                                        \
-        ck_attn_mma_decode_##tname##_fp8_d128_c##CPS##p(const __grid_constant__ ck_attn_args_t a)             \
-    {                                                                                                         \
-        attn_decode_pst_entry<T, CPS>(a);                                                                     \
-    }
-
-CK_DEC_PST_KERNEL(f16, __half, 4)
-CK_DEC_PST_KERNEL(bf16, __nv_bfloat16, 4)
+/* CPS 5: CPS 4 as session 8 left it (copy offsets computed a round), for the A/B of session 9's change
+ * (ATTNRT_CUDA_DEC_CPS=5) */
+CK_DEC_CPS_KERNEL(f16, __half, 5)
+CK_DEC_CPS_KERNEL(bf16, __nv_bfloat16, 5)

@@ -60,12 +60,13 @@ __device__ __forceinline__ uint32_t ck_movmatrix_trans(uint32_t x)
     return y;
 }
 
-/* Item idx of a launch without a list (see ck_attn_args_t: items == NULL). */
-__device__ __forceinline__ ck_work_item_t dec_item_at(const ck_attn_args_t &a, int idx)
+/* The item of this block: from the plan's list, or derived from blockIdx.x (see ck_attn_args_t). */
+__device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
 {
+    if (a.items) return a.items[blockIdx.x];
     ck_work_item_t it;
-    const int ns = a.dec_splits, tile = idx / ns;
-    it.split = idx - tile * ns;
+    const int ns = a.dec_splits, tile = (int)blockIdx.x / ns;
+    it.split = (int)blockIdx.x - tile * ns;
     it.seq = tile / a.hkv;
     it.kv_head = tile - it.seq * a.hkv;
     it.q_first = 0;
@@ -74,12 +75,6 @@ __device__ __forceinline__ ck_work_item_t dec_item_at(const ck_attn_args_t &a, i
     it.num_splits = ns;
     it.part_index = ns > 1 ? tile * ns : -1;
     return it;
-}
-
-/* The item of this block: from the plan's list, or derived from blockIdx.x. */
-__device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
-{
-    return a.items ? a.items[blockIdx.x] : dec_item_at(a, (int)blockIdx.x);
 }
 
 /* GEN: the general score path (soft-cap, ALiBi) is compiled in; without it the key loop holds only the
@@ -91,18 +86,10 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
  * latency a half, not one a round). Runs 25 and 26 of docs/dev/cuda-decode.md: CPS 1 1-2% faster than
  * CPS 0 on the fp8 D 128 rows, CPS 4 another 1-1.5% at B64 / B256; all the copies after QK^T (run 24),
  * the first half at the end of the previous iteration, K and V refilled apart (run 26) no better. Built:
- * CPS 0 and CPS 4 (attn_decode.cu); CPS 1 stays a form one line there can build for an A/B.
- * PST (persistent; a launch without a list, one split, a.dec_items > 0): the block takes items blockIdx.x,
- * + gridDim.x, ... and each warp's copy stream runs on across them: the last tiles of an item refill
- * their stages with the next item's first tiles (its block ids looked up two tiles ahead as within an
- * item), so a block start's round trips (request, block ids, first rows) overlap the previous item's
- * last tiles instead of leaving the SM idle (B64: both rounds' blocks start together; docs/dev/
- * cuda-decode.md, session 9). An item's tiles hold positions istart .. istart + max(n_j, 1) - 1 of the
- * warp's stream (stage = position % STAGES); positions past its n_j tiles are padding, fetched as empty
- * groups. The warps are combined through each warp's free stage (the next item's tiles are in flight
- * in the other two). A 16-row item (more than 8 rows) drains the stream and runs the NR 2 form alone. */
-template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0, bool PST = false>
-__device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it0)
+ * CPS 0 and CPS 4 (attn_decode.cu); CPS 1 stays a form one line there can build for an A/B. CPS 5: CPS 4
+ * with session 8's per-round copy offsets (the A/B form of session 9's constants computed once, below). */
+template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0>
+__device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
 {
     constexpr int NW = CK_DEC_WARPS, KPW = CK_DEC_KPW(D, FP8), STAGES = CK_DEC_STAGES(D, FP8);
     constexpr int ES = FP8 ? 1 : 2, ROWB = D * ES, CPR = ROWB / 16; /* bytes, 16-byte chunks a row */
@@ -122,757 +109,616 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     float2 *scl = (float2 *)(smem + lay.scl) + warp * STAGES * KPW;
     uint2 *meta = (uint2 *)(smem + lay.meta) + warp * STAGES; /* {absent bits, largest |v scale| bits} */
     const uint32_t bars = ck_smem(smem + lay.bar) + warp * STAGES * 8; /* BULK: stage st's mbarrier at + 8 st */
-    static_assert(!PST || (NR == 1 && KPW == 32 && !BULK), "persistent form: one n-tile, 32-key cp.async tiles");
 
-    /* PST: this warp's copy stream (positions: the next to fetch, the current item's first), and its
-     * lookup side (two tiles ahead of the fetches): the item it looks up, positions left in that item
-     * and the real ones among them, this lane's next key (logical block, row); 32-bit keys (the host
-     * sends only caches of fewer than 2^31 keys a sequence, blocks of at most 2^16 rows). A position's
-     * packed row is row | kv head << 16, or -1 for padding (warp-uniform). */
-    constexpr int STEP32 = NW * KPW;
-    const int bsz32 = a.block_size, step_lb32 = STEP32 / bsz32, step_r32 = STEP32 - step_lb32 * bsz32;
-    uint32_t fpos = 0, istart = 0;
-    int lit = (int)blockIdx.x - (int)gridDim.x, lrem = 0, lreal = 0;
-    int32_t lkey = 0, llb = 0, lr = 0, lkend = -1, lkvh = 0;
-    int64_t lseq = 0;
-    bool fresh = true; /* the stream restarts at this item: its first lookups and fetches at its setup */
-    auto pst_switch = [&]() { /* the lookup side moves to its next item */
-        lit += (int)gridDim.x;
-        lrem = 1;
-        lreal = 0;
-        if (lit >= a.dec_items) return;
-        const ck_work_item_t li = dec_item_at(a, lit);
-        const ck_request_t lq = ck_request(a, li.seq);
-        const int64_t lnt = min((int64_t)(CK_SPLIT_ROWS / li.head_count), lq.L - li.q_first);
-        if (lnt <= 0 || lnt * li.head_count > 8) return; /* no rows, or the 16-row form: one padding position */
-        int64_t kb, ke;
-        ck_item_keys(lq.S - lq.L + li.q_first, lnt, lq.S, a.causal, a.window_left, a.window_right, 1, 0, NW * KPW, &kb, &ke);
-        const int64_t na = ke >= kb ? (ke - kb + KPW) / KPW : 0;
-        lreal = na > warp ? (int)((na - warp + NW - 1) / NW) : 0;
-        lrem = max(lreal, 1);
-        lkend = (int32_t)ke;
-        lseq = li.seq;
-        lkvh = li.kv_head;
-        lkey = (int32_t)kb + warp * KPW + lane;
-        llb = (int32_t)((uint32_t)lkey / (uint32_t)bsz32);
-        lr = lkey - llb * bsz32;
-        /* that item's query rows into L2 for its setup (rows of 256 bytes at D 128: four lanes a row) */
-        const int prow = lane >> 2, poff = (lane & 3) * 64;
-        if (prow < (int)lnt * li.head_count && poff < a.dqk * 2) {
-            const int64_t qe = (lq.q_begin + li.q_first + prow / li.head_count) * a.q_st[0] +
-                               (int64_t)(li.kv_head * a.group + li.head_first + prow % li.head_count) * a.q_st[1];
-            asm volatile("prefetch.global.L2 [%0];" ::"l"((const char *)a.q + qe * 2 + poff));
+    const int64_t seq = it.seq;
+    const ck_request_t rq = ck_request(a, seq);
+    const int64_t q_begin = rq.q_begin, L = rq.L, S = rq.S;
+    const int hc = it.head_count;
+    const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / hc), L - it.q_first);
+    const int nrows = (int)ntok * hc;
+    const int kvh = it.kv_head, hbase = kvh * a.group + it.head_first;
+    const int64_t tok0 = q_begin + it.q_first, pq0 = S - L + it.q_first;
+    const int64_t wl = a.window_left, wr = a.window_right;
+
+    int64_t kbeg, kend; /* splits cut at whole block tiles (NW x KPW keys) */
+    ck_item_keys(pq0, ntok, S, a.causal, wl, wr, it.num_splits, it.split, NW * KPW, &kbeg, &kend);
+    /* this warp's tiles: keys kbeg + (warp + NW j) KPW .. + KPW - 1, j < n_j */
+    const int64_t n_all = kend >= kbeg ? (kend - kbeg + KPW) / KPW : 0;
+    const int n_j = n_all > warp ? (int)((n_all - warp + NW - 1) / NW) : 0;
+
+    /* Block id of this lane's key (lane < KPW) of the warp's next tile to look up; (logical block, row)
+     * advance by (STEP / bs, STEP % bs) a tile from one division at the start. */
+    constexpr int64_t STEP = (int64_t)NW * KPW;
+    const int64_t bsz = a.block_size, step_lb = STEP / bsz, step_r = STEP - step_lb * bsz;
+    const int64_t key_first = kbeg + (int64_t)warp * KPW + lane;
+    int64_t cur_lb = ck_div_bs(key_first, bsz), cur_r = key_first - cur_lb * bsz, cur_key = key_first;
+    /* ld.global.nc in a volatile asm: issued where it stands (two tiles before its use), not sunk by
+     * the compiler past the cp.async wait to just before the copies that need it */
+    auto bt_load = [&](int32_t &r_out) -> int32_t {
+        const int64_t lb = cur_lb, key = cur_key;
+        r_out = (int32_t)cur_r;
+        cur_key += STEP;
+        cur_lb += step_lb;
+        cur_r += step_r;
+        if (cur_r >= bsz) {
+            cur_r -= bsz;
+            cur_lb++;
         }
-    };
-    auto pst_lookup = [&](int32_t &r_out) -> int32_t {
-        if (lrem == 0) pst_switch();
-        lrem--;
         int32_t b = -1;
-        r_out = -1;
-        if (lreal > 0) {
-            lreal--;
-            r_out = lr | (lkvh << 16);
-            if (lkey <= lkend)
-                asm volatile("ld.global.nc.b32 %0, [%1];"
-                             : "=r"(b) : "l"(a.block_table + lseq * a.bt_st[0] + (uint64_t)(uint32_t)llb * (uint32_t)a.bt_st[1]));
-        }
-        lkey += STEP32;
-        llb += step_lb32;
-        lr += step_r32;
-        if (lr >= bsz32) {
-            lr -= bsz32;
-            llb++;
-        }
+        if (lane < KPW && key <= kend)
+            asm volatile("ld.global.nc.b32 %0, [%1];" /* the column: one 32 x 32 -> 64-bit product (offsets_fit32) */
+                         : "=r"(b) : "l"(a.block_table + seq * a.bt_st[0] + (uint64_t)(uint32_t)lb * (uint32_t)a.bt_st[1]));
         return b;
     };
-    int32_t blk_n = 0, r_n = 0, blk_nn = 0, r_nn = 0; /* block ids (and rows) of the next two tiles to fetch */
-
-    /* This lane's copy chunk (cp.async form): chunk cp_ch of rows cp_r0 + 32 / CPR i. Its stage offsets
-     * repeat every CPER rounds (the swizzle's period) but for a multiple of rows: coff[i % CPER] + an
-     * immediate. Computed once, before the items, and opaque to the compiler (session 9: in the
-     * persistent form it otherwise recomputed them in the key loop, from cp_ch and cp_r0, every tile). */
+    const bool kpk = FP8 && a.k_scale && (a.ks_st[0] | a.ks_st[1]); /* per-key K / V scales */
+    const bool vpk = FP8 && a.v_scale && (a.vs_st[0] | a.vs_st[1]);
+    /* A key's row: the cache's base + block x block bytes (one 32 x 32 -> 64-bit product) + row x row bytes
+     * + head x head bytes (32-bit), the strides read from the argument's constant bank (no registers held
+     * across the loop); the host sends this kernel only caches whose offsets fit these widths
+     * (offsets_fit32 in cuda_attention.c). Run 18's SASS: ~30 instructions of 64-bit products a tile here,
+     * and the scale addresses' products issued (predicated off) even without per-key scales. */
+    auto row_addr = [&](const void *base, const int64_t *cst, int32_t blk, int32_t r) -> uint64_t {
+        return (uint64_t)(uintptr_t)base + (uint64_t)(uint32_t)blk * (uint32_t)(cst[0] * ES) +
+               ((uint32_t)r * (uint32_t)(cst[1] * ES) + (uint32_t)kvh * (uint32_t)(cst[2] * ES));
+    };
+    auto scale_at = [&](const float *base, const int64_t *sst, int32_t blk) -> float {
+        return base[(uint64_t)(uint32_t)blk * (uint32_t)sst[0] + (uint32_t)kvh * (uint32_t)sst[1]];
+    };
+    /* Row addresses of a tile into addr (0: absent), its scales into stage st, its absent bits and
+     * largest |v scale| into meta[st]; then the copies into stage st. Warp-collective. part (cp.async
+     * form): 0 everything and the commit; 1 the addresses and the first half of the copy rounds; 2 the
+     * second half and the commit (the same st and real as the part 1 before it). */
     const int cp_ch = lane % CPR, cp_r0 = lane / CPR;
     const bool cp_k = cp_ch < a.dqk * ES / 16, cp_v = cp_ch < a.dv * ES / 16;
     auto sw = [](int row) -> int { return BULK ? 0 : CPR >= 8 ? row & 7 : (row >> 1) & 3; };
+    /* CPS 4: this lane's stage offsets repeat every CPER rounds (the swizzle's period) but for a multiple
+     * of rows: round k's is coff[k % CPER] + an immediate; they, the source chunk offset and the address
+     * slot are computed once and kept opaque to the compiler (asm volatile), and a half's absent bits are
+     * shifted once (absent >> cp_r0, then a constant shift a round). CPS 5 is CPS 4 with the per-round
+     * `row * ROWB + (cp_ch ^ sw(row)) * 16` and `absent >> row` of session 8 (an A/B form; run 29 of
+     * docs/dev/cuda-decode.md: the compiler may recompute those in the key loop every tile). */
     constexpr int CSTEP = 32 / CPR, CPER = CPR >= 8 ? 8 / CSTEP : 1;
-    uint32_t coff[CPER], csrc = (uint32_t)cp_ch * 16, caddr = ck_smem(addr + cp_r0); /* + the address slot */
+    uint32_t coff[CPER], csrc = (uint32_t)cp_ch * 16, caddr = ck_smem(addr + cp_r0);
 #pragma unroll
     for (int m = 0; m < CPER; m++) coff[m] = (uint32_t)((cp_r0 + m * CSTEP) * ROWB + ((cp_ch ^ sw(cp_r0 + m * CSTEP)) * 16));
-    if constexpr (CPS == 4) { /* the batched form (BATCH below) */
+    if constexpr (CPS == 4) {
 #pragma unroll
         for (int m = 0; m < CPER; m++) asm volatile("" : "+r"(coff[m]));
         asm volatile("" : "+r"(csrc), "+r"(caddr));
     }
-
-    ck_work_item_t it = it0;
-    for (int item = (int)blockIdx.x;;) { /* PST: the block's items; otherwise one pass */
-        const int64_t seq = it.seq;
-        const ck_request_t rq = ck_request(a, seq);
-        const int64_t q_begin = rq.q_begin, L = rq.L, S = rq.S;
-        const int hc = it.head_count;
-        const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / hc), L - it.q_first);
-        const int nrows = (int)ntok * hc;
-        const int kvh = it.kv_head, hbase = kvh * a.group + it.head_first;
-        const int64_t tok0 = q_begin + it.q_first, pq0 = S - L + it.q_first;
-        const int64_t wl = a.window_left, wr = a.window_right;
-
-        int64_t kbeg, kend; /* splits cut at whole block tiles (NW x KPW keys) */
-        ck_item_keys(pq0, ntok, S, a.causal, wl, wr, it.num_splits, it.split, NW * KPW, &kbeg, &kend);
-        /* this warp's tiles: keys kbeg + (warp + NW j) KPW .. + KPW - 1, j < n_j */
-        const int64_t n_all = kend >= kbeg ? (kend - kbeg + KPW) / KPW : 0;
-        const int n_j = PST && ntok <= 0 ? 0 : n_all > warp ? (int)((n_all - warp + NW - 1) / NW) : 0;
-        if constexpr (PST) {
-            if (nrows > 8) { /* the 16-row form, alone: every warp's copies landed first, the stream restarts after */
-                ck_cp_async_wait<0>();
-                __syncthreads();
-                attn_decode<T, FP8, D, 2, E4M3, GEN, 0, false>(a, it);
-                __syncthreads(); /* its combine (the ring) read by every thread */
-                lit = item;
-                lrem = lreal = 0;
-                fresh = true;
-                item += (int)gridDim.x;
-                if (item >= a.dec_items) break;
-                it = dec_item_at(a, item);
-                continue;
+    const uint32_t kbytes = a.dqk * ES, vbytes = a.dv * ES; /* BULK: bytes copied a K / V row */
+    constexpr int ROUNDS = KPW / (32 / CPR); /* cp.async form: copy rounds of a tile */
+    constexpr bool SPLIT = CPS != 0;         /* the refill in two parts (part 1, then part 2 after QK^T) */
+    constexpr bool BATCH = CPS == 4 || CPS == 5; /* a half's addresses loaded before its copies */
+    uint32_t f_absent = 0;                   /* part 1 -> part 2: the tile's absent bits */
+    /* copy rounds i0 .. i0 + n - 1 of a tile into kdst / vdst (absent rows and pad chunks zero-filled).
+     * BATCH: the rows' addresses are loaded first (volatile shared loads, kept in this order; run 22's
+     * SASS had each round's copies wait for their own address load), so the copies wait for one
+     * shared-load latency, not one each. */
+    auto copy_rounds = [&](uint32_t kdst, uint32_t vdst, int i0, int n, uint32_t absent) {
+        constexpr int NB = BATCH ? ROUNDS / 2 : 1;
+        if (CPS == 4 && n == NB) {
+            uint64_t pk[NB], pv[NB];
+#pragma unroll
+            for (int i = 0; i < NB; i++)
+                asm volatile("ld.shared.v2.u64 {%0, %1}, [%2];\n"
+                             : "=l"(pk[i]), "=l"(pv[i]) : "r"(caddr + (i0 + i) * CSTEP * 16) : "memory");
+            const uint32_t ab = absent >> cp_r0; /* bit CSTEP k: row cp_r0 + CSTEP k absent */
+#pragma unroll
+            for (int i = 0; i < NB; i++) {
+                const int k = i0 + i;
+                const uint32_t off = coff[k % CPER] + (uint32_t)((k / CPER) * CPER * CSTEP * ROWB);
+                const bool gone = (ab >> (k * CSTEP)) & 1u;
+                ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(pk[i] + csrc), gone || !cp_k);
+                ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(pv[i] + csrc), gone || !cp_v);
             }
+            return;
         }
-
-        /* Block id of this lane's key (lane < KPW) of the warp's next tile to look up; (logical block, row)
-         * advance by (STEP / bs, STEP % bs) a tile from one division at the start. */
-        constexpr int64_t STEP = (int64_t)NW * KPW;
-        const int64_t bsz = a.block_size, step_lb = STEP / bsz, step_r = STEP - step_lb * bsz;
-        const int64_t key_first = kbeg + (int64_t)warp * KPW + lane;
-        int64_t cur_lb = ck_div_bs(key_first, bsz), cur_r = key_first - cur_lb * bsz, cur_key = key_first;
-        /* ld.global.nc in a volatile asm: issued where it stands (two tiles before its use), not sunk by
-         * the compiler past the cp.async wait to just before the copies that need it */
-        auto bt_load = [&](int32_t &r_out) -> int32_t {
-            if (PST) return pst_lookup(r_out);
-            const int64_t lb = cur_lb, key = cur_key;
-            r_out = (int32_t)cur_r;
-            cur_key += STEP;
-            cur_lb += step_lb;
-            cur_r += step_r;
-            if (cur_r >= bsz) {
-                cur_r -= bsz;
-                cur_lb++;
-            }
-            int32_t b = -1;
-            if (lane < KPW && key <= kend)
-                asm volatile("ld.global.nc.b32 %0, [%1];" /* the column: one 32 x 32 -> 64-bit product (offsets_fit32) */
-                             : "=r"(b) : "l"(a.block_table + seq * a.bt_st[0] + (uint64_t)(uint32_t)lb * (uint32_t)a.bt_st[1]));
-            return b;
-        };
-        const bool kpk = FP8 && a.k_scale && (a.ks_st[0] | a.ks_st[1]); /* per-key K / V scales */
-        const bool vpk = FP8 && a.v_scale && (a.vs_st[0] | a.vs_st[1]);
-        /* A key's row: the cache's base + block x block bytes (one 32 x 32 -> 64-bit product) + row x row bytes
-         * + head x head bytes (32-bit), the strides read from the argument's constant bank (no registers held
-         * across the loop); the host sends this kernel only caches whose offsets fit these widths
-         * (offsets_fit32 in cuda_attention.c). Run 18's SASS: ~30 instructions of 64-bit products a tile here,
-         * and the scale addresses' products issued (predicated off) even without per-key scales. */
-        auto row_addr = [&](const void *base, const int64_t *cst, int32_t blk, int32_t r, int h) -> uint64_t {
-            return (uint64_t)(uintptr_t)base + (uint64_t)(uint32_t)blk * (uint32_t)(cst[0] * ES) +
-                   ((uint32_t)r * (uint32_t)(cst[1] * ES) + (uint32_t)h * (uint32_t)(cst[2] * ES));
-        };
-        auto scale_at = [&](const float *base, const int64_t *sst, int32_t blk, int h) -> float {
-            return base[(uint64_t)(uint32_t)blk * (uint32_t)sst[0] + (uint32_t)h * (uint32_t)sst[1]];
-        };
-        /* Row addresses of a tile into addr (0: absent), its scales into stage st, its absent bits and
-         * largest |v scale| into meta[st]; then the copies into stage st. Warp-collective. part (cp.async
-         * form): 0 everything and the commit; 1 the addresses and the first half of the copy rounds; 2 the
-         * second half and the commit (the same st and real as the part 1 before it). */
-        const uint32_t kbytes = a.dqk * ES, vbytes = a.dv * ES; /* BULK: bytes copied a K / V row */
-        constexpr int ROUNDS = KPW / (32 / CPR); /* cp.async form: copy rounds of a tile */
-        constexpr bool SPLIT = CPS != 0;         /* the refill in two parts (part 1, then part 2 after QK^T) */
-        constexpr bool BATCH = CPS == 4;         /* a half's addresses loaded before its copies */
-        uint32_t f_absent = 0;                   /* part 1 -> part 2: the tile's absent bits */
-        /* copy rounds i0 .. i0 + n - 1 of a tile into kdst / vdst (absent rows and pad chunks zero-filled).
-         * BATCH: the rows' addresses are loaded first (volatile shared loads, kept in this order; run 22's
-         * SASS had each round's copies wait for their own address load), so the copies wait for one
-         * shared-load latency, not one each. */
-        auto copy_rounds = [&](uint32_t kdst, uint32_t vdst, int i0, int n, uint32_t absent) {
-            constexpr int NB = BATCH ? ROUNDS / 2 : 1;
-            if (BATCH && n == NB) {
-                uint64_t pk[NB], pv[NB];
+        if (BATCH && n == NB) {
+            uint64_t pk[NB], pv[NB];
 #pragma unroll
-                for (int i = 0; i < NB; i++)
-                    asm volatile("ld.shared.v2.u64 {%0, %1}, [%2];\n"
-                                 : "=l"(pk[i]), "=l"(pv[i]) : "r"(caddr + (i0 + i) * CSTEP * 16) : "memory");
-                const uint32_t ab = absent >> cp_r0; /* bit CSTEP k: row cp_r0 + CSTEP k absent */
+            for (int i = 0; i < NB; i++)
+                asm volatile("ld.shared.v2.u64 {%0, %1}, [%2];\n"
+                             : "=l"(pk[i]), "=l"(pv[i]) : "r"(ck_smem(addr + cp_r0 + (i0 + i) * (32 / CPR))) : "memory");
 #pragma unroll
-                for (int i = 0; i < NB; i++) {
-                    const int k = i0 + i;
-                    const uint32_t off = coff[k % CPER] + (uint32_t)((k / CPER) * CPER * CSTEP * ROWB);
-                    const bool gone = (ab >> (k * CSTEP)) & 1u;
-                    ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(pk[i] + csrc), gone || !cp_k);
-                    ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(pv[i] + csrc), gone || !cp_v);
-                }
-                return;
-            }
-#pragma unroll
-            for (int i = i0; i < i0 + n; i++) {
-                const int row = cp_r0 + i * (32 / CPR);
-                const ulonglong2 p = addr[row];
+            for (int i = 0; i < NB; i++) {
+                const int row = cp_r0 + (i0 + i) * (32 / CPR);
                 const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
                 const bool gone = (absent >> row) & 1u;
-                ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(p.x + cp_ch * 16), gone || !cp_k);
-                ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(p.y + cp_ch * 16), gone || !cp_v);
+                ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(pk[i] + cp_ch * 16), gone || !cp_k);
+                ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(pv[i] + cp_ch * 16), gone || !cp_v);
             }
-        };
-        auto fetch = [&](int st, int jt, int32_t blk, int32_t r, bool real, int part) {
-            if (part == 2) {
-                if (real) {
-                    const uint32_t kdst = ck_smem(ring + st * TILEB), vdst = kdst + KPW * PITCH;
-                    copy_rounds(kdst, vdst, ROUNDS / 2, ROUNDS / 2, f_absent);
-                }
-                ck_cp_async_commit();
-                __syncwarp(); /* addr is rewritten by the next call */
-                return;
-            }
-            __syncwarp(); /* every lane is done with stage st (and its scales) from the last tile */
+            return;
+        }
+#pragma unroll
+        for (int i = i0; i < i0 + n; i++) {
+            const int row = cp_r0 + i * (32 / CPR);
+            const ulonglong2 p = addr[row];
+            const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
+            const bool gone = (absent >> row) & 1u;
+            ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(p.x + cp_ch * 16), gone || !cp_k);
+            ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(p.y + cp_ch * 16), gone || !cp_v);
+        }
+    };
+    auto fetch = [&](int st, int jt, int32_t blk, int32_t r, bool real, int part) {
+        if (part == 2) {
             if (real) {
-                uint64_t kp = 0, vp = 0;
-                float ksv = 1.0f, vsv = 0.0f;
-                const int64_t key = kbeg + (int64_t)(warp + NW * jt) * KPW + lane;
-                /* PST: the lookup gave -1 past the item's keys, and packs the row with the item's KV head */
-                const int32_t rr = PST ? (r & 0xffff) : r;
-                const int fh = PST ? (r >> 16) : kvh;
-                if ((PST || (lane < KPW && key <= kend)) && blk >= 0 && blk < a.num_blocks) {
-                    kp = row_addr(a.kc, a.kc_st, blk, rr, fh);
-                    vp = row_addr(a.vc, a.vc_st, blk, rr, fh);
-                    if (kpk) ksv = scale_at(a.k_scale, a.ks_st, blk, fh);
-                    if (vpk) vsv = scale_at(a.v_scale, a.vs_st, blk, fh);
-                }
-                const uint32_t absent = __ballot_sync(0xffffffffu, kp == 0) & (KPW == 32 ? ~0u : (1u << KPW) - 1u);
-                if (lane < KPW && FP8) scl[st * KPW + lane] = make_float2(ksv, vsv);
-                uint32_t vmax = 0;
-                if (vpk) vmax = __reduce_max_sync(0xffffffffu, __float_as_uint(fabsf(vsv)));
-                if (lane == 0) meta[st] = make_uint2(absent, vmax);
                 const uint32_t kdst = ck_smem(ring + st * TILEB), vdst = kdst + KPW * PITCH;
-                if (BULK) {
-                    /* each key's lane puts its {K, V} row addresses in its K row's pad bytes; an absent key's
-                     * V row is zeroed (its probability is 0, but 0 times stale bits could be NaN); then one
-                     * lane expects the stage's bytes and issues a K and a V row copy a present key */
-                    if (lane < KPW) {
-                        asm volatile("st.shared.v2.u64 [%0], {%1, %2};\n" ::"r"(kdst + lane * PITCH + ROWB), "l"(kp), "l"(vp)
-                                     : "memory");
-                        if (kp == 0)
+                copy_rounds(kdst, vdst, ROUNDS / 2, ROUNDS / 2, f_absent);
+            }
+            ck_cp_async_commit();
+            __syncwarp(); /* addr is rewritten by the next call */
+            return;
+        }
+        __syncwarp(); /* every lane is done with stage st (and its scales) from the last tile */
+        if (real) {
+            uint64_t kp = 0, vp = 0;
+            float ksv = 1.0f, vsv = 0.0f;
+            const int64_t key = kbeg + (int64_t)(warp + NW * jt) * KPW + lane;
+            if (lane < KPW && key <= kend && blk >= 0 && blk < a.num_blocks) {
+                kp = row_addr(a.kc, a.kc_st, blk, r);
+                vp = row_addr(a.vc, a.vc_st, blk, r);
+                if (kpk) ksv = scale_at(a.k_scale, a.ks_st, blk);
+                if (vpk) vsv = scale_at(a.v_scale, a.vs_st, blk);
+            }
+            const uint32_t absent = __ballot_sync(0xffffffffu, kp == 0) & (KPW == 32 ? ~0u : (1u << KPW) - 1u);
+            if (lane < KPW && FP8) scl[st * KPW + lane] = make_float2(ksv, vsv);
+            uint32_t vmax = 0;
+            if (vpk) vmax = __reduce_max_sync(0xffffffffu, __float_as_uint(fabsf(vsv)));
+            if (lane == 0) meta[st] = make_uint2(absent, vmax);
+            const uint32_t kdst = ck_smem(ring + st * TILEB), vdst = kdst + KPW * PITCH;
+            if (BULK) {
+                /* each key's lane puts its {K, V} row addresses in its K row's pad bytes; an absent key's
+                 * V row is zeroed (its probability is 0, but 0 times stale bits could be NaN); then one
+                 * lane expects the stage's bytes and issues a K and a V row copy a present key */
+                if (lane < KPW) {
+                    asm volatile("st.shared.v2.u64 [%0], {%1, %2};\n" ::"r"(kdst + lane * PITCH + ROWB), "l"(kp), "l"(vp)
+                                 : "memory");
+                    if (kp == 0)
 #pragma unroll
-                            for (int c = 0; c < CPR; c++)
-                                asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(vdst + lane * PITCH + c * 16), "r"(0)
-                                             : "memory");
-                        if (kp == 0) ck_fence_proxy_async_smem(); /* before a later copy into this row */
-                    }
-                    __syncwarp();
-                    if (ck_elect_one()) {
-                        const uint32_t bar = bars + st * 8;
-                        ck_mbar_arrive_expect_tx(bar, (uint32_t)__popc(~absent & (KPW == 32 ? ~0u : (1u << KPW) - 1u)) * (kbytes + vbytes));
-                        if (absent == 0 && kbytes == ROWB && vbytes == ROWB) { /* every key present, whole rows */
-                            const unsigned char *stage = ring + st * TILEB;
+                        for (int c = 0; c < CPR; c++)
+                            asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(vdst + lane * PITCH + c * 16), "r"(0)
+                                         : "memory");
+                    if (kp == 0) ck_fence_proxy_async_smem(); /* before a later copy into this row */
+                }
+                __syncwarp();
+                if (ck_elect_one()) {
+                    const uint32_t bar = bars + st * 8;
+                    ck_mbar_arrive_expect_tx(bar, (uint32_t)__popc(~absent & (KPW == 32 ? ~0u : (1u << KPW) - 1u)) * (kbytes + vbytes));
+                    if (absent == 0 && kbytes == ROWB && vbytes == ROWB) { /* every key present, whole rows */
+                        const unsigned char *stage = ring + st * TILEB;
 #pragma unroll
-                            for (int r0 = 0; r0 < KPW; r0 += 8) { /* 8 rows' addresses loaded, then their copies */
-                                ulonglong2 p[8];
+                        for (int r0 = 0; r0 < KPW; r0 += 8) { /* 8 rows' addresses loaded, then their copies */
+                            ulonglong2 p[8];
 #pragma unroll
-                                for (int i = 0; i < 8; i++) p[i] = *(const ulonglong2 *)(stage + (r0 + i) * PITCH + ROWB);
+                            for (int i = 0; i < 8; i++) p[i] = *(const ulonglong2 *)(stage + (r0 + i) * PITCH + ROWB);
 #pragma unroll
-                                for (int i = 0; i < 8; i++)
-                                    ck_bulk_g2s_kv_row<ROWB>(kdst + (r0 + i) * PITCH, vdst + (r0 + i) * PITCH, p[i].x, p[i].y, bar);
-                            }
-                        } else
-#pragma unroll 4
-                        for (int row = 0; row < KPW; row++) {
-                            uint64_t pk, pv;
-                            asm volatile("ld.shared.v2.u64 {%0, %1}, [%2];\n" : "=l"(pk), "=l"(pv) : "r"(kdst + row * PITCH + ROWB) : "memory");
-                            const uint32_t here = ((absent >> row) & 1u) ^ 1u;
-                            ck_bulk_g2s(kdst + row * PITCH, pk, kbytes, bar, here);
-                            ck_bulk_g2s(vdst + row * PITCH, pv, vbytes, bar, here);
+                            for (int i = 0; i < 8; i++)
+                                ck_bulk_g2s_kv_row<ROWB>(kdst + (r0 + i) * PITCH, vdst + (r0 + i) * PITCH, p[i].x, p[i].y, bar);
                         }
+                    } else
+#pragma unroll 4
+                    for (int row = 0; row < KPW; row++) {
+                        uint64_t pk, pv;
+                        asm volatile("ld.shared.v2.u64 {%0, %1}, [%2];\n" : "=l"(pk), "=l"(pv) : "r"(kdst + row * PITCH + ROWB) : "memory");
+                        const uint32_t here = ((absent >> row) & 1u) ^ 1u;
+                        ck_bulk_g2s(kdst + row * PITCH, pk, kbytes, bar, here);
+                        ck_bulk_g2s(vdst + row * PITCH, pv, vbytes, bar, here);
                     }
-                } else {
-                    if (lane < KPW) addr[lane] = make_ulonglong2(kp, vp);
-                    __syncwarp();
-                    f_absent = absent;
-                    copy_rounds(kdst, vdst, 0, ROUNDS / 2, absent);
-                    if (part == 0) copy_rounds(kdst, vdst, ROUNDS / 2, ROUNDS / 2, absent);
                 }
+            } else {
+                if (lane < KPW) addr[lane] = make_ulonglong2(kp, vp);
+                __syncwarp();
+                f_absent = absent;
+                copy_rounds(kdst, vdst, 0, ROUNDS / 2, absent);
+                if (part == 0) copy_rounds(kdst, vdst, ROUNDS / 2, ROUNDS / 2, absent);
             }
-            if (part == 1) return; /* part 2 issues the rest and commits */
-            if (!BULK) ck_cp_async_commit();
-            __syncwarp(); /* addr / the pad bytes are rewritten by the next call */
-        };
-        static_assert(CPS == 0 || ((CPS == 1 || CPS == 4) && !BULK), "refill split: the cp.async form only");
-        static_assert(BULK || ROUNDS % 2 == 0, "the cp.async form issues its copy rounds in two halves");
-
-        /* Pipeline prologue, before Q is read (a block's start is a chain of round trips: request -> block ids
-         * -> first tiles; Q's loads go out between them): the block ids of tiles 0 .. STAGES (each loaded
-         * two tiles before its copies are issued), then Q's raw elements, then tiles 0 .. STAGES-2 in flight. */
-        int32_t b0[STAGES - 1], r0[STAGES - 1];
-        if constexpr (!PST) {
-#pragma unroll
-            for (int j = 0; j < STAGES - 1; j++) b0[j] = bt_load(r0[j]);
         }
-        if (BULK) {
-            /* the warp's stage barriers (one arrival each: the issuing lane's); K columns past dqk are never
-             * copied but ldmatrix reads them (times Q's zeros): zero them once */
-            if (lane == 0) {
+        if (part == 1) return; /* part 2 issues the rest and commits */
+        if (!BULK) ck_cp_async_commit();
+        __syncwarp(); /* addr / the pad bytes are rewritten by the next call */
+    };
+    static_assert(CPS == 0 || ((CPS == 1 || CPS == 4 || CPS == 5) && !BULK), "refill split: the cp.async form only");
+    static_assert(BULK || ROUNDS % 2 == 0, "the cp.async form issues its copy rounds in two halves");
+
+    /* Pipeline prologue, before Q is read (a block's start is a chain of round trips: request -> block ids
+     * -> first tiles; Q's loads go out between them): the block ids of tiles 0 .. STAGES (each loaded
+     * two tiles before its copies are issued), then Q's raw elements, then tiles 0 .. STAGES-2 in flight. */
+    int32_t b0[STAGES - 1], r0[STAGES - 1];
 #pragma unroll
-                for (int i = 0; i < STAGES; i++) ck_mbar_init(bars + i * 8, 1);
-                ck_mbar_init_fence();
+    for (int j = 0; j < STAGES - 1; j++) b0[j] = bt_load(r0[j]);
+    if (BULK) {
+        /* the warp's stage barriers (one arrival each: the issuing lane's); K columns past dqk are never
+         * copied but ldmatrix reads them (times Q's zeros): zero them once */
+        if (lane == 0) {
+#pragma unroll
+            for (int i = 0; i < STAGES; i++) ck_mbar_init(bars + i * 8, 1);
+            ck_mbar_init_fence();
+        }
+        if ((int)kbytes < ROWB)
+            for (int i = lane; i < STAGES * KPW * CPR; i += 32) {
+                const int row = i / CPR, c = i - row * CPR, sti = row / KPW;
+                if (c * 16 >= (int)kbytes)
+                    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(ck_smem(ring + sti * TILEB + (row - sti * KPW) * PITCH + c * 16)), "r"(0)
+                                 : "memory");
             }
-            if ((int)kbytes < ROWB)
-                for (int i = lane; i < STAGES * KPW * CPR; i += 32) {
-                    const int row = i / CPR, c = i - row * CPR, sti = row / KPW;
-                    if (c * 16 >= (int)kbytes)
-                        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(ck_smem(ring + sti * TILEB + (row - sti * KPW) * PITCH + c * 16)), "r"(0)
-                                     : "memory");
-                }
-            __syncwarp();
-        }
-        if (!PST || fresh) { /* PST: the stream's first lookups (tiles 0 and 1 of this item) */
-            blk_n = bt_load(r_n);
-            blk_nn = bt_load(r_nn);
-            if (PST) istart = fpos;
-            fresh = false;
-        }
+        __syncwarp();
+    }
+    int32_t r_n, r_nn;
+    int32_t blk_n = bt_load(r_n), blk_nn = bt_load(r_nn);
 
-        /* Q^T fragments (B operand, k = dims, n = rows): row nr * 8 + g, dims of k-step kk: fp8 4t4 .. 4t4+3
-         * (K's byte order), else 2t4, 2t4+1 and 2t4+8, 2t4+9. Zeros past the rows and dqk. The plan sends
-         * only f16 / bf16 queries here (mma_eligible), so the raw 16-bit elements are all loaded first (no
-         * per-element dtype switch between a load and its use) and widened after the prologue's copies. */
-        uint16_t qraw[NR][MO][4];
-        const uint16_t *q16 = (const uint16_t *)a.q;
+    /* Q^T fragments (B operand, k = dims, n = rows): row nr * 8 + g, dims of k-step kk: fp8 4t4 .. 4t4+3
+     * (K's byte order), else 2t4, 2t4+1 and 2t4+8, 2t4+9. Zeros past the rows and dqk. The plan sends
+     * only f16 / bf16 queries here (mma_eligible), so the raw 16-bit elements are all loaded first (no
+     * per-element dtype switch between a load and its use) and widened after the prologue's copies. */
+    uint16_t qraw[NR][MO][4];
+    const uint16_t *q16 = (const uint16_t *)a.q;
 #pragma unroll
-        for (int nr = 0; nr < NR; nr++) {
-            const int row = nr * 8 + g;
-            const int64_t qbase = (tok0 + row / hc) * a.q_st[0] + (int64_t)(hbase + row % hc) * a.q_st[1];
+    for (int nr = 0; nr < NR; nr++) {
+        const int row = nr * 8 + g;
+        const int64_t qbase = (tok0 + row / hc) * a.q_st[0] + (int64_t)(hbase + row % hc) * a.q_st[1];
+#pragma unroll
+        for (int kk = 0; kk < MO; kk++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int d = kk * 16 + (FP8 ? 4 * t4 + e : 2 * t4 + (e & 1) + (e >> 1) * 8);
+                qraw[nr][kk][e] = row < nrows && d < a.dqk ? q16[qbase + d] : (uint16_t)0;
+            }
+    }
+#pragma unroll
+    for (int j = 0; j < STAGES - 1; j++) fetch(j, j, b0[j], r0[j], j < n_j, 0);
+
+    const bool q_bf16 = a.q_dtype == CK_BF16;
+    float qv[NR][MO][4];
+#pragma unroll
+    for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+        for (int kk = 0; kk < MO; kk++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                qv[nr][kk][e] = q_bf16 ? ck_bf16_bits_to_f32(qraw[nr][kk][e]) : ck_f16_bits_to_f32(qraw[nr][kk][e]);
+    /* fp8: Q times qmul, a power of two bringing the largest finite |q| to [2^13, 2^14) (the warp holds
+     * all of Q, so one reduction); scores are divided by it again through the scale. */
+    float qmul = 1.0f;
+    if (FP8) {
+        uint32_t my_exp = 0;
+#pragma unroll
+        for (int nr = 0; nr < NR; nr++)
 #pragma unroll
             for (int kk = 0; kk < MO; kk++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    const int d = kk * 16 + (FP8 ? 4 * t4 + e : 2 * t4 + (e & 1) + (e >> 1) * 8);
-                    qraw[nr][kk][e] = row < nrows && d < a.dqk ? q16[qbase + d] : (uint16_t)0;
+                    const uint32_t ex = (__float_as_uint(qv[nr][kk][e]) >> 23) & 0xffu;
+                    if (ex < 255u) my_exp = max(my_exp, ex);
                 }
+        const uint32_t e = __reduce_max_sync(0xffffffffu, my_exp);
+        if (e > 0) {
+            const int k = (int)e - 140;
+            qmul = __uint_as_float((uint32_t)min(max(127 - k, 1), 187) << 23);
         }
-        if constexpr (PST) {
-            /* this item's first STAGES - 1 positions in flight: usually all issued by the previous item's
-             * last tiles; otherwise (a fresh stream, or a previous item shorter than that) issued here */
-            while ((int)(fpos - istart) < STAGES - 1) {
-                fetch((int)(fpos % STAGES), 0, blk_n, r_n, r_n >= 0, 0);
-                fpos++;
-                blk_n = blk_nn;
-                r_n = r_nn;
-                blk_nn = bt_load(r_nn);
+    }
+    uint32_t qf[NR][MO][2];
+#pragma unroll
+    for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+        for (int kk = 0; kk < MO; kk++) {
+            qf[nr][kk][0] = ck_pack2<TK>(qv[nr][kk][0] * qmul, qv[nr][kk][1] * qmul);
+            qf[nr][kk][1] = ck_pack2<TK>(qv[nr][kk][2] * qmul, qv[nr][kk][3] * qmul);
+        }
+
+    /* This lane's rows nr * 8 + 2t4 + c: position, key range, ALiBi slope. */
+    int64_t rlo[NR][2], rhi[NR][2], rpq[NR][2];
+    float slope[NR][2];
+#pragma unroll
+    for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+        for (int c = 0; c < 2; c++) {
+            const int row = nr * 8 + 2 * t4 + c;
+            rpq[nr][c] = pq0 + row / hc;
+            ck_key_range(rpq[nr][c], S, a.causal, wl, wr, &rlo[nr][c], &rhi[nr][c]);
+            if (row >= nrows) {
+                rlo[nr][c] = 1;
+                rhi[nr][c] = 0;
             }
+            slope[nr][c] = GEN && a.alibi && row < nrows ? a.alibi[(int64_t)(hbase + row % hc) * a.alibi_st] : 0.0f;
+        }
+    int64_t all_lo, all_hi, unused; /* a tile inside [all_lo, all_hi] with every key present needs no mask */
+    ck_key_range(pq0 + ntok - 1, S, a.causal, wl, wr, &all_lo, &unused);
+    ck_key_range(pq0, S, a.causal, wl, wr, &unused, &all_hi);
+    const bool plain = !GEN || (!(a.softcap > 0.0f) && !a.alibi);
+    float sc_mul = a.scale / qmul; /* per tensor K scale folded in */
+    if (FP8 && a.k_scale && !kpk) sc_mul *= a.k_scale[0];
+    const float scale2 = sc_mul * CK_LOG2E;
+    constexpr bool e4m3 = E4M3; /* a template flag: one cvt form in the hot loop, not a select of two */
+
+    float o[MO][NR][4];
+#pragma unroll
+    for (int m = 0; m < MO; m++)
+#pragma unroll
+        for (int nr = 0; nr < NR; nr++) o[m][nr][0] = o[m][nr][1] = o[m][nr][2] = o[m][nr][3] = 0.0f;
+    float m_r[NR][2], l_r[NR][2];
+#pragma unroll
+    for (int nr = 0; nr < NR; nr++) m_r[nr][0] = m_r[nr][1] = -CK_INF, l_r[nr][0] = l_r[nr][1] = 0.0f;
+    float vu = 0.0f; /* per-key V scales: the warp's running largest |v scale| (o = vu * acc) */
+
+    int st = 0, st_f = STAGES - 1;
+    uint32_t phase = 0; /* BULK: bit s = the parity of stage s's next phase to wait for */
+    for (int j = 0; j < n_j; j++) {
+        /* refill the stage consumed last iteration with tile j + STAGES - 1 (CPS 1: half of it here);
+         * look up tile j + STAGES + 1 */
+        const int32_t blk_f = blk_n, r_f = r_n;
+        const bool real_f = j + STAGES - 1 < n_j;
+        fetch(st_f, j + STAGES - 1, blk_f, r_f, real_f, SPLIT ? 1 : 0);
+        blk_n = blk_nn;
+        r_n = r_nn;
+        blk_nn = bt_load(r_nn);
+        if (BULK) {
+            ck_mbar_wait(bars + st * 8, (phase >> st) & 1u);
+            phase ^= 1u << st;
+        } else if (CPS == 0) {
+            ck_cp_async_wait<STAGES - 1>();
         } else {
-#pragma unroll
-            for (int j = 0; j < STAGES - 1; j++) fetch(j, j, b0[j], r0[j], j < n_j, 0);
+            ck_cp_async_wait<STAGES - 2>(); /* the refill's group is not committed yet */
         }
+        __syncwarp();
 
-        const bool q_bf16 = a.q_dtype == CK_BF16;
-        float qv[NR][MO][4];
+        const int64_t k0 = kbeg + (int64_t)(warp + NW * j) * KPW;
+        const uint2 mt_info = meta[st];
+        const bool interior = mt_info.x == 0u && k0 >= all_lo && k0 + KPW - 1 <= all_hi;
+        const uint32_t rbase = ck_smem(ring + st * TILEB), vbase = rbase + KPW * PITCH;
+
+        /* S^T = K Q^T: per m-tile of 16 keys, ldmatrix.x4 of 16 key rows x 32 bytes (fp8: two k-steps,
+         * bytes of 4t4..4t4+3 per lane widened by two cvt each; 16-bit: one k-step). */
+        float s[MT][NR][4];
 #pragma unroll
-        for (int nr = 0; nr < NR; nr++)
+        for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
-            for (int kk = 0; kk < MO; kk++)
+            for (int nr = 0; nr < NR; nr++) s[mt][nr][0] = s[mt][nr][1] = s[mt][nr][2] = s[mt][nr][3] = 0.0f;
+            const int krow = mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
 #pragma unroll
-                for (int e = 0; e < 4; e++)
-                    qv[nr][kk][e] = q_bf16 ? ck_bf16_bits_to_f32(qraw[nr][kk][e]) : ck_f16_bits_to_f32(qraw[nr][kk][e]);
-        /* fp8: Q times qmul, a power of two bringing the largest finite |q| to [2^13, 2^14) (the warp holds
-         * all of Q, so one reduction); scores are divided by it again through the scale. */
-        float qmul = 1.0f;
-        if (FP8) {
-            uint32_t my_exp = 0;
+            for (int cp = 0; cp < CPR / 2; cp++) {
+                uint32_t kr[4];
+                ck_ldmatrix_x4(kr, rbase + krow * PITCH + (((cp * 2 + (lane >> 4)) ^ sw(krow)) * 16));
+                if (FP8) {
 #pragma unroll
-            for (int nr = 0; nr < NR; nr++)
+                    for (int h = 0; h < 2; h++) { /* k-step 2cp + h: kr[2h] keys 0-7, kr[2h+1] keys 8-15 */
+                        uint32_t af[4]; /* a0 / a2: keys 0-7 lo / hi pair, a1 / a3: keys 8-15 */
+                        ck_fp8x4_to_h2x2<e4m3>(kr[2 * h], af[0], af[2]);
+                        ck_fp8x4_to_h2x2<e4m3>(kr[2 * h + 1], af[1], af[3]);
 #pragma unroll
-                for (int kk = 0; kk < MO; kk++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const uint32_t ex = (__float_as_uint(qv[nr][kk][e]) >> 23) & 0xffu;
-                        if (ex < 255u) my_exp = max(my_exp, ex);
+                        for (int nr = 0; nr < NR; nr++)
+                            ck_mma16816<__half>(s[mt][nr], af, qf[nr][cp * 2 + h][0], qf[nr][cp * 2 + h][1]);
                     }
-            const uint32_t e = __reduce_max_sync(0xffffffffu, my_exp);
-            if (e > 0) {
-                const int k = (int)e - 140;
-                qmul = __uint_as_float((uint32_t)min(max(127 - k, 1), 187) << 23);
-            }
-        }
-        uint32_t qf[NR][MO][2];
+                } else {
 #pragma unroll
-        for (int nr = 0; nr < NR; nr++)
-#pragma unroll
-            for (int kk = 0; kk < MO; kk++) {
-                qf[nr][kk][0] = ck_pack2<TK>(qv[nr][kk][0] * qmul, qv[nr][kk][1] * qmul);
-                qf[nr][kk][1] = ck_pack2<TK>(qv[nr][kk][2] * qmul, qv[nr][kk][3] * qmul);
-            }
-
-        /* This lane's rows nr * 8 + 2t4 + c: position, key range, ALiBi slope. */
-        int64_t rlo[NR][2], rhi[NR][2], rpq[NR][2];
-        float slope[NR][2];
-#pragma unroll
-        for (int nr = 0; nr < NR; nr++)
-#pragma unroll
-            for (int c = 0; c < 2; c++) {
-                const int row = nr * 8 + 2 * t4 + c;
-                rpq[nr][c] = pq0 + row / hc;
-                ck_key_range(rpq[nr][c], S, a.causal, wl, wr, &rlo[nr][c], &rhi[nr][c]);
-                if (row >= nrows) {
-                    rlo[nr][c] = 1;
-                    rhi[nr][c] = 0;
-                }
-                slope[nr][c] = GEN && a.alibi && row < nrows ? a.alibi[(int64_t)(hbase + row % hc) * a.alibi_st] : 0.0f;
-            }
-        int64_t all_lo, all_hi, unused; /* a tile inside [all_lo, all_hi] with every key present needs no mask */
-        ck_key_range(pq0 + ntok - 1, S, a.causal, wl, wr, &all_lo, &unused);
-        ck_key_range(pq0, S, a.causal, wl, wr, &unused, &all_hi);
-        const bool plain = !GEN || (!(a.softcap > 0.0f) && !a.alibi);
-        float sc_mul = a.scale / qmul; /* per tensor K scale folded in */
-        if (FP8 && a.k_scale && !kpk) sc_mul *= a.k_scale[0];
-        const float scale2 = sc_mul * CK_LOG2E;
-        constexpr bool e4m3 = E4M3; /* a template flag: one cvt form in the hot loop, not a select of two */
-
-        float o[MO][NR][4];
-#pragma unroll
-        for (int m = 0; m < MO; m++)
-#pragma unroll
-            for (int nr = 0; nr < NR; nr++) o[m][nr][0] = o[m][nr][1] = o[m][nr][2] = o[m][nr][3] = 0.0f;
-        float m_r[NR][2], l_r[NR][2];
-#pragma unroll
-        for (int nr = 0; nr < NR; nr++) m_r[nr][0] = m_r[nr][1] = -CK_INF, l_r[nr][0] = l_r[nr][1] = 0.0f;
-        float vu = 0.0f; /* per-key V scales: the warp's running largest |v scale| (o = vu * acc) */
-
-        int st = PST ? (int)(istart % STAGES) : 0, st_f = PST ? (int)(fpos % STAGES) : STAGES - 1;
-        uint32_t phase = 0; /* BULK: bit s = the parity of stage s's next phase to wait for */
-        for (int j = 0; j < n_j; j++) {
-            /* refill the stage consumed last iteration with tile j + STAGES - 1 (CPS 1: half of it here);
-             * look up tile j + STAGES + 1 */
-            const int32_t blk_f = blk_n, r_f = r_n;
-            const bool real_f = PST ? r_f >= 0 : j + STAGES - 1 < n_j; /* PST: the stream's next position, maybe the next item's */
-            fetch(st_f, j + STAGES - 1, blk_f, r_f, real_f, SPLIT ? 1 : 0);
-            if (PST) fpos++;
-            blk_n = blk_nn;
-            r_n = r_nn;
-            blk_nn = bt_load(r_nn);
-            if (BULK) {
-                ck_mbar_wait(bars + st * 8, (phase >> st) & 1u);
-                phase ^= 1u << st;
-            } else if (CPS == 0) {
-                ck_cp_async_wait<STAGES - 1>();
-            } else {
-                ck_cp_async_wait<STAGES - 2>(); /* the refill's group is not committed yet */
-            }
-            __syncwarp();
-
-            const int64_t k0 = kbeg + (int64_t)(warp + NW * j) * KPW;
-            const uint2 mt_info = meta[st];
-            const bool interior = mt_info.x == 0u && k0 >= all_lo && k0 + KPW - 1 <= all_hi;
-            const uint32_t rbase = ck_smem(ring + st * TILEB), vbase = rbase + KPW * PITCH;
-
-            /* S^T = K Q^T: per m-tile of 16 keys, ldmatrix.x4 of 16 key rows x 32 bytes (fp8: two k-steps,
-             * bytes of 4t4..4t4+3 per lane widened by two cvt each; 16-bit: one k-step). */
-            float s[MT][NR][4];
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++) {
-#pragma unroll
-                for (int nr = 0; nr < NR; nr++) s[mt][nr][0] = s[mt][nr][1] = s[mt][nr][2] = s[mt][nr][3] = 0.0f;
-                const int krow = mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
-#pragma unroll
-                for (int cp = 0; cp < CPR / 2; cp++) {
-                    uint32_t kr[4];
-                    ck_ldmatrix_x4(kr, rbase + krow * PITCH + (((cp * 2 + (lane >> 4)) ^ sw(krow)) * 16));
-                    if (FP8) {
-#pragma unroll
-                        for (int h = 0; h < 2; h++) { /* k-step 2cp + h: kr[2h] keys 0-7, kr[2h+1] keys 8-15 */
-                            uint32_t af[4]; /* a0 / a2: keys 0-7 lo / hi pair, a1 / a3: keys 8-15 */
-                            ck_fp8x4_to_h2x2<e4m3>(kr[2 * h], af[0], af[2]);
-                            ck_fp8x4_to_h2x2<e4m3>(kr[2 * h + 1], af[1], af[3]);
-#pragma unroll
-                            for (int nr = 0; nr < NR; nr++)
-                                ck_mma16816<__half>(s[mt][nr], af, qf[nr][cp * 2 + h][0], qf[nr][cp * 2 + h][1]);
-                        }
-                    } else {
-#pragma unroll
-                        for (int nr = 0; nr < NR; nr++) ck_mma16816<T>(s[mt][nr], kr, qf[nr][cp][0], qf[nr][cp][1]);
-                    }
+                    for (int nr = 0; nr < NR; nr++) ck_mma16816<T>(s[mt][nr], kr, qf[nr][cp][0], qf[nr][cp][1]);
                 }
             }
-            if (SPLIT) fetch(st_f, j + STAGES - 1, blk_f, r_f, real_f, 2);
+        }
+        if (SPLIT) fetch(st_f, j + STAGES - 1, blk_f, r_f, real_f, 2);
 
-            /* Scores (log2 domain) and the row maxima. s[mt][nr][e]: key mt*16 + g + 8(e>>1), row nr*8 + 2t4 + (e&1). */
-            float kscl[MT][2];
+        /* Scores (log2 domain) and the row maxima. s[mt][nr][e]: key mt*16 + g + 8(e>>1), row nr*8 + 2t4 + (e&1). */
+        float kscl[MT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) kscl[mt][h] = kpk ? scl[st * KPW + mt * 16 + g + 8 * h].x : 1.0f;
+        if (plain && interior) {
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) kscl[mt][h] = kpk ? scl[st * KPW + mt * 16 + g + 8 * h].x : 1.0f;
-            if (plain && interior) {
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                    for (int nr = 0; nr < NR; nr++)
-#pragma unroll
-                        for (int e = 0; e < 4; e++) s[mt][nr][e] *= scale2 * kscl[mt][e >> 1];
-            } else {
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                    for (int nr = 0; nr < NR; nr++)
-#pragma unroll
-                        for (int e = 0; e < 4; e++) {
-                            const int jk = mt * 16 + g + 8 * (e >> 1), c = e & 1;
-                            const int64_t key = k0 + jk;
-                            float x = s[mt][nr][e] * (sc_mul * kscl[mt][e >> 1]);
-                            if (GEN && a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
-                            if (GEN && a.alibi) x -= slope[nr][c] * (float)(rpq[nr][c] > key ? rpq[nr][c] - key : key - rpq[nr][c]);
-                            x *= CK_LOG2E;
-                            if (!interior && (((mt_info.x >> jk) & 1u) || key < rlo[nr][c] || key > rhi[nr][c])) x = -CK_INF;
-                            s[mt][nr][e] = x;
-                        }
-            }
-            float lm[NR][2];
-            bool up = false;
-#pragma unroll
-            for (int nr = 0; nr < NR; nr++)
-#pragma unroll
-                for (int c = 0; c < 2; c++) {
-                    float x = -CK_INF;
-#pragma unroll
-                    for (int mt = 0; mt < MT; mt++) x = fmaxf(x, fmaxf(s[mt][nr][c], s[mt][nr][c + 2]));
-                    lm[nr][c] = x;
-                    up |= x > m_r[nr][c];
-                }
-            /* per-key V scales: a tile whose largest |v scale| passes the warp's running one rescales acc */
-            float ofac = 1.0f;
-            if (vpk) {
-                const float tv = __uint_as_float(mt_info.y);
-                if (tv > vu) { /* warp-uniform */
-                    ofac = vu / tv;
-                    vu = tv;
-                }
-            }
-            if (__any_sync(0xffffffffu, up) || ofac != 1.0f) {
-                float alpha[NR][2];
 #pragma unroll
                 for (int nr = 0; nr < NR; nr++)
 #pragma unroll
-                    for (int c = 0; c < 2; c++) {
-                        float x = lm[nr][c];
-                        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 4));
-                        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 8));
-                        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 16));
-                        const float m_new = fmaxf(m_r[nr][c], x);
-                        const float u_old = m_r[nr][c] == -CK_INF ? 0.0f : m_r[nr][c];
-                        const float u_new = m_new == -CK_INF ? 0.0f : m_new;
-                        alpha[nr][c] = m_r[nr][c] == -CK_INF ? 0.0f : ck_exp2(u_old - u_new);
-                        m_r[nr][c] = m_new;
-                        l_r[nr][c] *= alpha[nr][c];
-                    }
-#pragma unroll
-                for (int m = 0; m < MO; m++)
-#pragma unroll
-                    for (int nr = 0; nr < NR; nr++) {
-                        o[m][nr][0] *= alpha[nr][0] * ofac;
-                        o[m][nr][1] *= alpha[nr][1] * ofac;
-                        o[m][nr][2] *= alpha[nr][0] * ofac;
-                        o[m][nr][3] *= alpha[nr][1] * ofac;
-                    }
-            }
-            float mu[NR][2];
-#pragma unroll
-            for (int nr = 0; nr < NR; nr++)
-#pragma unroll
-                for (int c = 0; c < 2; c++) mu[nr][c] = m_r[nr][c] == -CK_INF ? 0.0f : m_r[nr][c];
-            float vw[MT][2];
-            const float vinv = vu > 0.0f ? 1.0f / vu : 0.0f; /* vu 0: every v scale so far is 0 */
+                    for (int e = 0; e < 4; e++) s[mt][nr][e] *= scale2 * kscl[mt][e >> 1];
+        } else {
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                for (int h = 0; h < 2; h++) vw[mt][h] = vpk ? scl[st * KPW + mt * 16 + g + 8 * h].y * vinv : 1.0f;
-
-            /* P, then O^T += V^T P^T per m-tile of 16 keys: P^T's B fragments by movmatrix of P's packed
-             * accumulators (key-major -> row-major). */
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++) {
-                uint32_t pb[NR][2];
-#pragma unroll
-                for (int nr = 0; nr < NR; nr++) {
-                    float p[4];
+                for (int nr = 0; nr < NR; nr++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
-                        p[e] = ck_exp2(s[mt][nr][e] - mu[nr][e & 1]);
-                        l_r[nr][e & 1] += p[e];
+                        const int jk = mt * 16 + g + 8 * (e >> 1), c = e & 1;
+                        const int64_t key = k0 + jk;
+                        float x = s[mt][nr][e] * (sc_mul * kscl[mt][e >> 1]);
+                        if (GEN && a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
+                        if (GEN && a.alibi) x -= slope[nr][c] * (float)(rpq[nr][c] > key ? rpq[nr][c] - key : key - rpq[nr][c]);
+                        x *= CK_LOG2E;
+                        if (!interior && (((mt_info.x >> jk) & 1u) || key < rlo[nr][c] || key > rhi[nr][c])) x = -CK_INF;
+                        s[mt][nr][e] = x;
                     }
-                    if (vpk) {
-                        p[0] *= vw[mt][0];
-                        p[1] *= vw[mt][0];
-                        p[2] *= vw[mt][1];
-                        p[3] *= vw[mt][1];
-                    }
-                    pb[nr][0] = ck_movmatrix_trans(ck_pack2<TP>(p[0], p[1]));
-                    pb[nr][1] = ck_movmatrix_trans(ck_pack2<TP>(p[2], p[3]));
-                }
-                if (FP8) {
-                    /* ldmatrix.trans of raw V: lane (g, t4) gets bytes 2g, 2g+1 of keys 2t4, 2t4+1; prmt pairs
-                     * the keys per dim: A rows g / g+8 of m-tile c are dims c*16 + 2g / 2g+1. */
-                    const int vrow = mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
-#pragma unroll
-                    for (int cp = 0; cp < CPR / 2; cp++) {
-                        uint32_t vr[4];
-                        ck_ldmatrix_x4_trans(vr, vbase + vrow * PITCH + (((cp * 2 + (lane >> 4)) ^ sw(vrow)) * 16));
-#pragma unroll
-                        for (int h = 0; h < 2; h++) { /* dim chunk 2cp + h: vr[2h] keys 0-7, vr[2h+1] keys 8-15 */
-                            uint32_t p0, p1;
-                            asm("prmt.b32 %0, %1, 0, 0x3120;" : "=r"(p0) : "r"(vr[2 * h]));
-                            asm("prmt.b32 %0, %1, 0, 0x3120;" : "=r"(p1) : "r"(vr[2 * h + 1]));
-                            uint32_t af[4]; /* a0 / a1: keys 0-7 dims 2g / 2g+1, a2 / a3: keys 8-15 */
-                            ck_fp8x4_to_h2x2<e4m3>(p0, af[0], af[1]);
-                            ck_fp8x4_to_h2x2<e4m3>(p1, af[2], af[3]);
-#pragma unroll
-                            for (int nr = 0; nr < NR; nr++) ck_mma16816<__half>(o[cp * 2 + h][nr], af, pb[nr][0], pb[nr][1]);
-                        }
-                    }
-                } else {
-                    /* ldmatrix.trans of 16-bit V: matrices (keys 0-7, dims 0-7 / 8-15), (keys 8-15, ...) */
-                    const int vrow = mt * 16 + (lane & 7) + (lane >> 4) * 8;
-#pragma unroll
-                    for (int m = 0; m < MO; m++) {
-                        uint32_t vr[4];
-                        ck_ldmatrix_x4_trans(vr, vbase + vrow * PITCH + (((m * 2 + ((lane >> 3) & 1)) ^ sw(vrow)) * 16));
-#pragma unroll
-                        for (int nr = 0; nr < NR; nr++) ck_mma16816<T>(o[m][nr], vr, pb[nr][0], pb[nr][1]);
-                    }
-                }
-            }
-            st = st + 1 == STAGES ? 0 : st + 1;
-            st_f = st_f + 1 == STAGES ? 0 : st_f + 1;
         }
-        if (BULK) { /* every issued copy was waited for: the barriers' memory may be reused */
-            __syncwarp();
-            if (lane == 0)
-#pragma unroll
-                for (int i = 0; i < STAGES; i++) ck_mbar_inval(bars + i * 8);
-        } else if (!PST) {
-            ck_cp_async_wait<0>(); /* only empty groups can be left; the ring is reused below */
-        }
-
-        /* Combine the warps: m (log2 domain), l, acc through shared memory, then one thread an element. */
-        float lsum[NR][2];
+        float lm[NR][2];
+        bool up = false;
 #pragma unroll
         for (int nr = 0; nr < NR; nr++)
 #pragma unroll
             for (int c = 0; c < 2; c++) {
-                float x = l_r[nr][c];
-                x += __shfl_xor_sync(0xffffffffu, x, 4);
-                x += __shfl_xor_sync(0xffffffffu, x, 8);
-                x += __shfl_xor_sync(0xffffffffu, x, 16);
-                lsum[nr][c] = x;
+                float x = -CK_INF;
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) x = fmaxf(x, fmaxf(s[mt][nr][c], s[mt][nr][c + 2]));
+                lm[nr][c] = x;
+                up |= x > m_r[nr][c];
             }
-        float ofin = 1.0f; /* the V scale still owed to the accumulators */
-        if (FP8) ofin = vpk ? vu : a.v_scale ? a.v_scale[0] : 1.0f;
-        if constexpr (PST) {
-            /* each warp's (m, l, acc) in its free stage (the other two hold the next item's tiles in flight),
-             * the stage's index in its addr slot: m at + row, l at + 16 + row, acc at + 32 + row D + dim */
-            if (lane == 0) *(volatile int *)addr = st_f;
-            float *const own = (float *)(ring + st_f * TILEB);
-#pragma unroll
-            for (int c = 0; c < 2; c++) {
-                const int row = 2 * t4 + c;
-                if (g == 0) {
-                    own[row] = m_r[0][c];
-                    own[16 + row] = lsum[0][c];
-                }
-#pragma unroll
-                for (int m = 0; m < MO; m++)
-#pragma unroll
-                    for (int h = 0; h < 2; h++) own[32 + row * D + m * 16 + 2 * g + h] = o[m][0][2 * h + c] * ofin;
+        /* per-key V scales: a tile whose largest |v scale| passes the warp's running one rescales acc */
+        float ofac = 1.0f;
+        if (vpk) {
+            const float tv = __uint_as_float(mt_info.y);
+            if (tv > vu) { /* warp-uniform */
+                ofac = vu / tv;
+                vu = tv;
             }
-            __syncthreads();
-            const float *pb[NW];
-#pragma unroll
-            for (int w = 0; w < NW; w++)
-                pb[w] = (const float *)(smem + lay.ring + (w * STAGES + *(const volatile int *)(smem + lay.addr + w * KPW * 16)) * TILEB);
-            for (int idx = tid; idx < nrows * a.dv; idx += NW * 32) {
-                const int row = idx / a.dv, c = idx - row * a.dv;
-                float mm = -CK_INF;
-#pragma unroll
-                for (int w = 0; w < NW; w++) mm = fmaxf(mm, pb[w][row]);
-                float l = 0.0f, acc = 0.0f;
-                if (mm != -CK_INF) {
-#pragma unroll
-                    for (int w = 0; w < NW; w++) {
-                        const float mw = pb[w][row];
-                        if (mw == -CK_INF) continue; /* that warp saw no key: its acc holds nothing */
-                        const float f = exp2f(mw - mm);
-                        l += pb[w][16 + row] * f;
-                        acc += pb[w][32 + row * D + c] * f;
-                    }
-                }
-                mma_emit<CK_SPLIT_ROWS>(a, it, tok0, hbase, row, c, acc, mm * CK_LN2, l);
-                if (c == 0) mma_emit_lse<CK_SPLIT_ROWS>(a, it, tok0, hbase, row, mm * CK_LN2, l);
-            }
-        } else {
-            __syncthreads();
-            float *cm = (float *)(smem + lay.combine), *cl = cm + NW * 16, *co = cl + NW * 16;
+        }
+        if (__any_sync(0xffffffffu, up) || ofac != 1.0f) {
+            float alpha[NR][2];
 #pragma unroll
             for (int nr = 0; nr < NR; nr++)
 #pragma unroll
                 for (int c = 0; c < 2; c++) {
-                    const int row = nr * 8 + 2 * t4 + c;
-                    if (g == 0) {
-                        cm[warp * 16 + row] = m_r[nr][c];
-                        cl[warp * 16 + row] = lsum[nr][c];
-                    }
-#pragma unroll
-                    for (int m = 0; m < MO; m++)
-#pragma unroll
-                        for (int h = 0; h < 2; h++) {
-                            const int d = FP8 ? m * 16 + 2 * g + h : m * 16 + g + 8 * h;
-                            co[(warp * 16 + row) * D + d] = o[m][nr][2 * h + c] * ofin;
-                        }
+                    float x = lm[nr][c];
+                    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 4));
+                    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 8));
+                    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 16));
+                    const float m_new = fmaxf(m_r[nr][c], x);
+                    const float u_old = m_r[nr][c] == -CK_INF ? 0.0f : m_r[nr][c];
+                    const float u_new = m_new == -CK_INF ? 0.0f : m_new;
+                    alpha[nr][c] = m_r[nr][c] == -CK_INF ? 0.0f : ck_exp2(u_old - u_new);
+                    m_r[nr][c] = m_new;
+                    l_r[nr][c] *= alpha[nr][c];
                 }
-            __syncthreads();
-            for (int idx = tid; idx < nrows * a.dv; idx += NW * 32) {
-                const int row = idx / a.dv, c = idx - row * a.dv;
-                float mm = -CK_INF;
 #pragma unroll
-                for (int w = 0; w < NW; w++) mm = fmaxf(mm, cm[w * 16 + row]);
-                float l = 0.0f, acc = 0.0f;
-                if (mm != -CK_INF) {
+            for (int m = 0; m < MO; m++)
 #pragma unroll
-                    for (int w = 0; w < NW; w++) {
-                        const float mw = cm[w * 16 + row];
-                        if (mw == -CK_INF) continue; /* that warp saw no key: its acc holds nothing */
-                        const float f = exp2f(mw - mm);
-                        l += cl[w * 16 + row] * f;
-                        acc += co[(w * 16 + row) * D + c] * f;
+                for (int nr = 0; nr < NR; nr++) {
+                    o[m][nr][0] *= alpha[nr][0] * ofac;
+                    o[m][nr][1] *= alpha[nr][1] * ofac;
+                    o[m][nr][2] *= alpha[nr][0] * ofac;
+                    o[m][nr][3] *= alpha[nr][1] * ofac;
+                }
+        }
+        float mu[NR][2];
+#pragma unroll
+        for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+            for (int c = 0; c < 2; c++) mu[nr][c] = m_r[nr][c] == -CK_INF ? 0.0f : m_r[nr][c];
+        float vw[MT][2];
+        const float vinv = vu > 0.0f ? 1.0f / vu : 0.0f; /* vu 0: every v scale so far is 0 */
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) vw[mt][h] = vpk ? scl[st * KPW + mt * 16 + g + 8 * h].y * vinv : 1.0f;
+
+        /* P, then O^T += V^T P^T per m-tile of 16 keys: P^T's B fragments by movmatrix of P's packed
+         * accumulators (key-major -> row-major). */
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            uint32_t pb[NR][2];
+#pragma unroll
+            for (int nr = 0; nr < NR; nr++) {
+                float p[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    p[e] = ck_exp2(s[mt][nr][e] - mu[nr][e & 1]);
+                    l_r[nr][e & 1] += p[e];
+                }
+                if (vpk) {
+                    p[0] *= vw[mt][0];
+                    p[1] *= vw[mt][0];
+                    p[2] *= vw[mt][1];
+                    p[3] *= vw[mt][1];
+                }
+                pb[nr][0] = ck_movmatrix_trans(ck_pack2<TP>(p[0], p[1]));
+                pb[nr][1] = ck_movmatrix_trans(ck_pack2<TP>(p[2], p[3]));
+            }
+            if (FP8) {
+                /* ldmatrix.trans of raw V: lane (g, t4) gets bytes 2g, 2g+1 of keys 2t4, 2t4+1; prmt pairs
+                 * the keys per dim: A rows g / g+8 of m-tile c are dims c*16 + 2g / 2g+1. */
+                const int vrow = mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+                for (int cp = 0; cp < CPR / 2; cp++) {
+                    uint32_t vr[4];
+                    ck_ldmatrix_x4_trans(vr, vbase + vrow * PITCH + (((cp * 2 + (lane >> 4)) ^ sw(vrow)) * 16));
+#pragma unroll
+                    for (int h = 0; h < 2; h++) { /* dim chunk 2cp + h: vr[2h] keys 0-7, vr[2h+1] keys 8-15 */
+                        uint32_t p0, p1;
+                        asm("prmt.b32 %0, %1, 0, 0x3120;" : "=r"(p0) : "r"(vr[2 * h]));
+                        asm("prmt.b32 %0, %1, 0, 0x3120;" : "=r"(p1) : "r"(vr[2 * h + 1]));
+                        uint32_t af[4]; /* a0 / a1: keys 0-7 dims 2g / 2g+1, a2 / a3: keys 8-15 */
+                        ck_fp8x4_to_h2x2<e4m3>(p0, af[0], af[1]);
+                        ck_fp8x4_to_h2x2<e4m3>(p1, af[2], af[3]);
+#pragma unroll
+                        for (int nr = 0; nr < NR; nr++) ck_mma16816<__half>(o[cp * 2 + h][nr], af, pb[nr][0], pb[nr][1]);
                     }
                 }
-                mma_emit<CK_SPLIT_ROWS>(a, it, tok0, hbase, row, c, acc, mm * CK_LN2, l);
-                if (c == 0) mma_emit_lse<CK_SPLIT_ROWS>(a, it, tok0, hbase, row, mm * CK_LN2, l);
+            } else {
+                /* ldmatrix.trans of 16-bit V: matrices (keys 0-7, dims 0-7 / 8-15), (keys 8-15, ...) */
+                const int vrow = mt * 16 + (lane & 7) + (lane >> 4) * 8;
+#pragma unroll
+                for (int m = 0; m < MO; m++) {
+                    uint32_t vr[4];
+                    ck_ldmatrix_x4_trans(vr, vbase + vrow * PITCH + (((m * 2 + ((lane >> 3) & 1)) ^ sw(vrow)) * 16));
+#pragma unroll
+                    for (int nr = 0; nr < NR; nr++) ck_mma16816<T>(o[m][nr], vr, pb[nr][0], pb[nr][1]);
+                }
             }
         }
-        if constexpr (PST) {
-            __syncthreads(); /* the free stages read: the next item's fetches refill them */
-            istart += (uint32_t)max(n_j, 1);
-            item += (int)gridDim.x;
-            if (item >= a.dec_items) break;
-            it = dec_item_at(a, item);
-            continue;
-        }
-
-        /* Split-KV: the last block of the row tile to get here merges the partials and resets the count. */
-        if (it.num_splits > 1 && a.split_count) {
-            __shared__ int last;
-            __threadfence(); /* this block's partials, device-wide, before its arrival is counted */
-            __syncthreads();
-            if (tid == 0) last = atomicAdd(a.split_count + it.part_index, 1u) == (uint32_t)it.num_splits - 1u;
-            __syncthreads();
-            if (!last) return;
-            __threadfence(); /* the other splits' partials are read after their arrivals */
-            ck_split_merge_rows(a, it, (float *)smem);
-            if (tid == 0) a.split_count[it.part_index] = 0u;
-        }
-        return;
+        st = st + 1 == STAGES ? 0 : st + 1;
+        st_f = st_f + 1 == STAGES ? 0 : st_f + 1;
     }
-    ck_cp_async_wait<0>(); /* PST: only empty groups (padding) can be left */
+    if (BULK) { /* every issued copy was waited for: the barriers' memory may be reused */
+        __syncwarp();
+        if (lane == 0)
+#pragma unroll
+            for (int i = 0; i < STAGES; i++) ck_mbar_inval(bars + i * 8);
+    } else {
+        ck_cp_async_wait<0>(); /* only empty groups can be left; the ring is reused below */
+    }
+
+    /* Combine the warps: m (log2 domain), l, acc through shared memory, then one thread an element. */
+    float lsum[NR][2];
+#pragma unroll
+    for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+        for (int c = 0; c < 2; c++) {
+            float x = l_r[nr][c];
+            x += __shfl_xor_sync(0xffffffffu, x, 4);
+            x += __shfl_xor_sync(0xffffffffu, x, 8);
+            x += __shfl_xor_sync(0xffffffffu, x, 16);
+            lsum[nr][c] = x;
+        }
+    float ofin = 1.0f; /* the V scale still owed to the accumulators */
+    if (FP8) ofin = vpk ? vu : a.v_scale ? a.v_scale[0] : 1.0f;
+    __syncthreads();
+    float *cm = (float *)(smem + lay.combine), *cl = cm + NW * 16, *co = cl + NW * 16;
+#pragma unroll
+    for (int nr = 0; nr < NR; nr++)
+#pragma unroll
+        for (int c = 0; c < 2; c++) {
+            const int row = nr * 8 + 2 * t4 + c;
+            if (g == 0) {
+                cm[warp * 16 + row] = m_r[nr][c];
+                cl[warp * 16 + row] = lsum[nr][c];
+            }
+#pragma unroll
+            for (int m = 0; m < MO; m++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int d = FP8 ? m * 16 + 2 * g + h : m * 16 + g + 8 * h;
+                    co[(warp * 16 + row) * D + d] = o[m][nr][2 * h + c] * ofin;
+                }
+        }
+    __syncthreads();
+    for (int idx = tid; idx < nrows * a.dv; idx += NW * 32) {
+        const int row = idx / a.dv, c = idx - row * a.dv;
+        float mm = -CK_INF;
+#pragma unroll
+        for (int w = 0; w < NW; w++) mm = fmaxf(mm, cm[w * 16 + row]);
+        float l = 0.0f, acc = 0.0f;
+        if (mm != -CK_INF) {
+#pragma unroll
+            for (int w = 0; w < NW; w++) {
+                const float mw = cm[w * 16 + row];
+                if (mw == -CK_INF) continue; /* that warp saw no key: its acc holds nothing */
+                const float f = exp2f(mw - mm);
+                l += cl[w * 16 + row] * f;
+                acc += co[(w * 16 + row) * D + c] * f;
+            }
+        }
+        mma_emit<CK_SPLIT_ROWS>(a, it, tok0, hbase, row, c, acc, mm * CK_LN2, l);
+        if (c == 0) mma_emit_lse<CK_SPLIT_ROWS>(a, it, tok0, hbase, row, mm * CK_LN2, l);
+    }
+
+    /* Split-KV: the last block of the row tile to get here merges the partials and resets the count. */
+    if (it.num_splits > 1 && a.split_count) {
+        __shared__ int last;
+        __threadfence(); /* this block's partials, device-wide, before its arrival is counted */
+        __syncthreads();
+        if (tid == 0) last = atomicAdd(a.split_count + it.part_index, 1u) == (uint32_t)it.num_splits - 1u;
+        __syncthreads();
+        if (!last) return;
+        __threadfence(); /* the other splits' partials are read after their arrivals */
+        ck_split_merge_rows(a, it, (float *)smem);
+        if (tid == 0) a.split_count[it.part_index] = 0u;
+    }
 }
 
 /* NR = 1 (rows <= 8: one n-tile, every GQA group up to 8 at one token) or 2, and the fp8 format; picked
@@ -906,25 +752,6 @@ template <typename T, bool FP8, int D, int CPS = 0> __device__ __forceinline__ v
         attn_decode_rows<T, FP8, D, true, CPS>(a, it, ntok * it.head_count <= 8, e5);
     else
         attn_decode_rows<T, FP8, D, false, CPS>(a, it, ntok * it.head_count <= 8, e5);
-}
-
-/* The persistent form (attn_decode's PST; fp8 D 128, items of at most 8 rows in the stream, the 16-row
- * ones alone): the score path and the fp8 format per launch. */
-template <typename T, int CPS> __device__ __forceinline__ void attn_decode_pst_entry(const ck_attn_args_t &a)
-{
-    const ck_work_item_t it = dec_item_at(a, (int)blockIdx.x);
-    const bool e5 = a.kv_dtype == CK_E5M2;
-    if (a.softcap > 0.0f || a.alibi) {
-        if (e5)
-            attn_decode<T, true, 128, 1, false, true, CPS, true>(a, it);
-        else
-            attn_decode<T, true, 128, 1, true, true, CPS, true>(a, it);
-    } else {
-        if (e5)
-            attn_decode<T, true, 128, 1, false, false, CPS, true>(a, it);
-        else
-            attn_decode<T, true, 128, 1, true, false, CPS, true>(a, it);
-    }
 }
 
 #endif /* ATTNRT_ATTN_DECODE_CUH */
