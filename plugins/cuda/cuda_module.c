@@ -119,9 +119,7 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
      * runs 26-27 of docs/dev/cuda-decode.md); ATTNRT_CUDA_DEC_CPS=0 loads the CPS 0 kernel instead (an
      * A/B switch) */
     const char *cps_env = secure_getenv("ATTNRT_CUDA_DEC_CPS");
-    const char *cps_sfx = cps_env && strcmp(cps_env, "0") == 0   ? ""
-                          : cps_env && strcmp(cps_env, "5") == 0 ? "_c5" /* CPS 4 as session 8 left it */
-                                                                 : "_c4";
+    const char *cps_sfx = cps_env && strcmp(cps_env, "0") == 0 ? "" : "_c4";
     for (int cfg = 0; cfg < 2 && d->k.mma_ok; cfg++)
         for (int fp8 = 0; fp8 < 2; fp8++)
             for (int di = 0; di < CUDA_MMA_DIMS; di++) {

@@ -35,7 +35,3 @@ CK_DEC_ALL_D(bf16, __nv_bfloat16, fp8, true)
 
 CK_DEC_CPS_KERNEL(f16, __half, 4)
 CK_DEC_CPS_KERNEL(bf16, __nv_bfloat16, 4)
-/* CPS 5: CPS 4 as session 8 left it (copy offsets computed a round), for the A/B of session 9's change
- * (ATTNRT_CUDA_DEC_CPS=5) */
-CK_DEC_CPS_KERNEL(f16, __half, 5)
-CK_DEC_CPS_KERNEL(bf16, __nv_bfloat16, 5)

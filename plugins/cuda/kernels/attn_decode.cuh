@@ -86,8 +86,7 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
  * latency a half, not one a round). Runs 25 and 26 of docs/dev/cuda-decode.md: CPS 1 1-2% faster than
  * CPS 0 on the fp8 D 128 rows, CPS 4 another 1-1.5% at B64 / B256; all the copies after QK^T (run 24),
  * the first half at the end of the previous iteration, K and V refilled apart (run 26) no better. Built:
- * CPS 0 and CPS 4 (attn_decode.cu); CPS 1 stays a form one line there can build for an A/B. CPS 5: CPS 4
- * with session 8's per-round copy offsets (the A/B form of session 9's constants computed once, below). */
+ * CPS 0 and CPS 4 (attn_decode.cu); CPS 1 stays a form one line there can build for an A/B. */
 template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0>
 __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
 {
@@ -171,25 +170,10 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     const int cp_ch = lane % CPR, cp_r0 = lane / CPR;
     const bool cp_k = cp_ch < a.dqk * ES / 16, cp_v = cp_ch < a.dv * ES / 16;
     auto sw = [](int row) -> int { return BULK ? 0 : CPR >= 8 ? row & 7 : (row >> 1) & 3; };
-    /* CPS 4: this lane's stage offsets repeat every CPER rounds (the swizzle's period) but for a multiple
-     * of rows: round k's is coff[k % CPER] + an immediate; they, the source chunk offset and the address
-     * slot are computed once and kept opaque to the compiler (asm volatile), and a half's absent bits are
-     * shifted once (absent >> cp_r0, then a constant shift a round). CPS 5 is CPS 4 with the per-round
-     * `row * ROWB + (cp_ch ^ sw(row)) * 16` and `absent >> row` of session 8 (an A/B form; run 29 of
-     * docs/dev/cuda-decode.md: the compiler may recompute those in the key loop every tile). */
-    constexpr int CSTEP = 32 / CPR, CPER = CPR >= 8 ? 8 / CSTEP : 1;
-    uint32_t coff[CPER], csrc = (uint32_t)cp_ch * 16, caddr = ck_smem(addr + cp_r0);
-#pragma unroll
-    for (int m = 0; m < CPER; m++) coff[m] = (uint32_t)((cp_r0 + m * CSTEP) * ROWB + ((cp_ch ^ sw(cp_r0 + m * CSTEP)) * 16));
-    if constexpr (CPS == 4) {
-#pragma unroll
-        for (int m = 0; m < CPER; m++) asm volatile("" : "+r"(coff[m]));
-        asm volatile("" : "+r"(csrc), "+r"(caddr));
-    }
     const uint32_t kbytes = a.dqk * ES, vbytes = a.dv * ES; /* BULK: bytes copied a K / V row */
     constexpr int ROUNDS = KPW / (32 / CPR); /* cp.async form: copy rounds of a tile */
     constexpr bool SPLIT = CPS != 0;         /* the refill in two parts (part 1, then part 2 after QK^T) */
-    constexpr bool BATCH = CPS == 4 || CPS == 5; /* a half's addresses loaded before its copies */
+    constexpr bool BATCH = CPS == 4;         /* a half's addresses loaded before its copies */
     uint32_t f_absent = 0;                   /* part 1 -> part 2: the tile's absent bits */
     /* copy rounds i0 .. i0 + n - 1 of a tile into kdst / vdst (absent rows and pad chunks zero-filled).
      * BATCH: the rows' addresses are loaded first (volatile shared loads, kept in this order; run 22's
@@ -197,23 +181,6 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
      * shared-load latency, not one each. */
     auto copy_rounds = [&](uint32_t kdst, uint32_t vdst, int i0, int n, uint32_t absent) {
         constexpr int NB = BATCH ? ROUNDS / 2 : 1;
-        if (CPS == 4 && n == NB) {
-            uint64_t pk[NB], pv[NB];
-#pragma unroll
-            for (int i = 0; i < NB; i++)
-                asm volatile("ld.shared.v2.u64 {%0, %1}, [%2];\n"
-                             : "=l"(pk[i]), "=l"(pv[i]) : "r"(caddr + (i0 + i) * CSTEP * 16) : "memory");
-            const uint32_t ab = absent >> cp_r0; /* bit CSTEP k: row cp_r0 + CSTEP k absent */
-#pragma unroll
-            for (int i = 0; i < NB; i++) {
-                const int k = i0 + i;
-                const uint32_t off = coff[k % CPER] + (uint32_t)((k / CPER) * CPER * CSTEP * ROWB);
-                const bool gone = (ab >> (k * CSTEP)) & 1u;
-                ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(pk[i] + csrc), gone || !cp_k);
-                ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(pv[i] + csrc), gone || !cp_v);
-            }
-            return;
-        }
         if (BATCH && n == NB) {
             uint64_t pk[NB], pv[NB];
 #pragma unroll
@@ -318,7 +285,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         if (!BULK) ck_cp_async_commit();
         __syncwarp(); /* addr / the pad bytes are rewritten by the next call */
     };
-    static_assert(CPS == 0 || ((CPS == 1 || CPS == 4 || CPS == 5) && !BULK), "refill split: the cp.async form only");
+    static_assert(CPS == 0 || ((CPS == 1 || CPS == 4) && !BULK), "refill split: the cp.async form only");
     static_assert(BULK || ROUNDS % 2 == 0, "the cp.async form issues its copy rounds in two halves");
 
     /* Pipeline prologue, before Q is read (a block's start is a chain of round trips: request -> block ids
