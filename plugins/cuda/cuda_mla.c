@@ -242,7 +242,9 @@ static attnrt_status_t mla_build(cuda_dev_t *d, const attnrt_mla_args_t *a, cons
         n_items += (size_t)ns;
     }
     if (n_tiles > 1) qsort(tiles, n_tiles, sizeof *tiles, by_cost_desc);
-    if (n_items + n_groups > 0x7fffffff || n_groups * (size_t)(cf->rows / CK_MLA_MERGE_ROWS) > 0x7fffffff) {
+    const size_t merge_blocks = n_groups * (size_t)(cf->rows / CK_MLA_MERGE_ROWS) *
+                                (size_t)((sh->Dv + CK_MLA_MERGE_COLS - 1) / CK_MLA_MERGE_COLS);
+    if (n_items + n_groups > 0x7fffffff || merge_blocks > 0x7fffffff) {
         free(tiles);
         return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda mla plan: %zu work items are too many for one launch", n_items);
     }
@@ -471,8 +473,9 @@ attnrt_status_t cuda_mla_run(cuda_dev_t *d, const void *plan, const attnrt_mla_a
                      cf->wgmma ? "cuda mla (wgmma)" : cf == &p->cfg[MLA_MMA] ? "cuda mla (tensor cores)" : "cuda mla (CUDA cores)");
     if (st == ATTNRT_OK && cf->n_groups) {
         k.items = items + cf->n_items;
-        st = cuda_launch(p->f_merge, cf->n_groups * (uint32_t)(cf->rows / CK_MLA_MERGE_ROWS), CK_MLA_THREADS, 0, stream,
-                         &k, "cuda mla (split merge)");
+        const uint32_t col_blocks = (uint32_t)((sh.Dv + CK_MLA_MERGE_COLS - 1) / CK_MLA_MERGE_COLS);
+        st = cuda_launch(p->f_merge, cf->n_groups * (uint32_t)(cf->rows / CK_MLA_MERGE_ROWS) * col_blocks, CK_MLA_THREADS,
+                         0, stream, &k, "cuda mla (split merge)");
     }
     return st == ATTNRT_OK ? cuda_finish(stream, "cuda mla") : st;
 }

@@ -26,6 +26,7 @@
 #define CK_MLA_MAX_DV 1024   /* v_dim at most (4 columns per thread of 256)                          */
 #define CK_MLA_MAX_SPLITS 32
 #define CK_MLA_MERGE_ROWS 8  /* rows of one ck_mla_split_merge block (divides both kernels' rows)   */
+#define CK_MLA_MERGE_COLS 128 /* value columns of one ck_mla_split_merge block                      */
 #define CK_MLA_THREADS 256
 
 typedef struct ck_mla_item {

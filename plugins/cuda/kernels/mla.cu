@@ -190,20 +190,22 @@ extern "C" __global__ void __launch_bounds__(CK_MLA_THREADS) ck_mla_simt(const _
 
 extern "C" __global__ void __launch_bounds__(CK_MLA_THREADS) ck_mla_split_merge(const __grid_constant__ ck_mla_args_t a)
 {
-    /* block b: rows (b % nrb) * MR .. + MR - 1 of group b / nrb (several blocks a group: a few long
-     * requests' merge spreads over as many SMs) */
-    constexpr int MR = CK_MLA_MERGE_ROWS;
+    /* block b: rows r0 .. r0 + MR - 1 and value columns c0 .. c0 + MC - 1 of one group. A merge is latency,
+     * not bandwidth: B 4 x 32768 at Hq 128 is 8 groups of 16 splits (16.8 MB of partials); one block a row
+     * slice and all 512 columns took 114 us under ncu (64 blocks, each thread's loads one split at a time),
+     * column slices and the splits' loads issued together 30 us (docs/dev/cuda-mla.md, session 9, lead) */
+    constexpr int MR = CK_MLA_MERGE_ROWS, MC = CK_MLA_MERGE_COLS;
     __shared__ float wts[MR][CK_MLA_MAX_SPLITS];
-    const int PR = a.part_rows, nrb = PR / MR;
-    const ck_mla_item_t it = a.items[blockIdx.x / nrb];
-    const int r0 = (int)(blockIdx.x % nrb) * MR;
+    const int PR = a.part_rows, nrb = PR / MR, ncb = (a.dv + MC - 1) / MC;
+    const ck_mla_item_t it = a.items[blockIdx.x / (nrb * ncb)];
+    const int slice = (int)(blockIdx.x % (nrb * ncb)), r0 = slice / ncb * MR, c0 = slice % ncb * MC;
     const int64_t seq = it.seq;
     const ck_request_t rq = ck_request(a, seq);
     const int64_t q_begin = rq.q_begin;
     const int hc = it.head_count, ns = min(it.num_splits, CK_MLA_MAX_SPLITS);
     const int64_t ntok = min((int64_t)it.q_count, rq.L - it.q_first);
     if (ntok <= 0 || r0 >= (int)ntok * hc) return;
-    const int rows = min(MR, (int)ntok * hc - r0);
+    const int rows = min(MR, (int)ntok * hc - r0), cols = min(MC, a.dv - c0);
     const int64_t tok0 = q_begin + it.q_first;
     const float *plse = a.part_lse + (int64_t)it.part_index * PR;
     const float *po = a.part_o + (int64_t)it.part_index * PR * a.dv;
@@ -223,15 +225,19 @@ extern "C" __global__ void __launch_bounds__(CK_MLA_THREADS) ck_mla_split_merge(
             post = 1.0f / den;
         }
         for (int s = 0; s < ns; s++) wts[threadIdx.x][s] = m == -CK_INF ? 0.0f : expf(plse[s * PR + r] - m) * post;
-        if (a.lse) a.lse[t * a.lse_st[0] + h * a.lse_st[1]] = lse;
+        if (a.lse && c0 == 0) a.lse[t * a.lse_st[0] + h * a.lse_st[1]] = lse;
     }
     __syncthreads();
-    for (int idx = threadIdx.x; idx < rows * a.dv; idx += blockDim.x) {
-        const int rr = idx / a.dv, c = idx - rr * a.dv, r = r0 + rr;
+    for (int idx = threadIdx.x; idx < rows * cols; idx += blockDim.x) {
+        const int rr = idx / cols, c = c0 + idx - rr * cols, r = r0 + rr;
+        const float *src = po + (int64_t)r * a.dv + c;
         float o = 0.0f;
+        /* every split's load issued without waiting on the weight (several in flight a thread); a split
+         * of weight 0 (no keys) may hold anything, so it is selected away, never multiplied in */
+#pragma unroll 8
         for (int s = 0; s < ns; s++) {
-            const float w = wts[rr][s];
-            if (w != 0.0f) o += w * po[((int64_t)s * PR + r) * a.dv + c];
+            const float w = wts[rr][s], v = src[(int64_t)s * PR * a.dv];
+            o += w != 0.0f ? w * v : 0.0f;
         }
         const int64_t t = tok0 + r / hc, h = it.head_first + r % hc;
         ck_store(a.out, t * a.out_st[0] + h * a.out_st[1] + c, a.out_dtype, o);
