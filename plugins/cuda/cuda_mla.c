@@ -243,7 +243,7 @@ static attnrt_status_t mla_build(cuda_dev_t *d, const attnrt_mla_args_t *a, cons
     }
     if (n_tiles > 1) qsort(tiles, n_tiles, sizeof *tiles, by_cost_desc);
     const size_t merge_blocks = n_groups * (size_t)(cf->rows / CK_MLA_MERGE_ROWS) *
-                                (size_t)((sh->Dv + CK_MLA_MERGE_COLS - 1) / CK_MLA_MERGE_COLS);
+                                (size_t)((sh->Dv + CK_MLA_MERGE_MIN_COLS - 1) / CK_MLA_MERGE_MIN_COLS);
     if (n_items + n_groups > 0x7fffffff || merge_blocks > 0x7fffffff) {
         free(tiles);
         return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda mla plan: %zu work items are too many for one launch", n_items);
@@ -473,9 +473,14 @@ attnrt_status_t cuda_mla_run(cuda_dev_t *d, const void *plan, const attnrt_mla_a
                      cf->wgmma ? "cuda mla (wgmma)" : cf == &p->cfg[MLA_MMA] ? "cuda mla (tensor cores)" : "cuda mla (CUDA cores)");
     if (st == ATTNRT_OK && cf->n_groups) {
         k.items = items + cf->n_items;
-        const uint32_t col_blocks = (uint32_t)((sh.Dv + CK_MLA_MERGE_COLS - 1) / CK_MLA_MERGE_COLS);
-        st = cuda_launch(p->f_merge, cf->n_groups * (uint32_t)(cf->rows / CK_MLA_MERGE_ROWS) * col_blocks, CK_MLA_THREADS,
-                         0, stream, &k, "cuda mla (split merge)");
+        /* column slices so that groups x row slices x column slices fill one wave of merge blocks (a block's
+         * latency chain, not the bytes, sets a merge's time: few groups get narrow slices, many get wide ones) */
+        const int64_t slices = (int64_t)cf->n_groups * (cf->rows / CK_MLA_MERGE_ROWS), W = CK_MLA_MERGE_MIN_COLS;
+        int64_t ncb = (int64_t)(d->sm_count > 0 ? d->sm_count : 1) * CK_MLA_MERGE_BLOCKS_SM / slices;
+        ncb = ncb < 1 ? 1 : ncb > (sh.Dv + W - 1) / W ? (sh.Dv + W - 1) / W : ncb;
+        k.merge_cols = (int32_t)(((sh.Dv + ncb - 1) / ncb + W - 1) / W * W);
+        ncb = (sh.Dv + k.merge_cols - 1) / k.merge_cols;
+        st = cuda_launch(p->f_merge, (uint32_t)(slices * ncb), CK_MLA_THREADS, 0, stream, &k, "cuda mla (split merge)");
     }
     return st == ATTNRT_OK ? cuda_finish(stream, "cuda mla") : st;
 }

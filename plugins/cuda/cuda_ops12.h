@@ -26,7 +26,8 @@
 #define CK_MLA_MAX_DV 1024   /* v_dim at most (4 columns per thread of 256)                          */
 #define CK_MLA_MAX_SPLITS 32
 #define CK_MLA_MERGE_ROWS 8  /* rows of one ck_mla_split_merge block (divides both kernels' rows)   */
-#define CK_MLA_MERGE_COLS 128 /* value columns of one ck_mla_split_merge block                      */
+#define CK_MLA_MERGE_MIN_COLS 32 /* value columns of a ck_mla_split_merge block at least (one warp) */
+#define CK_MLA_MERGE_BLOCKS_SM 8 /* merge blocks an SM holds (256 threads, 32 registers): one wave   */
 #define CK_MLA_THREADS 256
 
 typedef struct ck_mla_item {
@@ -51,7 +52,8 @@ typedef struct ck_mla_args {
     int32_t hq, d, dv, ld;           /* ld: shared-memory row length (odd: no bank conflicts) */
     int32_t q_dtype, out_dtype, kv_dtype, causal, sparse;
     int32_t part_rows;               /* rows of one partial state: the launch's rows per item */
-    float   scale, pad_;
+    float   scale;
+    int32_t merge_cols;              /* ck_mla_split_merge: value columns a block (CK_MLA_MERGE_MIN_COLS x n) */
 } ck_mla_args_t;
 
 /* Dynamic shared memory of ck_mla_simt for a row length `ld`: q rows, latent rows, scores, state. */

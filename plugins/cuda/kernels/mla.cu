@@ -190,13 +190,14 @@ extern "C" __global__ void __launch_bounds__(CK_MLA_THREADS) ck_mla_simt(const _
 
 extern "C" __global__ void __launch_bounds__(CK_MLA_THREADS) ck_mla_split_merge(const __grid_constant__ ck_mla_args_t a)
 {
-    /* block b: rows r0 .. r0 + MR - 1 and value columns c0 .. c0 + MC - 1 of one group. A merge is latency,
-     * not bandwidth: B 4 x 32768 at Hq 128 is 8 groups of 16 splits (16.8 MB of partials); one block a row
-     * slice and all 512 columns took 114 us under ncu (64 blocks, each thread's loads one split at a time),
-     * column slices and the splits' loads issued together 30 us (docs/dev/cuda-mla.md, session 9, lead) */
-    constexpr int MR = CK_MLA_MERGE_ROWS, MC = CK_MLA_MERGE_COLS;
+    /* block b: rows r0 .. r0 + MR - 1 and value columns c0 .. c0 + MC - 1 of one group, MC chosen by the host
+     * so that the blocks fill one wave of the chip. A merge is latency, not bandwidth: B 4 x 32768 at Hq 128 is
+     * 8 groups of 16 splits (16.8 MB of partials); one block a row slice and all 512 columns took 114 us under
+     * ncu (64 blocks, each thread's loads one split at a time), 128-column slices with the splits' loads issued
+     * together 30 us (docs/dev/cuda-mla.md, session 9, lead) */
+    constexpr int MR = CK_MLA_MERGE_ROWS;
     __shared__ float wts[MR][CK_MLA_MAX_SPLITS];
-    const int PR = a.part_rows, nrb = PR / MR, ncb = (a.dv + MC - 1) / MC;
+    const int MC = a.merge_cols, PR = a.part_rows, nrb = PR / MR, ncb = (a.dv + MC - 1) / MC;
     const ck_mla_item_t it = a.items[blockIdx.x / (nrb * ncb)];
     const int slice = (int)(blockIdx.x % (nrb * ncb)), r0 = slice / ncb * MR, c0 = slice % ncb * MC;
     const int64_t seq = it.seq;
