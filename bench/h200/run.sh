@@ -15,7 +15,8 @@
 # AB_ENV=NAME=VALUE times the fp8 decode rows once more with that variable set (ids ending _ab) and runs
 # the attention conformance cases once more under it; several settings separated by ';' (A=1;A=2) each
 # get their own pass (ids ending _ab, _ab2, _ab3, ...), and one setting may set several variables
-# separated by ',' (A=0,B=0). PEER=0 skips the PyTorch peer rows.
+# separated by ',' (A=0,B=0). PEER=0 skips the PyTorch peer rows. SHAPES=FILE times the shapes of FILE
+# (same columns as the list below) instead of the issue's; EXTRAS=0 skips the ncu and sanitizer steps.
 set -u
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$ROOT"
@@ -151,6 +152,7 @@ pre_d128             prefill 4   4096 4096 32 8 128 16  bf16     1
 pre_d64              prefill 4   4096 4096 32 8 64  16  bf16     1
 pre_d256             prefill 4   4096 4096 32 8 256 16  bf16     1
 EOF
+if [ -n "${SHAPES:-}" ]; then grep -vE '^(#|$)' "$SHAPES" > "$OUT/shapes.txt"; fi
 for i in "${!AB_LIST[@]}"; do
     for id in dec_b64_c4096_fp8 dec_b256_c2048_fp8 dec_b16_c32768_fp8; do
         grep -E "^$id " "$OUT/shapes.txt" | awk -v e="env:${AB_LIST[$i]}" -v x="$(ab_sfx "$i")" '{ $1 = $1 x; print $0, e }' >> "$OUT/shapes.txt"
@@ -201,7 +203,7 @@ else
     note "peer: skipped (no torch with CUDA, or out of time)"
 fi
 
-if [ "$(elapsed)" -lt "$BUDGET" ] && command -v ncu > /dev/null && [ -x "$BUILD/tools/attnrt-bench" ]; then
+if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v ncu > /dev/null && [ -x "$BUILD/tools/attnrt-bench" ]; then
     step "ncu (hardware counters, --clock-control none): one launch of each tensor-core kernel of three shapes"
     prof() { # id kernel-regex bench-args...
         local id=$1 kre=$2; shift 2
@@ -241,7 +243,7 @@ if [ "$(elapsed)" -lt "$BUDGET" ] && command -v ncu > /dev/null && [ -x "$BUILD/
     fi
 fi
 
-if [ "$(elapsed)" -lt "$BUDGET" ] && command -v compute-sanitizer > /dev/null; then
+if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v compute-sanitizer > /dev/null; then
     step "compute-sanitizer (memcheck, racecheck) on a few conformance cases"
     timeout 60 compute-sanitizer --tool memcheck --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
         --filter attn-d128-gqa8 --cases 0 > "$OUT/sanitizer-memcheck.txt" 2>&1

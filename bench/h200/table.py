@@ -3,7 +3,8 @@
 
 Reads OUT_DIR/shapes.txt (one shape a line: id op batch ctx new_tokens heads kv_heads head_dim
 block_size kv_dtype peer), OUT_DIR/bench/<id>.json (attnrt-bench --json or attn_timing --json),
-OUT_DIR/peer.jsonl (peer_sdpa.py) and OUT_DIR/matmul.json (peer_matmul.py). Counts the KV bytes and
+OUT_DIR/peer.jsonl (peer_sdpa.py: calls back to back, and queued behind a copy as attnrt's runs are)
+and OUT_DIR/matmul.json (peer_matmul.py). Counts the KV bytes and
 FLOPs itself from the shape, the same way for attnrt and the peer, so the columns compare like with like:
   KV bytes = B * ctx * Hkv * 2 * D * bytes(kv dtype)   (each K and V byte read once)
   FLOPs    = 2 * Hq * 2D per kept (query, key) pair      (causal prefill: S(S+1)/2 pairs a request)
@@ -89,7 +90,11 @@ def main():
                 cells += ["error", p.get("error", "")[:60]]
             else:
                 note = " (KV expanded)" if "expanded" in p.get("note", "") else ""
-                cells += ["%.3f ms%s" % (p["ms"], note), rate(s, p["ms"], kv_bytes, flops)]
+                ms_cell, rate_cell = "%.3f ms%s" % (p["ms"], note), rate(s, p["ms"], kv_bytes, flops)
+                if p.get("ms_queued"):  # behind the same 128 MiB copy as attnrt's queued runs
+                    ms_cell += "; queued %.3f" % p["ms_queued"]
+                    rate_cell += "; queued %s" % rate(s, p["ms_queued"], kv_bytes, flops)
+                cells += [ms_cell, rate_cell]
         print("| " + " | ".join(cells) + " |")
     print()
     if ceiling:

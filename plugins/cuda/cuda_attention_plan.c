@@ -96,7 +96,11 @@ static attnrt_status_t build_tiles(const attnrt_attention_args_t *a, const attnr
         const int64_t L = (int64_t)batch->query_start_loc[b + 1] - batch->query_start_loc[b];
         const int64_t S = batch->seq_lens[b];
         if (L <= 0) continue;
-        const int cfg = L * G <= DECODE_ROWS ? CUDA_CFG_DECODE : CUDA_CFG_PREFILL;
+        /* One token of a group wider than a decode tile (MQA, GQA 16+) is decoded too, in ceil(G / 16) head
+         * groups that read the same keys (the second from the L2: its splits run beside the first's): a
+         * prefill tile would read them once, but without key splits (64 requests of MQA filled half the
+         * chip at 27 % of the copy ceiling) */
+        const int cfg = L * G <= DECODE_ROWS || L == 1 ? CUDA_CFG_DECODE : CUDA_CFG_PREFILL;
         const int64_t rows = cfg == CUDA_CFG_DECODE ? DECODE_ROWS : prefill_rows;
         const int64_t hc_full = G < rows ? G : rows;
         for (int64_t h = 0; h < Hkv; h++)
@@ -291,19 +295,27 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         cuda_attention_plan_destroy(d, p);
         return st;
     }
-    /* prefill items, then every split of the decode tiles; costliest first */
+    /* prefill items, then every split of the decode tiles; costliest first. The head groups of one token
+     * and KV head (equal costs: adjacent after the sort) take turns split by split, so that the blocks
+     * reading the same keys run side by side and the later ones find them in the L2. */
     ck_work_item_t *pre = p->list, *dec = p->list ? p->list + n_prefill : NULL;
-    for (size_t i = 0; i < n_tiles && p->list; i++) {
+    for (size_t i = 0, j; i < n_tiles && p->list; i = j) {
         const row_tile_t *rt = &tiles[i];
+        j = i + 1;
         if (rt->cfg == CUDA_CFG_PREFILL) {
             *pre++ = rt->w;
             continue;
         }
-        for (int32_t s = 0; s < rt->w.num_splits; s++) {
-            *dec = rt->w;
-            dec->split = s;
-            dec++;
-        }
+        while (j < n_tiles && tiles[j].cfg == CUDA_CFG_DECODE && tiles[j].w.seq == rt->w.seq &&
+               tiles[j].w.kv_head == rt->w.kv_head && tiles[j].w.q_first == rt->w.q_first &&
+               tiles[j].w.num_splits == rt->w.num_splits)
+            j++;
+        for (int32_t s = 0; s < rt->w.num_splits; s++)
+            for (size_t g = i; g < j; g++) {
+                *dec = tiles[g].w;
+                dec->split = s;
+                dec++;
+            }
     }
     free(tiles);
 

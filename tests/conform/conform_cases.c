@@ -449,6 +449,15 @@ static void directed_attention(cf_builder_t *b)
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-e4m3-12rows", "3/300 1/77 2/513 1/4000", 16, 4, 128, 128, 16);
     cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
     c->per_block_scale = c->lse = 1;
+    /* one token of a group wider than a 16-row decode tile: decode tiles of head groups 16 + 16 (MQA at
+     * GQA 32) and 16 + 8 (GQA 24, fp8), split over long sequences, beside a 3-token request (a prefill
+     * tile) and a 1-key one; sinks and ALiBi tell the head groups apart */
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-mqa32", "1/2000 3/40 1/1537 1/1 1/129", 32, 1, 128, 128, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c->sinks = c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-gqa24-e4m3", "1/700 1/33 2/90 1/2100", 48, 2, 128, 128, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F32, CF_E4M3);
+    c->alibi = c->per_block_scale = c->lse = 1;
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-plan-reuse", MIXED, 8, 2, 64, 64, 16);
     cf_directed_dtypes(c, CF_F16, CF_F16, CF_E4M3);
     c->plan_reuse = c->lse = c->sinks = 1;

@@ -8,9 +8,13 @@
 
 #include "ck_common.cuh"
 
-/* wts: CK_SPLIT_ROWS x CK_MAX_SPLITS floats of shared memory; all threads of the block call it. */
+/* wts: CK_SPLIT_ROWS x CK_MAX_SPLITS floats of shared memory; all threads of the block call it. A merge is
+ * a chain of L2 round trips, not bytes (B 1 x 4096 at GQA 4: 4 rows of 32 splits, 64 KB): the weights take
+ * a warp a row and a lane a split (every lse of a row in flight at once, reduced by shuffles), the outputs
+ * a thread four columns with eight splits' loads in flight. */
 __device__ __forceinline__ void ck_split_merge_rows(const ck_attn_args_t &a, const ck_work_item_t &it, float *wts)
 {
+    static_assert(CK_MAX_SPLITS <= 64, "a lane holds two splits' weights");
     const int64_t seq = it.seq;
     const ck_request_t rq = ck_request(a, seq);
     const int64_t q_begin = rq.q_begin;
@@ -22,36 +26,58 @@ __device__ __forceinline__ void ck_split_merge_rows(const ck_attn_args_t &a, con
     const int64_t tok0 = q_begin + it.q_first;
     const float *plse = a.part_lse + (int64_t)it.part_index * CK_SPLIT_ROWS;
     const float *po = a.part_o + (int64_t)it.part_index * CK_SPLIT_ROWS * a.dv;
+    const int lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
 
-    if ((int)threadIdx.x < nrows) {
-        const int row = threadIdx.x;
-        const int64_t tok = tok0 + row / hc;
+    for (int row = threadIdx.x >> 5; row < nrows; row += nwarps) {
+        const float l0 = lane < ns ? __ldcg(plse + lane * CK_SPLIT_ROWS + row) : -CK_INF;
+        const float l1 = lane + 32 < ns ? __ldcg(plse + (lane + 32) * CK_SPLIT_ROWS + row) : -CK_INF;
+        float m = fmaxf(l0, l1);
+#pragma unroll
+        for (int o = 16; o; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        const float e0 = m == -CK_INF ? 0.0f : expf(l0 - m), e1 = m == -CK_INF ? 0.0f : expf(l1 - m);
+        float sum = e0 + e1;
+#pragma unroll
+        for (int o = 16; o; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
         const int h = hbase + row % hc;
-        float m = -CK_INF;
-        for (int s = 0; s < ns; s++) m = fmaxf(m, __ldcg(plse + s * CK_SPLIT_ROWS + row));
-        float sum = 0.0f, lse = -CK_INF, post = 0.0f;
+        float lse = -CK_INF, post = 0.0f;
         if (m != -CK_INF) {
-            for (int s = 0; s < ns; s++) sum += expf(__ldcg(plse + s * CK_SPLIT_ROWS + row) - m);
             lse = m + logf(sum);
             float den = sum;
             if (a.sinks) den += expf(a.sinks[h * a.sinks_st] - m);
             post = 1.0f / den;
         }
-        for (int s = 0; s < ns; s++)
-            wts[row * CK_MAX_SPLITS + s] = m == -CK_INF ? 0.0f : expf(__ldcg(plse + s * CK_SPLIT_ROWS + row) - m) * post;
-        if (a.lse) a.lse[tok * a.lse_st[0] + (int64_t)h * a.lse_st[1]] = lse;
+        if (lane < ns) wts[row * CK_MAX_SPLITS + lane] = e0 * post;
+        if (lane + 32 < ns) wts[row * CK_MAX_SPLITS + lane + 32] = e1 * post;
+        if (lane == 0 && a.lse) a.lse[(tok0 + row / hc) * a.lse_st[0] + (int64_t)h * a.lse_st[1]] = lse;
     }
     __syncthreads();
-    for (int idx = threadIdx.x; idx < nrows * a.dv; idx += blockDim.x) {
-        const int row = idx / a.dv, c = idx - row * a.dv;
-        float o = 0.0f;
-        for (int s = 0; s < ns; s++) {
-            const float ws = wts[row * CK_MAX_SPLITS + s];
-            if (ws != 0.0f) o += ws * __ldcg(po + ((int64_t)s * CK_SPLIT_ROWS + row) * a.dv + c);
+    /* an empty split (weight 0) wrote no partial: its values are not read into the sum (NaN-safe select) */
+    const int dv = a.dv, cw = (dv & 3) == 0 ? 4 : 1, nq = dv / cw;
+    for (int idx = threadIdx.x; idx < nrows * nq; idx += blockDim.x) {
+        const int row = idx / nq, c = (idx - row * nq) * cw;
+        const float *w = wts + row * CK_MAX_SPLITS, *src = po + (int64_t)row * dv + c;
+        const int64_t step = (int64_t)CK_SPLIT_ROWS * dv;
+        float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (cw == 4) {
+#pragma unroll 8
+            for (int s = 0; s < ns; s++) {
+                const float4 v = __ldcg(reinterpret_cast<const float4 *>(src + s * step));
+                const float ws = w[s];
+                o[0] += ws != 0.0f ? ws * v.x : 0.0f;
+                o[1] += ws != 0.0f ? ws * v.y : 0.0f;
+                o[2] += ws != 0.0f ? ws * v.z : 0.0f;
+                o[3] += ws != 0.0f ? ws * v.w : 0.0f;
+            }
+        } else {
+#pragma unroll 8
+            for (int s = 0; s < ns; s++) {
+                const float v = __ldcg(src + s * step), ws = w[s];
+                o[0] += ws != 0.0f ? ws * v : 0.0f;
+            }
         }
         const int64_t tok = tok0 + row / hc;
         const int h = hbase + row % hc;
-        ck_store(a.out, tok * a.out_st[0] + (int64_t)h * a.out_st[1] + c, a.out_dtype, o);
+        for (int j = 0; j < cw; j++) ck_store(a.out, tok * a.out_st[0] + (int64_t)h * a.out_st[1] + c + j, a.out_dtype, o[j]);
     }
 }
 
