@@ -233,6 +233,15 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         }
         if (c == MIN_CHUNK) break;
     }
+    /* fp8 at D 64 in an NHD cache (a key's heads side by side, so a head's 64-byte row is a quarter of a
+     * 256-byte L2 fetch whose rest the neighbour heads' blocks read at about the same time): the kernel whose
+     * copies ask for 256-byte fetches, when a block reads at most 4096 keys (longer blocks drift apart from
+     * their neighbours and fetch twice). Session 10, docs/dev/cuda-decode.md: B64 x 4096 D 64 0.111 ->
+     * 0.102 ms; at D 128 +-1.3 % (B16 x 32768, 16384 keys a block: +9.5 %), so not there. */
+    const int64_t *kst = a.key_cache->strides;
+    if (p->fp8 && di == 0 && d->k.dec_fp8_d64_l2w[t] && kst[2] < kst[1] &&
+        (chunk_tiles < longest ? chunk_tiles : longest) * DECODE_BN <= 4096)
+        p->f_decode = d->k.dec_fp8_d64_l2w[t];
     size_t n_prefill = 0, n_decode = 0;
     for (size_t i = 0; i < n_tiles; i++) {
         row_tile_t *rt = &tiles[i];

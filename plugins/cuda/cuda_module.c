@@ -143,6 +143,18 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
                     d->k.mma[cfg][t][fp8][di] = f;
                 }
             }
+    /* fp8 D 64 decode with 256-byte L2 fetches (the plan picks it for NHD caches and short blocks);
+     * ATTNRT_CUDA_DEC_L2W=0 leaves it out (an A/B switch) */
+    const char *l2w_env = secure_getenv("ATTNRT_CUDA_DEC_L2W");
+    for (int t = 0; t < 2 && d->k.mma[CUDA_CFG_DECODE][t][1][0] && !(l2w_env && strcmp(l2w_env, "0") == 0); t++) {
+        char name[64];
+        snprintf(name, sizeof name, "ck_attn_mma_decode_%s_fp8_d64_w", t_name[t]);
+        st = cuda_function_smem(d, CUDA_FAMILY_DECODE, name, d->k.mma_smem[CUDA_CFG_DECODE][1][0], &d->k.dec_fp8_d64_l2w[t]);
+        if (st != ATTNRT_OK) {
+            cuda_module_unload(d);
+            return st;
+        }
+    }
     st = cuda_prefill_load(d);
     if (st != ATTNRT_OK) cuda_module_unload(d);
     return st;

@@ -35,3 +35,16 @@ CK_DEC_ALL_D(bf16, __nv_bfloat16, fp8, true)
 
 CK_DEC_CPS_KERNEL(f16, __half, 4)
 CK_DEC_CPS_KERNEL(bf16, __nv_bfloat16, 4)
+
+/* fp8 D 64 with 256-byte L2 fetches (attn_decode.cuh's L2W; `_w` suffix), for NHD caches whose blocks read
+ * at most 4096 keys (the plan's choice; docs/dev/cuda-decode.md, session 10: 7-8 % faster there; at D 128
+ * within +-1.3 %, not built) */
+#define CK_DEC_L2W_KERNEL(tname, T)                                                                           \
+    extern "C" __global__ void __launch_bounds__(CK_DEC_WARPS * 32, 2)                                        \
+        ck_attn_mma_decode_##tname##_fp8_d64_w(const __grid_constant__ ck_attn_args_t a)                      \
+    {                                                                                                         \
+        attn_decode_entry<T, true, 64, 0, true>(a);                                                           \
+    }
+
+CK_DEC_L2W_KERNEL(f16, __half)
+CK_DEC_L2W_KERNEL(bf16, __nv_bfloat16)

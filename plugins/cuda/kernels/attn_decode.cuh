@@ -87,7 +87,7 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
  * CPS 0 on the fp8 D 128 rows, CPS 4 another 1-1.5% at B64 / B256; all the copies after QK^T (run 24),
  * the first half at the end of the previous iteration, K and V refilled apart (run 26) no better. Built:
  * CPS 0 and CPS 4 (attn_decode.cu); CPS 1 stays a form one line there can build for an A/B. */
-template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0>
+template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0, bool L2W = false>
 __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
 {
     constexpr int NW = CK_DEC_WARPS, KPW = CK_DEC_KPW(D, FP8), STAGES = CK_DEC_STAGES(D, FP8);
@@ -174,6 +174,15 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     constexpr int ROUNDS = KPW / (32 / CPR); /* cp.async form: copy rounds of a tile */
     constexpr bool SPLIT = CPS != 0;         /* the refill in two parts (part 1, then part 2 after QK^T) */
     constexpr bool BATCH = CPS == 4;         /* a half's addresses loaded before its copies */
+    /* L2W: each copy asks the L2 for a 256-byte fetch, so that an NHD cache's short fp8 rows (64 bytes at
+     * D 64) come from DRAM with their neighbour heads' (read by those heads' blocks at about the same time) */
+    auto cp16 = [](uint32_t dst, const void *src, bool zero) {
+        if (L2W)
+            asm volatile("{\n .reg .pred z;\n setp.ne.b32 z, %2, 0;\n cp.async.cg.shared.global.L2::256B [%0], [%1], 16, z;\n}\n"
+                         ::"r"(dst), "l"(src), "r"((int)zero));
+        else
+            ck_cp_async16_zf(dst, src, zero);
+    };
     uint32_t f_absent = 0;                   /* part 1 -> part 2: the tile's absent bits */
     /* copy rounds i0 .. i0 + n - 1 of a tile into kdst / vdst (absent rows and pad chunks zero-filled).
      * BATCH: the rows' addresses are loaded first (volatile shared loads, kept in this order; run 22's
@@ -192,8 +201,8 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                 const int row = cp_r0 + (i0 + i) * (32 / CPR);
                 const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
                 const bool gone = (absent >> row) & 1u;
-                ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(pk[i] + cp_ch * 16), gone || !cp_k);
-                ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(pv[i] + cp_ch * 16), gone || !cp_v);
+                cp16(kdst + off, (const void *)(uintptr_t)(pk[i] + cp_ch * 16), gone || !cp_k);
+                cp16(vdst + off, (const void *)(uintptr_t)(pv[i] + cp_ch * 16), gone || !cp_v);
             }
             return;
         }
@@ -203,8 +212,8 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             const ulonglong2 p = addr[row];
             const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
             const bool gone = (absent >> row) & 1u;
-            ck_cp_async16_zf(kdst + off, (const void *)(uintptr_t)(p.x + cp_ch * 16), gone || !cp_k);
-            ck_cp_async16_zf(vdst + off, (const void *)(uintptr_t)(p.y + cp_ch * 16), gone || !cp_v);
+            cp16(kdst + off, (const void *)(uintptr_t)(p.x + cp_ch * 16), gone || !cp_k);
+            cp16(vdst + off, (const void *)(uintptr_t)(p.y + cp_ch * 16), gone || !cp_v);
         }
     };
     auto fetch = [&](int st, int jt, int32_t blk, int32_t r, bool real, int part) {
@@ -286,6 +295,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         __syncwarp(); /* addr / the pad bytes are rewritten by the next call */
     };
     static_assert(CPS == 0 || ((CPS == 1 || CPS == 4) && !BULK), "refill split: the cp.async form only");
+    static_assert(!L2W || !BULK, "the L2 fetch size: the cp.async form only");
     static_assert(BULK || ROUNDS % 2 == 0, "the cp.async form issues its copy rounds in two halves");
 
     /* Pipeline prologue, before Q is read (a block's start is a chain of round trips: request -> block ids
@@ -691,24 +701,25 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 /* NR = 1 (rows <= 8: one n-tile, every GQA group up to 8 at one token) or 2, and the fp8 format; picked
  * per block. CPS (the refill schedule) applies to the one-n-tile form only (every decode row tile of a
  * GQA group up to 8 at one token); the 16-row form keeps CPS 0. */
-template <typename T, bool FP8, int D, bool GEN, int CPS>
+template <typename T, bool FP8, int D, bool GEN, int CPS, bool L2W>
 __device__ __forceinline__ void attn_decode_rows(const ck_attn_args_t &a, const ck_work_item_t &it, bool one_tile, bool e5)
 {
     if (one_tile) {
         if (e5)
-            attn_decode<T, FP8, D, 1, false, GEN, CPS>(a, it);
+            attn_decode<T, FP8, D, 1, false, GEN, CPS, L2W>(a, it);
         else
-            attn_decode<T, FP8, D, 1, FP8, GEN, CPS>(a, it);
+            attn_decode<T, FP8, D, 1, FP8, GEN, CPS, L2W>(a, it);
     } else {
         if (e5)
-            attn_decode<T, FP8, D, 2, false, GEN>(a, it);
+            attn_decode<T, FP8, D, 2, false, GEN, 0, L2W>(a, it);
         else
-            attn_decode<T, FP8, D, 2, FP8, GEN>(a, it);
+            attn_decode<T, FP8, D, 2, FP8, GEN, 0, L2W>(a, it);
     }
 }
 
 /* The score path (general or plain) per launch, then the rows and format per block. */
-template <typename T, bool FP8, int D, int CPS = 0> __device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
+template <typename T, bool FP8, int D, int CPS = 0, bool L2W = false>
+__device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
 {
     const ck_work_item_t it = dec_item(a);
     const ck_request_t rq = ck_request(a, it.seq);
@@ -716,9 +727,9 @@ template <typename T, bool FP8, int D, int CPS = 0> __device__ __forceinline__ v
     if (ntok <= 0) return; /* the planned rows are not in this batch (every split of the tile agrees) */
     const bool e5 = FP8 && a.kv_dtype == CK_E5M2;
     if (a.softcap > 0.0f || a.alibi)
-        attn_decode_rows<T, FP8, D, true, CPS>(a, it, ntok * it.head_count <= 8, e5);
+        attn_decode_rows<T, FP8, D, true, CPS, L2W>(a, it, ntok * it.head_count <= 8, e5);
     else
-        attn_decode_rows<T, FP8, D, false, CPS>(a, it, ntok * it.head_count <= 8, e5);
+        attn_decode_rows<T, FP8, D, false, CPS, L2W>(a, it, ntok * it.head_count <= 8, e5);
 }
 
 #endif /* ATTNRT_ATTN_DECODE_CUH */
