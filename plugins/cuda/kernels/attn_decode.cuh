@@ -87,6 +87,8 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
  * CPS 0 on the fp8 D 128 rows, CPS 4 another 1-1.5% at B64 / B256; all the copies after QK^T (run 24),
  * the first half at the end of the previous iteration, K and V refilled apart (run 26) no better. Built:
  * CPS 0 and CPS 4 (attn_decode.cu); CPS 1 stays a form one line there can build for an A/B. */
+/* L2W: each copy asks the L2 for a 256-byte fetch, so that an NHD cache's short fp8 rows (64 bytes at D 64)
+ * come from DRAM with their neighbour heads' (read by those heads' blocks at about the same time). */
 template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0, bool L2W = false>
 __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
 {
@@ -174,15 +176,6 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     constexpr int ROUNDS = KPW / (32 / CPR); /* cp.async form: copy rounds of a tile */
     constexpr bool SPLIT = CPS != 0;         /* the refill in two parts (part 1, then part 2 after QK^T) */
     constexpr bool BATCH = CPS == 4;         /* a half's addresses loaded before its copies */
-    /* L2W: each copy asks the L2 for a 256-byte fetch, so that an NHD cache's short fp8 rows (64 bytes at
-     * D 64) come from DRAM with their neighbour heads' (read by those heads' blocks at about the same time) */
-    auto cp16 = [](uint32_t dst, const void *src, bool zero) {
-        if (L2W)
-            asm volatile("{\n .reg .pred z;\n setp.ne.b32 z, %2, 0;\n cp.async.cg.shared.global.L2::256B [%0], [%1], 16, z;\n}\n"
-                         ::"r"(dst), "l"(src), "r"((int)zero));
-        else
-            ck_cp_async16_zf(dst, src, zero);
-    };
     uint32_t f_absent = 0;                   /* part 1 -> part 2: the tile's absent bits */
     /* copy rounds i0 .. i0 + n - 1 of a tile into kdst / vdst (absent rows and pad chunks zero-filled).
      * BATCH: the rows' addresses are loaded first (volatile shared loads, kept in this order; run 22's
@@ -201,8 +194,8 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                 const int row = cp_r0 + (i0 + i) * (32 / CPR);
                 const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
                 const bool gone = (absent >> row) & 1u;
-                cp16(kdst + off, (const void *)(uintptr_t)(pk[i] + cp_ch * 16), gone || !cp_k);
-                cp16(vdst + off, (const void *)(uintptr_t)(pv[i] + cp_ch * 16), gone || !cp_v);
+                ck_cp_async16_zf<L2W>(kdst + off, (const void *)(uintptr_t)(pk[i] + cp_ch * 16), gone || !cp_k);
+                ck_cp_async16_zf<L2W>(vdst + off, (const void *)(uintptr_t)(pv[i] + cp_ch * 16), gone || !cp_v);
             }
             return;
         }
@@ -212,8 +205,8 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             const ulonglong2 p = addr[row];
             const uint32_t off = row * ROWB + ((cp_ch ^ sw(row)) * 16);
             const bool gone = (absent >> row) & 1u;
-            cp16(kdst + off, (const void *)(uintptr_t)(p.x + cp_ch * 16), gone || !cp_k);
-            cp16(vdst + off, (const void *)(uintptr_t)(p.y + cp_ch * 16), gone || !cp_v);
+            ck_cp_async16_zf<L2W>(kdst + off, (const void *)(uintptr_t)(p.x + cp_ch * 16), gone || !cp_k);
+            ck_cp_async16_zf<L2W>(vdst + off, (const void *)(uintptr_t)(p.y + cp_ch * 16), gone || !cp_v);
         }
     };
     auto fetch = [&](int st, int jt, int32_t blk, int32_t r, bool real, int part) {

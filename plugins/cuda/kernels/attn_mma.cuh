@@ -73,13 +73,22 @@ template <typename T, bool FP8> struct ck_qk_type { typedef T type; };
 template <typename T> struct ck_qk_type<T, true> { typedef __half type; };
 
 /* 16 bytes global -> shared (bypassing L1), or 16 zero bytes when `zero` (the source is not read). */
-__device__ __forceinline__ void ck_cp_async16_zf(uint32_t dst, const void *src, bool zero)
+/* L2_256: the fetch asks the L2 for 256 bytes around the chunk (attn_decode.cuh's L2W: an NHD cache's short
+ * fp8 rows come from DRAM with their neighbour heads') */
+template <bool L2_256 = false> __device__ __forceinline__ void ck_cp_async16_zf(uint32_t dst, const void *src, bool zero)
 {
-    asm volatile("{\n"
-                 "  .reg .pred z;\n"
-                 "  setp.ne.b32 z, %2, 0;\n"
-                 "  cp.async.cg.shared.global [%0], [%1], 16, z;\n"
-                 "}\n" ::"r"(dst), "l"(src), "r"((int)zero));
+    if (L2_256)
+        asm volatile("{\n"
+                     "  .reg .pred z;\n"
+                     "  setp.ne.b32 z, %2, 0;\n"
+                     "  cp.async.cg.shared.global.L2::256B [%0], [%1], 16, z;\n"
+                     "}\n" ::"r"(dst), "l"(src), "r"((int)zero));
+    else
+        asm volatile("{\n"
+                     "  .reg .pred z;\n"
+                     "  setp.ne.b32 z, %2, 0;\n"
+                     "  cp.async.cg.shared.global [%0], [%1], 16, z;\n"
+                     "}\n" ::"r"(dst), "l"(src), "r"((int)zero));
 }
 
 #define CK_LOG2E 1.4426950408889634f
