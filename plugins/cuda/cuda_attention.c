@@ -115,6 +115,40 @@ static int offsets_fit32(const ck_attn_args_t *k)
     return 1;
 }
 
+/* One cache's tensor map for the decode kernel's tensor copies: [num_blocks][block_size][Hkv][D] by its
+ * strides (dims 1 and 2 in stride order: NHD heads first, HND rows first), boxes of one head's `rows` rows,
+ * swizzled as the kernel's ldmatrix addresses expect. 0 where the driver refuses it. */
+static int encode_kv_map(ck_tmap_t *map, const void *base, const int64_t st[3], const attnrt_tensor_t *cache, int rows, int hnd,
+                         int fp8)
+{
+    _Static_assert(sizeof(ck_tmap_t) == sizeof(CUtensorMap), "a tensor map's bytes");
+    const int64_t es = fp8 ? 1 : 2, D = cache->shape[3];
+    const cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)(hnd ? cache->shape[1] : cache->shape[2]),
+                                (cuuint64_t)(hnd ? cache->shape[2] : cache->shape[1]), (cuuint64_t)cache->shape[0]};
+    const cuuint64_t strides[3] = {(cuuint64_t)((hnd ? st[1] : st[2]) * es), (cuuint64_t)((hnd ? st[2] : st[1]) * es),
+                                   (cuuint64_t)(st[0] * es)};
+    const cuuint32_t box[4] = {(cuuint32_t)D, hnd ? (cuuint32_t)rows : 1u, hnd ? 1u : (cuuint32_t)rows, 1u}, unit[4] = {1, 1, 1, 1};
+    const CUresult r = cuda_drv.TensorMapEncodeTiled(
+        (CUtensorMap *)(void *)map, fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, (void *)(uintptr_t)base,
+        dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, D * es == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
+        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS;
+}
+
+/* Both caches' maps into k; 0 (launch the plain kernel) where the layouts differ in stride order, this
+ * run's block size is not a multiple of the plan's box rows, or the driver refuses a map. */
+static int encode_kv_maps(const attnrt_attention_args_t *a, const cuda_attn_plan_t *p, ck_attn_args_t *k)
+{
+    const int hnd = k->kc_st[2] > k->kc_st[1];
+    if ((k->vc_st[2] > k->vc_st[1]) != hnd || !cuda_drv.TensorMapEncodeTiled || a->key_cache->shape[1] % p->tma_rows ||
+        a->value_cache->shape[1] != a->key_cache->shape[1])
+        return 0;
+    k->kv_tma_rows = p->tma_rows;
+    k->kv_tma_hnd = hnd;
+    return encode_kv_map(&k->tm_k, k->kc, k->kc_st, a->key_cache, p->tma_rows, hnd, p->fp8) &&
+           encode_kv_map(&k->tm_v, k->vc, k->vc_st, a->value_cache, p->tma_rows, hnd, p->fp8);
+}
+
 attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt_attention_args_t *in,
                                    void *workspace, size_t workspace_bytes, void *stream)
 {
@@ -166,7 +200,13 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
         k.items = p->dec_splits ? NULL : items + p->n_prefill;
         k.dec_splits = p->dec_splits;
         k.split_count = (uint32_t *)(uintptr_t)p->split_count;
-        st = cuda_launch(p->f_decode, p->n_decode, 128, p->smem_decode, stream, &k, "cuda paged attention (decode tiles)");
+        CUfunction f = p->f_decode;
+        uint32_t smem = p->smem_decode;
+        if (p->tma_rows && !encode_kv_maps(&a, p, &k)) {
+            f = p->f_decode_plain;
+            smem = p->smem_decode_plain;
+        }
+        st = cuda_launch(f, p->n_decode, 128, smem, stream, &k, "cuda paged attention (decode tiles)");
     }
     return st == ATTNRT_OK ? cuda_finish(stream, "cuda paged attention") : st;
 }

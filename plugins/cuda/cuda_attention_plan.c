@@ -186,6 +186,20 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         prefill_rows = CK_PF_ROWS;
     }
 
+    /* Decode by tensor copies (sm_90; attn_decode.cuh's TMAQ): D 64 (fp8: 64-byte rows; 16-bit: 128) with
+     * dqk = dv, blocks of a multiple of 8 rows; a box takes the block size's largest power-of-two factor of
+     * rows, at most a warp's tile, so that no box crosses a block. */
+    const int64_t bs = a.key_cache->shape[1], low = bs & -bs;
+    const int tv = p->head_dim_qk == 64 && p->head_dim_v == 64 ? (p->fp8 ? 0 : 1) : -1;
+    if (tv >= 0 && d->k.dec_tma[t][tv] && low >= 8 && a.value_cache->shape[1] == bs) {
+        const int64_t tile = tv == 0 ? CK_DEC_KPW(64, 1) : CK_DEC_KPW(64, 0);
+        p->f_decode_plain = p->f_decode;
+        p->smem_decode_plain = p->smem_decode;
+        p->f_decode = d->k.dec_tma[t][tv];
+        p->smem_decode = d->k.dec_tma_smem[tv];
+        p->tma_rows = (int)(low < tile ? low : tile);
+    }
+
     row_tile_t *tiles = NULL;
     size_t n_tiles = 0;
     st = build_tiles(&a, &batch, Hkv, Hq / Hkv, prefill_rows, &tiles, &n_tiles);
@@ -239,7 +253,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
      * their neighbours and fetch twice). Session 10, docs/dev/cuda-decode.md: B64 x 4096 D 64 0.111 ->
      * 0.102 ms; at D 128 +-1.3 % (B16 x 32768, 16384 keys a block: +9.5 %), so not there. */
     const int64_t *kst = a.key_cache->strides;
-    if (p->fp8 && di == 0 && d->k.dec_fp8_d64_l2w[t] && kst[2] < kst[1] &&
+    if (p->fp8 && di == 0 && !p->tma_rows && d->k.dec_fp8_d64_l2w[t] && kst[2] < kst[1] &&
         (chunk_tiles < longest ? chunk_tiles : longest) * DECODE_BN <= 4096)
         p->f_decode = d->k.dec_fp8_d64_l2w[t];
     size_t n_prefill = 0, n_decode = 0;

@@ -33,6 +33,10 @@ typedef struct cuda_attn_plan {
     uint32_t n_prefill, n_decode;
     int64_t  num_parts;     /* split partial states */
     int32_t  dec_splits;    /* > 0: no list; decode items derived from blockIdx with this split count */
+    int      tma_rows;      /* > 0: f_decode is a tensor-copy kernel, boxes of this many rows; the run encodes
+                               its maps, or launches f_decode_plain (same items) where the driver will not */
+    CUfunction f_decode_plain;
+    uint32_t smem_decode_plain;
     CUdeviceptr split_count; /* [num_parts] arrival counts of the split row tiles (device, zero between runs) */
     size_t   off_part_lse, off_part_o, workspace_bytes;
     /* what the plan decided, for notes and tests */

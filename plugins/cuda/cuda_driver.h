@@ -56,6 +56,8 @@ typedef struct cuda_driver {
 #define CUDA_DRIVER_MEMBER(member, proto, sym, alt) __typeof__(&proto) member;
     CUDA_DRIVER_FUNCTIONS(CUDA_DRIVER_MEMBER)
 #undef CUDA_DRIVER_MEMBER
+    /* optional (CUDA 12+ drivers): NULL where the driver has none, and the kernels that need it are not used */
+    __typeof__(&cuTensorMapEncodeTiled) TensorMapEncodeTiled;
 } cuda_driver_t;
 
 /* Loads the driver once per process (dlopen, symbols, cuInit, device count) and returns the table,

@@ -56,7 +56,23 @@ typedef struct ck_work_item {
     int32_t split, num_splits, part_index;
 } ck_work_item_t;
 
+/* A TMA tensor map (CUtensorMap: 128 opaque bytes, 64-byte aligned) carried inside a by-value argument
+ * struct: the kernel hands the field's parameter-space address to cp.async.bulk.tensor. */
+#ifdef __cplusplus
+#define CK_ALIGN64 alignas(64)
+#else
+#define CK_ALIGN64 _Alignas(64)
+#endif
+typedef struct ck_tmap {
+    CK_ALIGN64 uint64_t opaque[16];
+} ck_tmap_t;
+
 typedef struct ck_attn_args {
+    /* the decode kernel's tensor-copy form: boxes of kv_tma_rows rows of one KV head of one block, the caches
+     * seen as [num_blocks][block_size][Hkv][D] (NHD: kv_tma_hnd 0) or [num_blocks][Hkv][block_size][D] (HND:
+     * 1), the order of their strides (host: cuda_attention.c, encode_kv_maps) */
+    ck_tmap_t    tm_k, tm_v;
+    int32_t      kv_tma_rows, kv_tma_hnd;
     const void  *q;            /* [T, Hq, Dqk] */
     void        *out;          /* [T, Hq, Dv] */
     float       *lse;          /* [T, Hq] or NULL */
@@ -162,19 +178,22 @@ typedef struct ck_dec_layout {
  * tile's row addresses published in `addr`. bulk = 1: the bulk-copy form (sm_90+, attn_decode_bulk.cuh):
  * rows land unswizzled at a pitch of row bytes + 16 (consecutive rows 16 bytes apart in the banks:
  * ldmatrix stays conflict-free); the 16 pad bytes of each K row of a stage carry that key's {K, V}
- * row addresses to the issuing lane (no `addr`); one mbarrier a (warp, stage). */
-static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk)
+ * row addresses to the issuing lane (no `addr`); one mbarrier a (warp, stage). tma = 1 (sm_90, rows of
+ * 64 or 128 bytes): the cp.async form's swizzled rows, written by tensor copies (no `addr`), one mbarrier a
+ * (warp, stage); the kernel starts it on a 1024-byte boundary (ck_dec_layout_tma adds the slack). */
+static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk, int tma)
 {
     ck_dec_layout_t l;
     const uint32_t kpw = (uint32_t)CK_DEC_KPW(d, fp8), st = (uint32_t)CK_DEC_STAGES(d, fp8), w = CK_DEC_WARPS;
     const uint32_t row = (uint32_t)d * (fp8 ? 1u : 2u);
+    const int mb = bulk || tma;
     uint32_t at = 0;
-    l.pitch = row + (bulk ? 16u : 0u);
+    l.pitch = row + (bulk && !tma ? 16u : 0u);
     l.ring = at; at += w * st * 2u * kpw * l.pitch; /* [warp][stage][K|V][kpw][pitch] */
-    l.addr = at; at += bulk ? 0u : w * kpw * 16u;  /* [warp][kpw] {K row address, V row address} */
+    l.addr = at; at += mb ? 0u : w * kpw * 16u;    /* [warp][kpw] {K row address, V row address} */
     l.scl = at;  at += fp8 ? w * st * kpw * 8u : 0u; /* [warp][stage][kpw] {k scale, v scale} */
     l.meta = at; at += w * st * 8u;              /* [warp][stage] {absent-key bits, largest |v scale|} */
-    l.bar = at;  at += bulk ? w * st * 8u : 0u;  /* [warp][stage] mbarrier */
+    l.bar = at;  at += mb ? w * st * 8u : 0u;    /* [warp][stage] mbarrier */
     /* after the loop: m, l per (warp, row), acc [warp][16 rows][d] f32, merge weights, from 0 */
     l.combine = 0;
     const uint32_t combine_end = 2u * w * 16u * 4u + w * 16u * (uint32_t)d * 4u;
@@ -191,10 +210,18 @@ static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk)
  * architecture). bf16 D 128: 104,640 bytes (bulk), still 2 blocks an SM on the H200. */
 static inline CK_HD ck_dec_layout_t ck_dec_layout(int d, int fp8)
 {
-    ck_dec_layout_t l = ck_dec_layout_of(d, fp8, 0);
-    const uint32_t bulk_total = CK_DEC_BULK_KV(fp8) ? ck_dec_layout_of(d, fp8, 1).total : 0u;
+    ck_dec_layout_t l = ck_dec_layout_of(d, fp8, 0, 0);
+    const uint32_t bulk_total = CK_DEC_BULK_KV(fp8) ? ck_dec_layout_of(d, fp8, 1, 0).total : 0u;
     if (bulk_total > l.total) l.total = bulk_total;
     return l;
+}
+
+/* What the host reserves for a tensor-copy decode kernel (its sm_80 code is the cp.async form): the larger
+ * of that and the tensor-copy form, plus 1008 bytes to align the latter's ring to 1024. */
+static inline CK_HD uint32_t ck_dec_layout_tma(int d, int fp8)
+{
+    const uint32_t plain = ck_dec_layout(d, fp8).total, tma = ck_dec_layout_of(d, fp8, 0, 1).total + 1008u;
+    return plain > tma ? plain : tma;
 }
 
 #endif /* ATTNRT_CUDA_KERNEL_ARGS_H */

@@ -449,6 +449,17 @@ static void directed_attention(cf_builder_t *b)
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-e4m3-12rows", "3/300 1/77 2/513 1/4000", 16, 4, 128, 128, 16);
     cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
     c->per_block_scale = c->lse = 1;
+    /* D 64 decode by tensor copies (the cuda plugin on sm_90: a block's rows of a head as one box, rows = the
+     * block size's largest power-of-two factor): block 24 (boxes of 8 rows, 4 a tile), a sliding window whose
+     * first key is off the box grid (the walk starts on it, the keys before masked), sequences cut inside a
+     * box and long enough to split; fp8 with per-block scales, and 16-bit in an HND cache at block 40 */
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-d64-tma-e4m3", "1/3001 1/13 1/700 1/1 1/130", 16, 4, 64, 64, 24);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
+    c->window_left = 1003;
+    c->per_block_scale = c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-d64-tma-hnd", "1/2049 1/17 1/41 1/1", 16, 2, 64, 64, 40);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
+    c->hnd = c->sinks = c->lse = 1;
     /* one token of a group wider than a 16-row decode tile: decode tiles of head groups 16 + 16 (MQA at
      * GQA 32) and 16 + 8 (GQA 24, fp8), split over long sequences, beside a 3-token request (a prefill
      * tile) and a 1-key one; sinks and ALiBi tell the head groups apart */

@@ -12,7 +12,8 @@
  * 16-bit cache: one lane copies whole K and V rows with the bulk copy engine (attn_decode_bulk.cuh),
  * each stage completing on its mbarrier, rows padded by 16 bytes so ldmatrix reads them without bank
  * conflicts. sm_80, and fp8 caches everywhere (CK_DEC_BULK_KV): the warp publishes the tile's row addresses through shared memory and copies the rows in 16-byte
- * cp.async chunks, XOR-swizzled for the same reason. No block barrier in the key loop; the warps'
+ * cp.async chunks, XOR-swizzled for the same reason. sm_90 at D 64 (TMAQ below): one lane a block segment
+ * asks the tensor copy engine for the segment's rows as one box, swizzled the same way. No block barrier in the key loop; the warps'
  * (m, l, acc) are combined through shared memory at the end.
  *
  * fp8 caches land raw and are widened in registers: K by ldmatrix of the bytes + one cvt per pair
@@ -89,21 +90,32 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
  * CPS 0 and CPS 4 (attn_decode.cu); CPS 1 stays a form one line there can build for an A/B. */
 /* L2W: each copy asks the L2 for a 256-byte fetch, so that an NHD cache's short fp8 rows (64 bytes at D 64)
  * come from DRAM with their neighbour heads' (read by those heads' blocks at about the same time). */
-template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0, bool L2W = false>
+/* TMAQ: on sm_90, the tensor-copy form (attn_decode_bulk.cuh's ck_tma_load_4d): a tile's rows of each block
+ * arrive as one box a block segment (a.kv_tma_rows rows: one instruction for 16 rows at block 16, not one a
+ * row), swizzled by the copy engine as the cp.async form swizzles them, completing on the stage's mbarrier.
+ * For 64- and 128-byte rows, a.dqk = a.dv = D; built for D 64 (fp8 and 16-bit: 5-24 % faster than the
+ * other forms; fp8 D 128 measured -2..+3 %: docs/dev/cuda-decode.md, session 11). Elsewhere (sm_80) the
+ * kernel is the cp.async form. */
+template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0, bool L2W = false, bool TMAQ = false>
 __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
 {
     constexpr int NW = CK_DEC_WARPS, KPW = CK_DEC_KPW(D, FP8), STAGES = CK_DEC_STAGES(D, FP8);
     constexpr int ES = FP8 ? 1 : 2, ROWB = D * ES, CPR = ROWB / 16; /* bytes, 16-byte chunks a row */
     constexpr int MT = KPW / 16, MO = D / 16;                        /* key m-tiles a tile, dim m-tiles */
-    constexpr bool BULK = CK_DEC_BULK && CK_DEC_BULK_KV(FP8); /* rows by the bulk copy engine (16-bit KV) */
+    constexpr bool TMA = TMAQ && CK_DEC_BULK;                        /* boxes by the tensor copy engine */
+    constexpr bool BULK = CK_DEC_BULK && CK_DEC_BULK_KV(FP8) && !TMA; /* rows by the bulk copy engine (16-bit KV) */
+    constexpr bool MB = BULK || TMA;                                 /* stages complete on mbarriers */
+    static_assert(!TMA || ((ROWB == 128 || ROWB == 64) && CPS == 0 && !L2W), "tensor copies: 64- or 128-byte rows");
     constexpr int PITCH = BULK ? ROWB + 16 : ROWB;                   /* bytes between rows in a stage */
     constexpr int TILEB = 2 * KPW * PITCH;                           /* one stage: K rows then V rows */
     static_assert(KPW % 16 == 0 && KPW <= 32 && 32 % CPR == 0 && KPW % (32 / CPR) == 0, "tile shape");
     typedef typename ck_qk_type<T, FP8>::type TK; /* QK^T operands */
     typedef typename ck_qk_type<T, FP8>::type TP; /* PV operands: f16 for fp8 (V widened to f16), else T */
 
-    extern __shared__ __align__(16) unsigned char smem[];
-    const ck_dec_layout_t lay = ck_dec_layout_of(D, FP8, BULK);
+    extern __shared__ __align__(16) unsigned char dec_smem[];
+    /* TMA: the swizzle is a function of address bits 4-9, so the ring starts on 1024 bytes (the host adds the slack) */
+    unsigned char *smem = TMA ? dec_smem + ((1024u - (ck_smem(dec_smem) & 1023u)) & 1023u) : dec_smem;
+    const ck_dec_layout_t lay = ck_dec_layout_of(D, FP8, BULK, TMA);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
     unsigned char *ring = smem + lay.ring + warp * STAGES * TILEB;
     ulonglong2 *addr = (ulonglong2 *)(smem + lay.addr) + warp * KPW;
@@ -122,7 +134,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     const int64_t wl = a.window_left, wr = a.window_right;
 
     int64_t kbeg, kend; /* splits cut at whole block tiles (NW x KPW keys) */
-    ck_item_keys(pq0, ntok, S, a.causal, wl, wr, it.num_splits, it.split, NW * KPW, &kbeg, &kend);
+    ck_item_keys(pq0, ntok, S, a.causal, wl, wr, it.num_splits, it.split, NW * KPW, &kbeg, &kend, TMA ? a.kv_tma_rows : 1);
     /* this warp's tiles: keys kbeg + (warp + NW j) KPW .. + KPW - 1, j < n_j */
     const int64_t n_all = kend >= kbeg ? (kend - kbeg + KPW) / KPW : 0;
     const int n_j = n_all > warp ? (int)((n_all - warp + NW - 1) / NW) : 0;
@@ -225,8 +237,8 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             float ksv = 1.0f, vsv = 0.0f;
             const int64_t key = kbeg + (int64_t)(warp + NW * jt) * KPW + lane;
             if (lane < KPW && key <= kend && blk >= 0 && blk < a.num_blocks) {
-                kp = row_addr(a.kc, a.kc_st, blk, r);
-                vp = row_addr(a.vc, a.vc_st, blk, r);
+                kp = TMA ? 1u : row_addr(a.kc, a.kc_st, blk, r); /* TMA: only present / absent */
+                vp = TMA ? 1u : row_addr(a.vc, a.vc_st, blk, r);
                 if (kpk) ksv = scale_at(a.k_scale, a.ks_st, blk);
                 if (vpk) vsv = scale_at(a.v_scale, a.vs_st, blk);
             }
@@ -236,7 +248,19 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             if (vpk) vmax = __reduce_max_sync(0xffffffffu, __float_as_uint(fabsf(vsv)));
             if (lane == 0) meta[st] = make_uint2(absent, vmax);
             const uint32_t kdst = ck_smem(ring + st * TILEB), vdst = kdst + KPW * PITCH;
-            if (BULK) {
+            if (TMA) {
+                /* one K and one V box a block segment, issued by the segment's first lane; an absent segment (past
+                 * the keys, or a block id outside the cache) reads a block outside the tensor: zeros, still counted */
+                const uint32_t bar = bars + st * 8;
+                if (ck_elect_one()) ck_mbar_arrive_expect_tx(bar, 2u * KPW * ROWB);
+                __syncwarp();
+                if (lane < KPW && (lane & (a.kv_tma_rows - 1)) == 0) {
+                    const int32_t cb = kp ? blk : (int32_t)a.num_blocks, cr = kp ? r : 0; /* block, row */
+                    const int32_t c1 = a.kv_tma_hnd ? cr : kvh, c2 = a.kv_tma_hnd ? kvh : cr;  /* maps by stride order */
+                    ck_tma_load_4d(kdst + lane * ROWB, &a.tm_k, 0, c1, c2, cb, bar);
+                    ck_tma_load_4d(vdst + lane * ROWB, &a.tm_v, 0, c1, c2, cb, bar);
+                }
+            } else if (BULK) {
                 /* each key's lane puts its {K, V} row addresses in its K row's pad bytes; an absent key's
                  * V row is zeroed (its probability is 0, but 0 times stale bits could be NaN); then one
                  * lane expects the stage's bytes and issues a K and a V row copy a present key */
@@ -284,10 +308,10 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             }
         }
         if (part == 1) return; /* part 2 issues the rest and commits */
-        if (!BULK) ck_cp_async_commit();
+        if (!MB) ck_cp_async_commit();
         __syncwarp(); /* addr / the pad bytes are rewritten by the next call */
     };
-    static_assert(CPS == 0 || ((CPS == 1 || CPS == 4) && !BULK), "refill split: the cp.async form only");
+    static_assert(CPS == 0 || ((CPS == 1 || CPS == 4) && !MB), "refill split: the cp.async form only");
     static_assert(!L2W || !BULK, "the L2 fetch size: the cp.async form only");
     static_assert(BULK || ROUNDS % 2 == 0, "the cp.async form issues its copy rounds in two halves");
 
@@ -297,7 +321,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     int32_t b0[STAGES - 1], r0[STAGES - 1];
 #pragma unroll
     for (int j = 0; j < STAGES - 1; j++) b0[j] = bt_load(r0[j]);
-    if (BULK) {
+    if (MB) {
         /* the warp's stage barriers (one arrival each: the issuing lane's); K columns past dqk are never
          * copied but ldmatrix reads them (times Q's zeros): zero them once */
         if (lane == 0) {
@@ -305,7 +329,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             for (int i = 0; i < STAGES; i++) ck_mbar_init(bars + i * 8, 1);
             ck_mbar_init_fence();
         }
-        if ((int)kbytes < ROWB)
+        if (BULK && (int)kbytes < ROWB)
             for (int i = lane; i < STAGES * KPW * CPR; i += 32) {
                 const int row = i / CPR, c = i - row * CPR, sti = row / KPW;
                 if (c * 16 >= (int)kbytes)
@@ -422,7 +446,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         blk_n = blk_nn;
         r_n = r_nn;
         blk_nn = bt_load(r_nn);
-        if (BULK) {
+        if (MB) {
             ck_mbar_wait(bars + st * 8, (phase >> st) & 1u);
             phase ^= 1u << st;
         } else if (CPS == 0) {
@@ -436,6 +460,16 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         const uint2 mt_info = meta[st];
         const bool interior = mt_info.x == 0u && k0 >= all_lo && k0 + KPW - 1 <= all_hi;
         const uint32_t rbase = ck_smem(ring + st * TILEB), vbase = rbase + KPW * PITCH;
+        if (TMA && mt_info.x != 0u) {
+            /* absent keys' V rows: a box from a present block brought its rows past the keys too (stale
+             * cache bytes, possibly NaN, times a probability of 0); zero them, before the next box into
+             * them (proxy fence) */
+            for (int i = lane; i < KPW * CPR; i += 32)
+                if ((mt_info.x >> (i / CPR)) & 1u)
+                    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(vbase + i * 16), "r"(0) : "memory");
+            ck_fence_proxy_async_smem();
+            __syncwarp();
+        }
 
         /* S^T = K Q^T: per m-tile of 16 keys, ldmatrix.x4 of 16 key rows x 32 bytes (fp8: two k-steps,
          * bytes of 4t4..4t4+3 per lane widened by two cvt each; 16-bit: one k-step). */
@@ -614,7 +648,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         st = st + 1 == STAGES ? 0 : st + 1;
         st_f = st_f + 1 == STAGES ? 0 : st_f + 1;
     }
-    if (BULK) { /* every issued copy was waited for: the barriers' memory may be reused */
+    if (MB) { /* every issued copy was waited for: the barriers' memory may be reused */
         __syncwarp();
         if (lane == 0)
 #pragma unroll
@@ -694,24 +728,24 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 /* NR = 1 (rows <= 8: one n-tile, every GQA group up to 8 at one token) or 2, and the fp8 format; picked
  * per block. CPS (the refill schedule) applies to the one-n-tile form only (every decode row tile of a
  * GQA group up to 8 at one token); the 16-row form keeps CPS 0. */
-template <typename T, bool FP8, int D, bool GEN, int CPS, bool L2W>
+template <typename T, bool FP8, int D, bool GEN, int CPS, bool L2W, bool TMA>
 __device__ __forceinline__ void attn_decode_rows(const ck_attn_args_t &a, const ck_work_item_t &it, bool one_tile, bool e5)
 {
     if (one_tile) {
         if (e5)
-            attn_decode<T, FP8, D, 1, false, GEN, CPS, L2W>(a, it);
+            attn_decode<T, FP8, D, 1, false, GEN, CPS, L2W, TMA>(a, it);
         else
-            attn_decode<T, FP8, D, 1, FP8, GEN, CPS, L2W>(a, it);
+            attn_decode<T, FP8, D, 1, FP8, GEN, CPS, L2W, TMA>(a, it);
     } else {
         if (e5)
-            attn_decode<T, FP8, D, 2, false, GEN, 0, L2W>(a, it);
+            attn_decode<T, FP8, D, 2, false, GEN, 0, L2W, TMA>(a, it);
         else
-            attn_decode<T, FP8, D, 2, FP8, GEN, 0, L2W>(a, it);
+            attn_decode<T, FP8, D, 2, FP8, GEN, 0, L2W, TMA>(a, it);
     }
 }
 
 /* The score path (general or plain) per launch, then the rows and format per block. */
-template <typename T, bool FP8, int D, int CPS = 0, bool L2W = false>
+template <typename T, bool FP8, int D, int CPS = 0, bool L2W = false, bool TMA = false>
 __device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
 {
     const ck_work_item_t it = dec_item(a);
@@ -720,9 +754,9 @@ __device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
     if (ntok <= 0) return; /* the planned rows are not in this batch (every split of the tile agrees) */
     const bool e5 = FP8 && a.kv_dtype == CK_E5M2;
     if (a.softcap > 0.0f || a.alibi)
-        attn_decode_rows<T, FP8, D, true, CPS, L2W>(a, it, ntok * it.head_count <= 8, e5);
+        attn_decode_rows<T, FP8, D, true, CPS, L2W, TMA>(a, it, ntok * it.head_count <= 8, e5);
     else
-        attn_decode_rows<T, FP8, D, false, CPS, L2W>(a, it, ntok * it.head_count <= 8, e5);
+        attn_decode_rows<T, FP8, D, false, CPS, L2W, TMA>(a, it, ntok * it.head_count <= 8, e5);
 }
 
 #endif /* ATTNRT_ATTN_DECODE_CUH */

@@ -114,4 +114,17 @@ __device__ __forceinline__ void ck_bulk_g2s_kv_row(uint32_t kdst, uint32_t vdst,
 #endif
 }
 
+/* A box of a 4-D tensor map (coordinates innermost first) into shared memory at dst, counted on bar (the
+ * tensor-copy form of the decode kernel: one box is a block's rows of one KV head). Elements outside the
+ * tensor land as zeros and still count. */
+__device__ __forceinline__ void ck_tma_load_4d(uint32_t dst, const void *tmap, int32_t c0, int32_t c1, int32_t c2, int32_t c3,
+                                               uint32_t bar)
+{
+#if CK_DEC_BULK
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+                 "l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+                 : "memory");
+#endif
+}
+
 #endif /* ATTNRT_ATTN_DECODE_BULK_CUH */

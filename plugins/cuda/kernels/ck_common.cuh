@@ -150,12 +150,16 @@ __device__ __forceinline__ int64_t ck_clamp(int64_t x, int64_t lo, int64_t hi) {
 /* The keys [*kbeg, *kend] an item's tokens pq0 .. pq0 + ntok - 1 see: the union of the first token's and the
  * last token's ranges, cut for split `split` of `num_splits` into whole tiles of `tile` keys (the last
  * split takes the rest). Empty when *kend < *kbeg. */
+/* align > 1: the range starts at lo rounded down to a multiple of align (keys below lo are masked by the
+ * rows' own ranges), so that every split and tile starts on that grid. */
 __device__ __forceinline__ void ck_item_keys(int64_t pq0, int64_t ntok, int64_t S, int causal, int64_t wl, int64_t wr,
-                                             int num_splits, int split, int64_t tile, int64_t *kbeg, int64_t *kend)
+                                             int num_splits, int split, int64_t tile, int64_t *kbeg, int64_t *kend,
+                                             int64_t align = 1)
 {
     int64_t lo, hi, unused;
     ck_key_range(pq0, S, causal, wl, wr, &lo, &unused);
     ck_key_range(pq0 + ntok - 1, S, causal, wl, wr, &unused, &hi);
+    if (align > 1 && hi >= lo) lo -= lo % align;
     *kbeg = lo, *kend = hi;
     if (num_splits > 1) {
         const int64_t nkeys = hi >= lo ? hi - lo + 1 : 0;
