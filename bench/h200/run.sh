@@ -251,13 +251,16 @@ if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v comput
     timeout 60 compute-sanitizer --tool racecheck --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
         --filter attn-long-decode --cases 0 > "$OUT/sanitizer-racecheck.txt" 2>&1
     note "racecheck: exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck.txt" | tail -1)"
-    # the decode kernel's tensor-copy form (D 64 on sm_90: boxes landing on mbarriers, absent rows zeroed)
-    timeout 60 compute-sanitizer --tool memcheck --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
-        --filter attn-dec-d64-tma --cases 0 > "$OUT/sanitizer-memcheck-tma.txt" 2>&1
-    note "memcheck (tensor copies): exit $?; $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer-memcheck-tma.txt" | tail -1)"
-    timeout 60 compute-sanitizer --tool racecheck --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
-        --filter attn-dec-d64-tma --cases 0 > "$OUT/sanitizer-racecheck-tma.txt" 2>&1
-    note "racecheck (tensor copies): exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck-tma.txt" | tail -1)"
+    # the decode kernel's tensor-copy form (sm_90, D 64 and 16-bit D 128: boxes landing on mbarriers, absent
+    # rows zeroed), on the D 64 cases and a bf16 D 128 one with splits and head groups
+    for f in attn-dec-d64-tma attn-dec-mqa32; do
+        timeout 60 compute-sanitizer --tool memcheck --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
+            --filter "$f" --cases 0 > "$OUT/sanitizer-memcheck-$f.txt" 2>&1
+        note "memcheck ($f, tensor copies): exit $?; $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer-memcheck-$f.txt" | tail -1)"
+        timeout 60 compute-sanitizer --tool racecheck --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
+            --filter "$f" --cases 0 > "$OUT/sanitizer-racecheck-$f.txt" 2>&1
+        note "racecheck ($f, tensor copies): exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck-$f.txt" | tail -1)"
+    done
 fi
 
 step "table"

@@ -127,10 +127,11 @@ static int encode_kv_map(ck_tmap_t *map, const void *base, const int64_t st[3], 
                                 (cuuint64_t)(hnd ? cache->shape[2] : cache->shape[1]), (cuuint64_t)cache->shape[0]};
     const cuuint64_t strides[3] = {(cuuint64_t)((hnd ? st[1] : st[2]) * es), (cuuint64_t)((hnd ? st[2] : st[1]) * es),
                                    (cuuint64_t)(st[0] * es)};
-    const cuuint32_t box[4] = {(cuuint32_t)D, hnd ? (cuuint32_t)rows : 1u, hnd ? 1u : (cuuint32_t)rows, 1u}, unit[4] = {1, 1, 1, 1};
+    const int64_t inner = D * es > 128 ? 128 / es : D; /* a box's row: at most the 128-byte swizzle span */
+    const cuuint32_t box[4] = {(cuuint32_t)inner, hnd ? (cuuint32_t)rows : 1u, hnd ? 1u : (cuuint32_t)rows, 1u}, unit[4] = {1, 1, 1, 1};
     const CUresult r = cuda_drv.TensorMapEncodeTiled(
         (CUtensorMap *)(void *)map, fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, (void *)(uintptr_t)base,
-        dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, D * es == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
+        dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, inner * es == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS;
 }

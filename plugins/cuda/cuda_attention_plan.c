@@ -186,13 +186,17 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         prefill_rows = CK_PF_ROWS;
     }
 
-    /* Decode by tensor copies (sm_90; attn_decode.cuh's TMAQ): D 64 (fp8: 64-byte rows; 16-bit: 128) with
-     * dqk = dv, blocks of a multiple of 8 rows; a box takes the block size's largest power-of-two factor of
-     * rows, at most a warp's tile, so that no box crosses a block. */
+    /* Decode by tensor copies (sm_90; attn_decode.cuh's TMAQ): D 64 (fp8: 64-byte rows; 16-bit: 128) or
+     * 16-bit D 128 (two 128-byte column blocks a row) with dqk = dv, blocks of a multiple of 8 rows; a box
+     * takes the block size's largest power-of-two factor of rows, at most a warp's tile, so that no box
+     * crosses a block. fp8 D 128 keeps its `_c4` kernel (the same form measured -2..+3 %: session 11). */
     const int64_t bs = a.key_cache->shape[1], low = bs & -bs;
-    const int tv = p->head_dim_qk == 64 && p->head_dim_v == 64 ? (p->fp8 ? 0 : 1) : -1;
+    const int tv = p->head_dim_qk != p->head_dim_v ? -1
+                   : p->head_dim_qk == 64          ? (p->fp8 ? 0 : 1)
+                   : p->head_dim_qk == 128 && !p->fp8 ? 2
+                                                      : -1;
     if (tv >= 0 && d->k.dec_tma[t][tv] && low >= 8 && a.value_cache->shape[1] == bs) {
-        const int64_t tile = tv == 0 ? CK_DEC_KPW(64, 1) : CK_DEC_KPW(64, 0);
+        const int64_t tile = tv == 0 ? CK_DEC_KPW(64, 1) : tv == 1 ? CK_DEC_KPW(64, 0) : CK_DEC_KPW(128, 0);
         p->f_decode_plain = p->f_decode;
         p->smem_decode_plain = p->smem_decode;
         p->f_decode = d->k.dec_tma[t][tv];

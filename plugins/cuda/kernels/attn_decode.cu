@@ -50,9 +50,9 @@ CK_DEC_L2W_KERNEL(f16, __half)
 CK_DEC_L2W_KERNEL(bf16, __nv_bfloat16)
 
 /* The tensor-copy form (attn_decode.cuh's TMAQ; `_t` suffix; its sm_80 code is the cp.async form): a tile's
- * rows of each block as one box, for D 64 (fp8: 64-byte rows, the copy engine's 64-byte swizzle; 16-bit:
- * 128-byte rows and swizzle); the plan's choice where the block size is a multiple of 8 and the driver
- * encodes tensor maps */
+ * rows of each block as one box a 128-byte column block, for D 64 (fp8: 64-byte rows, the copy engine's
+ * 64-byte swizzle; 16-bit: 128-byte rows and swizzle) and 16-bit D 128 (two column blocks); the plan's choice
+ * where the block size is a multiple of 8 and the driver encodes tensor maps */
 #define CK_DEC_TMA_KERNEL(tname, T, kvname, FP8, D)                                                           \
     extern "C" __global__ void __launch_bounds__(CK_DEC_WARPS * 32, 2)                                        \
         ck_attn_mma_decode_##tname##_##kvname##_d##D##_t(const __grid_constant__ ck_attn_args_t a)           \
@@ -64,3 +64,5 @@ CK_DEC_TMA_KERNEL(f16, __half, fp8, true, 64)
 CK_DEC_TMA_KERNEL(bf16, __nv_bfloat16, fp8, true, 64)
 CK_DEC_TMA_KERNEL(f16, __half, kv16, false, 64)
 CK_DEC_TMA_KERNEL(bf16, __nv_bfloat16, kv16, false, 64)
+CK_DEC_TMA_KERNEL(f16, __half, kv16, false, 128)
+CK_DEC_TMA_KERNEL(bf16, __nv_bfloat16, kv16, false, 128)

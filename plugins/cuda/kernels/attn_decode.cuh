@@ -12,8 +12,9 @@
  * 16-bit cache: one lane copies whole K and V rows with the bulk copy engine (attn_decode_bulk.cuh),
  * each stage completing on its mbarrier, rows padded by 16 bytes so ldmatrix reads them without bank
  * conflicts. sm_80, and fp8 caches everywhere (CK_DEC_BULK_KV): the warp publishes the tile's row addresses through shared memory and copies the rows in 16-byte
- * cp.async chunks, XOR-swizzled for the same reason. sm_90 at D 64 (TMAQ below): one lane a block segment
- * asks the tensor copy engine for the segment's rows as one box, swizzled the same way. No block barrier in the key loop; the warps'
+ * cp.async chunks, XOR-swizzled for the same reason. sm_90 at D 64 and 16-bit D 128 (TMAQ below): one lane a
+ * block segment asks the tensor copy engine for the segment's rows as one box a 128-byte column block,
+ * swizzled the same way. No block barrier in the key loop; the warps'
  * (m, l, acc) are combined through shared memory at the end.
  *
  * fp8 caches land raw and are widened in registers: K by ldmatrix of the bytes + one cvt per pair
@@ -93,9 +94,10 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
 /* TMAQ: on sm_90, the tensor-copy form (attn_decode_bulk.cuh's ck_tma_load_4d): a tile's rows of each block
  * arrive as one box a block segment (a.kv_tma_rows rows: one instruction for 16 rows at block 16, not one a
  * row), swizzled by the copy engine as the cp.async form swizzles them, completing on the stage's mbarrier.
- * For 64- and 128-byte rows, a.dqk = a.dv = D; built for D 64 (fp8 and 16-bit: 5-24 % faster than the
- * other forms; fp8 D 128 measured -2..+3 %: docs/dev/cuda-decode.md, session 11). Elsewhere (sm_80) the
- * kernel is the cp.async form. */
+ * Rows of 64 bytes or of 128-byte column blocks (one box each), a.dqk = a.dv = D; built for D 64 (fp8 and
+ * 16-bit: 4-25 % faster than the other forms) and 16-bit D 128 (4-14 % faster than the bulk form; fp8 D 128
+ * measured -2..+3 %, so not built: docs/dev/cuda-decode.md, session 11). Elsewhere (sm_80) the kernel is the
+ * cp.async form. */
 template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0, bool L2W = false, bool TMAQ = false>
 __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
 {
@@ -105,7 +107,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     constexpr bool TMA = TMAQ && CK_DEC_BULK;                        /* boxes by the tensor copy engine */
     constexpr bool BULK = CK_DEC_BULK && CK_DEC_BULK_KV(FP8) && !TMA; /* rows by the bulk copy engine (16-bit KV) */
     constexpr bool MB = BULK || TMA;                                 /* stages complete on mbarriers */
-    static_assert(!TMA || ((ROWB == 128 || ROWB == 64) && CPS == 0 && !L2W), "tensor copies: 64- or 128-byte rows");
+    static_assert(!TMA || ((ROWB == 64 || ROWB % 128 == 0) && CPS == 0 && !L2W), "tensor copies: 64-byte or 128-byte-block rows");
     constexpr int PITCH = BULK ? ROWB + 16 : ROWB;                   /* bytes between rows in a stage */
     constexpr int TILEB = 2 * KPW * PITCH;                           /* one stage: K rows then V rows */
     static_assert(KPW % 16 == 0 && KPW <= 32 && 32 % CPR == 0 && KPW % (32 / CPR) == 0, "tile shape");
@@ -184,6 +186,13 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     const int cp_ch = lane % CPR, cp_r0 = lane / CPR;
     const bool cp_k = cp_ch < a.dqk * ES / 16, cp_v = cp_ch < a.dv * ES / 16;
     auto sw = [](int row) -> int { return BULK ? 0 : CPR >= 8 ? row & 7 : (row >> 1) & 3; };
+    /* TMA rows wider than 128 bytes land as column blocks of 128 bytes (a box is at most the 128-byte swizzle
+     * span): a stage half is [CB][KPW rows][128 bytes]. Shared address of 16-byte chunk c of a row. */
+    constexpr int CB = TMA && ROWB > 128 ? ROWB / 128 : 1, CBW = ROWB / CB;
+    auto chunk_at = [&](uint32_t base, int row, int c) -> uint32_t {
+        if (CB > 1) return base + (c >> 3) * (KPW * 128) + row * 128 + (((c & 7) ^ (row & 7)) * 16);
+        return base + row * PITCH + ((c ^ sw(row)) * 16);
+    };
     const uint32_t kbytes = a.dqk * ES, vbytes = a.dv * ES; /* BULK: bytes copied a K / V row */
     constexpr int ROUNDS = KPW / (32 / CPR); /* cp.async form: copy rounds of a tile */
     constexpr bool SPLIT = CPS != 0;         /* the refill in two parts (part 1, then part 2 after QK^T) */
@@ -257,8 +266,12 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                 if (lane < KPW && (lane & (a.kv_tma_rows - 1)) == 0) {
                     const int32_t cb = kp ? blk : (int32_t)a.num_blocks, cr = kp ? r : 0; /* block, row */
                     const int32_t c1 = a.kv_tma_hnd ? cr : kvh, c2 = a.kv_tma_hnd ? kvh : cr;  /* maps by stride order */
-                    ck_tma_load_4d(kdst + lane * ROWB, &a.tm_k, 0, c1, c2, cb, bar);
-                    ck_tma_load_4d(vdst + lane * ROWB, &a.tm_v, 0, c1, c2, cb, bar);
+#pragma unroll
+                    for (int x = 0; x < CB; x++) { /* column block x: elements x CBW / ES .. */
+                        const uint32_t off = x * KPW * CBW + lane * CBW;
+                        ck_tma_load_4d(kdst + off, &a.tm_k, x * CBW / ES, c1, c2, cb, bar);
+                        ck_tma_load_4d(vdst + off, &a.tm_v, x * CBW / ES, c1, c2, cb, bar);
+                    }
                 }
             } else if (BULK) {
                 /* each key's lane puts its {K, V} row addresses in its K row's pad bytes; an absent key's
@@ -466,7 +479,8 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
              * them (proxy fence) */
             for (int i = lane; i < KPW * CPR; i += 32)
                 if ((mt_info.x >> (i / CPR)) & 1u)
-                    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(vbase + i * 16), "r"(0) : "memory");
+                    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(chunk_at(vbase, i / CPR, i % CPR)), "r"(0)
+                                 : "memory");
             ck_fence_proxy_async_smem();
             __syncwarp();
         }
@@ -482,7 +496,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 #pragma unroll
             for (int cp = 0; cp < CPR / 2; cp++) {
                 uint32_t kr[4];
-                ck_ldmatrix_x4(kr, rbase + krow * PITCH + (((cp * 2 + (lane >> 4)) ^ sw(krow)) * 16));
+                ck_ldmatrix_x4(kr, chunk_at(rbase, krow, cp * 2 + (lane >> 4)));
                 if (FP8) {
 #pragma unroll
                     for (int h = 0; h < 2; h++) { /* k-step 2cp + h: kr[2h] keys 0-7, kr[2h+1] keys 8-15 */
@@ -620,7 +634,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 #pragma unroll
                 for (int cp = 0; cp < CPR / 2; cp++) {
                     uint32_t vr[4];
-                    ck_ldmatrix_x4_trans(vr, vbase + vrow * PITCH + (((cp * 2 + (lane >> 4)) ^ sw(vrow)) * 16));
+                    ck_ldmatrix_x4_trans(vr, chunk_at(vbase, vrow, cp * 2 + (lane >> 4)));
 #pragma unroll
                     for (int h = 0; h < 2; h++) { /* dim chunk 2cp + h: vr[2h] keys 0-7, vr[2h+1] keys 8-15 */
                         uint32_t p0, p1;
@@ -639,7 +653,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 #pragma unroll
                 for (int m = 0; m < MO; m++) {
                     uint32_t vr[4];
-                    ck_ldmatrix_x4_trans(vr, vbase + vrow * PITCH + (((m * 2 + ((lane >> 3) & 1)) ^ sw(vrow)) * 16));
+                    ck_ldmatrix_x4_trans(vr, chunk_at(vbase, vrow, m * 2 + ((lane >> 3) & 1)));
 #pragma unroll
                     for (int nr = 0; nr < NR; nr++) ck_mma16816<T>(o[m][nr], vr, pb[nr][0], pb[nr][1]);
                 }
