@@ -178,9 +178,10 @@ typedef struct ck_dec_layout {
  * tile's row addresses published in `addr`. bulk = 1: the bulk-copy form (sm_90+, attn_decode_bulk.cuh):
  * rows land unswizzled at a pitch of row bytes + 16 (consecutive rows 16 bytes apart in the banks:
  * ldmatrix stays conflict-free); the 16 pad bytes of each K row of a stage carry that key's {K, V}
- * row addresses to the issuing lane (no `addr`); one mbarrier a (warp, stage). tma = 1 (sm_90, rows of
- * 64 or 128 bytes): the cp.async form's swizzled rows, written by tensor copies (no `addr`), one mbarrier a
- * (warp, stage); the kernel starts it on a 1024-byte boundary (ck_dec_layout_tma adds the slack). */
+ * row addresses to the issuing lane (no `addr`); one mbarrier a (warp, stage). tma = 1 (sm_90): the cp.async
+ * form's swizzled rows (wider rows as 128-byte column blocks, [blocks][kpw][128]: the same bytes), written by
+ * tensor copies (no `addr`), one mbarrier a (warp, stage); the kernel starts it on a 1024-byte boundary
+ * (ck_dec_layout_tma adds the slack). */
 static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk, int tma)
 {
     ck_dec_layout_t l;
