@@ -251,9 +251,9 @@ if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v comput
     timeout 60 compute-sanitizer --tool racecheck --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
         --filter attn-long-decode --cases 0 > "$OUT/sanitizer-racecheck.txt" 2>&1
     note "racecheck: exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck.txt" | tail -1)"
-    # the decode kernel's tensor-copy form (sm_90, D 64 and 16-bit D 128: boxes landing on mbarriers, absent
-    # rows zeroed), on the D 64 cases and a bf16 D 128 one with splits and head groups
-    for f in attn-dec-d64-tma attn-dec-mqa32; do
+    # the decode kernel's tensor-copy form (sm_90, D 64 and 16-bit D 128 / 256: boxes landing on mbarriers, absent
+    # rows zeroed), on the D 64 cases, a bf16 D 128 one with splits and head groups, and the D 256 one
+    for f in attn-dec-d64-tma attn-dec-mqa32 attn-dec-d256-tma; do
         timeout 60 compute-sanitizer --tool memcheck --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
             --filter "$f" --cases 0 > "$OUT/sanitizer-memcheck-$f.txt" 2>&1
         note "memcheck ($f, tensor copies): exit $?; $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer-memcheck-$f.txt" | tail -1)"

@@ -193,10 +193,12 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     const int64_t bs = a.key_cache->shape[1], low = bs & -bs;
     const int tv = p->head_dim_qk != p->head_dim_v ? -1
                    : p->head_dim_qk == 64          ? (p->fp8 ? 0 : 1)
-                   : p->head_dim_qk == 128 && !p->fp8 ? 2
-                                                      : -1;
+                   : p->fp8                        ? -1
+                   : p->head_dim_qk == 128         ? 2
+                   : p->head_dim_qk == 256         ? 3
+                                                   : -1;
     if (tv >= 0 && d->k.dec_tma[t][tv] && low >= 8 && a.value_cache->shape[1] == bs) {
-        const int64_t tile = tv == 0 ? CK_DEC_KPW(64, 1) : tv == 1 ? CK_DEC_KPW(64, 0) : CK_DEC_KPW(128, 0);
+        const int64_t tile = tv == 0 ? CK_DEC_KPW(64, 1) : CK_DEC_KPW(p->head_dim_qk, 0);
         p->f_decode_plain = p->f_decode;
         p->smem_decode_plain = p->smem_decode;
         p->f_decode = d->k.dec_tma[t][tv];

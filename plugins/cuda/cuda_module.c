@@ -158,8 +158,8 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
     /* decode by tensor copies (sm_90: the copy engine's boxes, tensor maps encoded by the driver at each run);
      * ATTNRT_CUDA_DEC_TMA=0 leaves them out (an A/B switch) */
     const char *tma_env = secure_getenv("ATTNRT_CUDA_DEC_TMA");
-    static const int tma_fp8[3] = {1, 0, 0}, tma_di[3] = {0, 0, 1};
-    for (int v = 0; v < 3 && d->cc_major >= 9 && cuda_drv.TensorMapEncodeTiled && !(tma_env && strcmp(tma_env, "0") == 0); v++) {
+    static const int tma_fp8[4] = {1, 0, 0, 0}, tma_di[4] = {0, 0, 1, 2};
+    for (int v = 0; v < 4 && d->cc_major >= 9 && cuda_drv.TensorMapEncodeTiled && !(tma_env && strcmp(tma_env, "0") == 0); v++) {
         d->k.dec_tma_smem[v] = ck_dec_layout_tma(mma_dims[tma_di[v]], tma_fp8[v]);
         if ((int)d->k.dec_tma_smem[v] > optin) continue;
         for (int t = 0; t < 2; t++) {

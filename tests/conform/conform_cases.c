@@ -460,6 +460,11 @@ static void directed_attention(cf_builder_t *b)
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-d64-tma-hnd", "1/2049 1/17 1/41 1/1", 16, 2, 64, 64, 40);
     cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
     c->hnd = c->sinks = c->lse = 1;
+    /* 16-bit D 256 decode by tensor copies (four 128-byte column blocks a row): a window off the box grid, splits */
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-d256-tma", "1/1500 1/17 1/300 1/1", 16, 8, 256, 256, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c->window_left = 701;
+    c->sinks = c->lse = 1;
     /* one token of a group wider than a 16-row decode tile: decode tiles of head groups 16 + 16 (MQA at
      * GQA 32) and 16 + 8 (GQA 24, fp8), split over long sequences, beside a 3-token request (a prefill
      * tile) and a 1-key one; sinks and ALiBi tell the head groups apart */

@@ -54,7 +54,7 @@ CK_DEC_L2W_KERNEL(bf16, __nv_bfloat16)
  * 64-byte swizzle; 16-bit: 128-byte rows and swizzle) and 16-bit D 128 (two column blocks); the plan's choice
  * where the block size is a multiple of 8 and the driver encodes tensor maps */
 #define CK_DEC_TMA_KERNEL(tname, T, kvname, FP8, D)                                                           \
-    extern "C" __global__ void __launch_bounds__(CK_DEC_WARPS * 32, 2)                                        \
+    extern "C" __global__ void __launch_bounds__(CK_DEC_WARPS * 32, (D) == 256 ? 1 : 2)                      \
         ck_attn_mma_decode_##tname##_##kvname##_d##D##_t(const __grid_constant__ ck_attn_args_t a)           \
     {                                                                                                         \
         attn_decode_entry<T, FP8, D, 0, false, true>(a);                                                      \
@@ -66,3 +66,5 @@ CK_DEC_TMA_KERNEL(f16, __half, kv16, false, 64)
 CK_DEC_TMA_KERNEL(bf16, __nv_bfloat16, kv16, false, 64)
 CK_DEC_TMA_KERNEL(f16, __half, kv16, false, 128)
 CK_DEC_TMA_KERNEL(bf16, __nv_bfloat16, kv16, false, 128)
+CK_DEC_TMA_KERNEL(f16, __half, kv16, false, 256)
+CK_DEC_TMA_KERNEL(bf16, __nv_bfloat16, kv16, false, 256)
