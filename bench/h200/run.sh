@@ -2,7 +2,9 @@
 # bench/h200/run.sh — everything the cuda plugin needs from a lent H200, in ONE call (~5-8 minutes):
 #   nvidia-smi; attnrt-info; attnrt-conform --plugin cuda (the full default set; the attention cases
 #   again with ATTNRT_CUDA_PREFILL=fa2, the FA2 prefill kernel the H200 otherwise skips for the wgmma
-#   one, and with =mma, the general prefill kernel; on failure again with every attention on the SIMT kernel, to tell a tensor-core bug from the rest); the graph-capture proof;
+#   one, and with =mma, the general prefill kernel; with ATTNRT_CUDA_DEC_FP8_TILE=16 and =c4, every fp8 D 128
+#   decode on the 16-key tensor-copy kernel and on _c4; on failure again with every attention on the SIMT
+#   kernel, to tell a tensor-core bug from the rest); the graph-capture proof;
 #   the issue's shapes through attnrt-bench (or bench/h200/attn_timing.c when attnrt-bench is not
 #   built); PyTorch's SDPA (flash, cuDNN) on the same shapes with dense KV; a table in $OUT/h200.md.
 #
@@ -94,6 +96,14 @@ rc_mma=$?
 grep -E "^FAIL" "$OUT/conform-cuda-mma.txt" | head -20
 note "conform cuda (ATTNRT_CUDA_PREFILL=mma: the general prefill kernel, attention cases): exit $rc_mma; $(tail -1 "$OUT/conform-cuda-mma.txt")"
 [ $rc_mma -ne 0 ] && rc=$rc_mma
+for tile in 16 c4; do # fp8 D 128 decode: the plan picks 32-key / 16-key tensor copies or _c4 by a block's keys
+    f="$OUT/conform-cuda-fp8tile$tile.txt"
+    ATTNRT_CUDA_DEC_FP8_TILE=$tile timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$f" 2>&1
+    rc_t=$?
+    grep -E "^FAIL" "$f" | head -20
+    note "conform cuda (ATTNRT_CUDA_DEC_FP8_TILE=$tile: every fp8 D 128 decode on that kernel, attention cases): exit $rc_t; $(tail -1 "$f")"
+    [ $rc_t -ne 0 ] && rc=$rc_t
+done
 IFS=';' read -r -a AB_LIST <<< "${AB_ENV:-}"
 ab_sfx() { [ "$1" -eq 0 ] && echo _ab || echo "_ab$(($1 + 1))"; }
 for i in "${!AB_LIST[@]}"; do # the A/B switch's other side(s) (e.g. ATTNRT_CUDA_SPLITS=1)
@@ -251,9 +261,10 @@ if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v comput
     timeout 60 compute-sanitizer --tool racecheck --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
         --filter attn-long-decode --cases 0 > "$OUT/sanitizer-racecheck.txt" 2>&1
     note "racecheck: exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck.txt" | tail -1)"
-    # the decode kernel's tensor-copy form (sm_90, D 64 and 16-bit D 128 / 256: boxes landing on mbarriers, absent
-    # rows zeroed), on the D 64 cases, a bf16 D 128 one with splits and head groups, and the D 256 one
-    for f in attn-dec-d64-tma attn-dec-mqa32 attn-dec-d256-tma; do
+    # the decode kernel's tensor-copy form (sm_90: boxes landing on mbarriers, absent rows zeroed), on the D 64
+    # cases, a bf16 D 128 one with splits and head groups, the D 256 one, and fp8 D 128 in 8-row boxes (block 24)
+    # at 32-key tiles (the plan's choice there) and at 16-key tiles (forced)
+    for f in attn-dec-d64-tma attn-dec-mqa32 attn-dec-d256-tma attn-dec-e4m3-bs24; do
         timeout 60 compute-sanitizer --tool memcheck --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
             --filter "$f" --cases 0 > "$OUT/sanitizer-memcheck-$f.txt" 2>&1
         note "memcheck ($f, tensor copies): exit $?; $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer-memcheck-$f.txt" | tail -1)"
@@ -261,6 +272,13 @@ if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v comput
             --filter "$f" --cases 0 > "$OUT/sanitizer-racecheck-$f.txt" 2>&1
         note "racecheck ($f, tensor copies): exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck-$f.txt" | tail -1)"
     done
+    f=attn-dec-e4m3-bs24
+    ATTNRT_CUDA_DEC_FP8_TILE=16 timeout 60 compute-sanitizer --tool memcheck --print-limit 20 "$BUILD/tools/attnrt-conform" \
+        --plugin cuda --filter "$f" --cases 0 > "$OUT/sanitizer-memcheck-$f-t16.txt" 2>&1
+    note "memcheck ($f, 16-key tensor copies): exit $?; $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer-memcheck-$f-t16.txt" | tail -1)"
+    ATTNRT_CUDA_DEC_FP8_TILE=16 timeout 60 compute-sanitizer --tool racecheck --print-limit 20 "$BUILD/tools/attnrt-conform" \
+        --plugin cuda --filter "$f" --cases 0 > "$OUT/sanitizer-racecheck-$f-t16.txt" 2>&1
+    note "racecheck ($f, 16-key tensor copies): exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck-$f-t16.txt" | tail -1)"
 fi
 
 step "table"

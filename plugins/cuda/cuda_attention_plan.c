@@ -135,6 +135,22 @@ static attnrt_status_t build_tiles(const attnrt_attention_args_t *a, const attnr
     return ATTNRT_OK;
 }
 
+/* Makes tensor-copy variant tv (d->k.dec_tma's index; -1: none) the plan's decode kernel where it can read this
+ * cache: the device has it, both caches' blocks are the same multiple of 8 rows. A box takes the block size's
+ * largest power-of-two factor of rows, at most a warp's tile, so that no box crosses a block; the kernel before
+ * stays as the run's fallback (a map the driver will not encode). */
+static void use_tma_kernel(const cuda_dev_t *d, cuda_attn_plan_t *p, const attnrt_attention_args_t *a, int t, int tv)
+{
+    const int64_t bs = a->key_cache->shape[1], low = bs & -bs;
+    if (tv < 0 || !d->k.dec_tma[t][tv] || low < 8 || a->value_cache->shape[1] != bs) return;
+    const int64_t tile = d->k.dec_tma_kpw[tv];
+    p->f_decode_plain = p->f_decode;
+    p->smem_decode_plain = p->smem_decode;
+    p->f_decode = d->k.dec_tma[t][tv];
+    p->smem_decode = d->k.dec_tma_smem[tv];
+    p->tma_rows = (int)(low < tile ? low : tile);
+}
+
 attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t *args_in,
                                     const attnrt_batch_host_t *batch_in, void **plan_out, size_t *workspace_bytes)
 {
@@ -186,25 +202,15 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         prefill_rows = CK_PF_ROWS;
     }
 
-    /* Decode by tensor copies (sm_90; attn_decode.cuh's TMAQ): D 64 (fp8: 64-byte rows; 16-bit: 128) or
-     * 16-bit D 128 (two 128-byte column blocks a row) with dqk = dv, blocks of a multiple of 8 rows; a box
-     * takes the block size's largest power-of-two factor of rows, at most a warp's tile, so that no box
-     * crosses a block. fp8 D 128 keeps its `_c4` kernel (the same form measured -2..+3 %: session 11). */
-    const int64_t bs = a.key_cache->shape[1], low = bs & -bs;
+    /* Decode by tensor copies (sm_90; attn_decode.cuh's TMAQ) at D 64 (fp8: 64-byte rows; 16-bit: 128) and
+     * 16-bit D 128 / 256 (128-byte column blocks a row); fp8 D 128 below, once the split is known. */
     const int tv = p->head_dim_qk != p->head_dim_v ? -1
                    : p->head_dim_qk == 64          ? (p->fp8 ? 0 : 1)
                    : p->fp8                        ? -1
                    : p->head_dim_qk == 128         ? 2
                    : p->head_dim_qk == 256         ? 3
                                                    : -1;
-    if (tv >= 0 && d->k.dec_tma[t][tv] && low >= 8 && a.value_cache->shape[1] == bs) {
-        const int64_t tile = tv == 0 ? CK_DEC_KPW(64, 1) : CK_DEC_KPW(p->head_dim_qk, 0);
-        p->f_decode_plain = p->f_decode;
-        p->smem_decode_plain = p->smem_decode;
-        p->f_decode = d->k.dec_tma[t][tv];
-        p->smem_decode = d->k.dec_tma_smem[tv];
-        p->tma_rows = (int)(low < tile ? low : tile);
-    }
+    use_tma_kernel(d, p, &a, t, tv);
 
     row_tile_t *tiles = NULL;
     size_t n_tiles = 0;
@@ -262,6 +268,15 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     if (p->fp8 && di == 0 && !p->tma_rows && d->k.dec_fp8_d64_l2w[t] && kst[2] < kst[1] &&
         (chunk_tiles < longest ? chunk_tiles : longest) * DECODE_BN <= 4096)
         p->f_decode = d->k.dec_fp8_d64_l2w[t];
+    /* fp8 D 128 by tensor copies by the keys a block reads: 32-key tiles for blocks of at most 2048 keys, 16-key
+     * tiles (more, smaller stages) from 16384; between them `_c4` stays (docs/dev/cuda-decode.md, session 12:
+     * B256 x 2048 -2.8 %, B16 x 32768 (16384 a block) -2.7 %; 4096 - 8192 keys a block tied or slower).
+     * ATTNRT_CUDA_DEC_FP8_TILE=32 / 16 / c4 forces one for every fp8 D 128 decode (A/B, conformance). */
+    const int64_t block_keys = (chunk_tiles < longest ? chunk_tiles : longest) * DECODE_BN;
+    int fp8_tv = block_keys <= 2048 ? 4 : block_keys >= 16384 ? 5 : -1;
+    const char *fp8_tile = secure_getenv("ATTNRT_CUDA_DEC_FP8_TILE");
+    if (fp8_tile) fp8_tv = !strcmp(fp8_tile, "32") ? 4 : !strcmp(fp8_tile, "16") ? 5 : !strcmp(fp8_tile, "c4") ? -1 : fp8_tv;
+    if (p->fp8 && p->head_dim_qk == 128 && p->head_dim_v == 128 && longest > 0) use_tma_kernel(d, p, &a, t, fp8_tv);
     size_t n_prefill = 0, n_decode = 0;
     for (size_t i = 0; i < n_tiles; i++) {
         row_tile_t *rt = &tiles[i];

@@ -25,8 +25,10 @@ typedef struct cuda_kernels {
     uint32_t   mma_smem[2][2][CUDA_MMA_DIMS];  /* dynamic shared memory: [cfg][fp8][d] */
     int        mma_ok;                         /* 0: the device cannot run them (SIMT only) */
     CUfunction dec_fp8_d64_l2w[2];             /* fp8 D 64 decode, 256-byte L2 fetches: [q type] or NULL */
-    CUfunction dec_tma[2][4];                  /* decode by tensor copies: [q type][fp8 D 64, 16-bit D 64 / 128 / 256] */
-    uint32_t   dec_tma_smem[4];
+    CUfunction dec_tma[2][6];                  /* decode by tensor copies: [q type][fp8 D 64, 16-bit D 64 / 128 / 256,
+                                                  fp8 D 128 in 32-key / 16-key tiles] */
+    uint32_t   dec_tma_smem[6];
+    int        dec_tma_kpw[6];                 /* keys a warp-tile of each */
     CUfunction prefill[2][CUDA_MMA_DIMS];      /* prefill fast path (cuda_prefill.c): [0 f16 / 1 bf16][d] */
     uint32_t   prefill_smem[CUDA_MMA_DIMS], prefill_threads[CUDA_MMA_DIMS]; /* of the kernel in prefill[][d] */
 } cuda_kernels_t;

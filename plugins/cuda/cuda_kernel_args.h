@@ -182,10 +182,10 @@ typedef struct ck_dec_layout {
  * form's swizzled rows (wider rows as 128-byte column blocks, [blocks][kpw][128]: the same bytes), written by
  * tensor copies (no `addr`), one mbarrier a (warp, stage); the kernel starts it on a 1024-byte boundary
  * (ck_dec_layout_tma adds the slack). */
-static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk, int tma)
+static inline CK_HD ck_dec_layout_t ck_dec_layout_geo(int d, int fp8, int bulk, int tma, int kpw_keys, int stages)
 {
     ck_dec_layout_t l;
-    const uint32_t kpw = (uint32_t)CK_DEC_KPW(d, fp8), st = (uint32_t)CK_DEC_STAGES(d, fp8), w = CK_DEC_WARPS;
+    const uint32_t kpw = (uint32_t)kpw_keys, st = (uint32_t)stages, w = CK_DEC_WARPS;
     const uint32_t row = (uint32_t)d * (fp8 ? 1u : 2u);
     const int mb = bulk || tma;
     uint32_t at = 0;
@@ -200,6 +200,12 @@ static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk, i
     const uint32_t combine_end = 2u * w * 16u * 4u + w * 16u * (uint32_t)d * 4u;
     l.total = ck_align16(at > combine_end ? at : combine_end);
     return l;
+}
+
+/* The layout at the default geometry (CK_DEC_KPW keys a tile, CK_DEC_STAGES stages) */
+static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk, int tma)
+{
+    return ck_dec_layout_geo(d, fp8, bulk, tma, CK_DEC_KPW(d, fp8), CK_DEC_STAGES(d, fp8));
 }
 
 /* Whether a cache of this kind takes the bulk form on sm_90+: 16-bit rows only. fp8 rows (128 bytes at
@@ -217,12 +223,18 @@ static inline CK_HD ck_dec_layout_t ck_dec_layout(int d, int fp8)
     return l;
 }
 
-/* What the host reserves for a tensor-copy decode kernel (its sm_80 code is the cp.async form): the larger
- * of that and the tensor-copy form, plus 1008 bytes to align the latter's ring to 1024. */
-static inline CK_HD uint32_t ck_dec_layout_tma(int d, int fp8)
+/* fp8 D 128 by tensor copies: two tile geometries (keys a warp-tile, stages), the plan picking one by the keys
+ * a block reads (cuda_attention_plan.c). The other tensor-copy kernels take CK_DEC_KPW / CK_DEC_STAGES. */
+#define CK_DEC_T32_KPW 32
+#define CK_DEC_T32_STAGES 3
+#define CK_DEC_T16_KPW 16
+#define CK_DEC_T16_STAGES 4
+
+/* What the host reserves for a tensor-copy decode kernel of kpw keys a tile and `stages` stages (sm_90+ only):
+ * its layout plus 1008 bytes to align the ring to 1024. */
+static inline CK_HD uint32_t ck_dec_layout_tma(int d, int fp8, int kpw, int stages)
 {
-    const uint32_t plain = ck_dec_layout(d, fp8).total, tma = ck_dec_layout_of(d, fp8, 0, 1).total + 1008u;
-    return plain > tma ? plain : tma;
+    return ck_dec_layout_geo(d, fp8, 0, 1, kpw, stages).total + 1008u;
 }
 
 #endif /* ATTNRT_CUDA_KERNEL_ARGS_H */

@@ -158,13 +158,18 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
     /* decode by tensor copies (sm_90: the copy engine's boxes, tensor maps encoded by the driver at each run);
      * ATTNRT_CUDA_DEC_TMA=0 leaves them out (an A/B switch) */
     const char *tma_env = secure_getenv("ATTNRT_CUDA_DEC_TMA");
-    static const int tma_fp8[4] = {1, 0, 0, 0}, tma_di[4] = {0, 0, 1, 2};
-    for (int v = 0; v < 4 && d->cc_major >= 9 && cuda_drv.TensorMapEncodeTiled && !(tma_env && strcmp(tma_env, "0") == 0); v++) {
-        d->k.dec_tma_smem[v] = ck_dec_layout_tma(mma_dims[tma_di[v]], tma_fp8[v]);
+    static const int tma_fp8[6] = {1, 0, 0, 0, 1, 1}, tma_di[6] = {0, 0, 1, 2, 1, 1};
+    static const int tma_kpw[6] = {0, 0, 0, 0, CK_DEC_T32_KPW, CK_DEC_T16_KPW}, tma_st[6] = {0, 0, 0, 0, CK_DEC_T32_STAGES, CK_DEC_T16_STAGES};
+    static const char *const tma_sfx[6] = {"_t", "_t", "_t", "_t", "_t32", "_t16"};
+    for (int v = 0; v < 6 && d->cc_major >= 9 && cuda_drv.TensorMapEncodeTiled && !(tma_env && strcmp(tma_env, "0") == 0); v++) {
+        const int D = mma_dims[tma_di[v]], fp8 = tma_fp8[v];
+        const int kpw = tma_kpw[v] ? tma_kpw[v] : CK_DEC_KPW(D, fp8), stages = tma_st[v] ? tma_st[v] : CK_DEC_STAGES(D, fp8);
+        d->k.dec_tma_kpw[v] = kpw;
+        d->k.dec_tma_smem[v] = ck_dec_layout_tma(D, fp8, kpw, stages);
         if ((int)d->k.dec_tma_smem[v] > optin) continue;
         for (int t = 0; t < 2; t++) {
             char name[64];
-            snprintf(name, sizeof name, "ck_attn_mma_decode_%s_%s_d%d_t", t_name[t], kv_name[tma_fp8[v]], mma_dims[tma_di[v]]);
+            snprintf(name, sizeof name, "ck_attn_mma_decode_%s_%s_d%d%s", t_name[t], kv_name[fp8], D, tma_sfx[v]);
             st = cuda_function_smem(d, CUDA_FAMILY_DECODE, name, d->k.dec_tma_smem[v], &d->k.dec_tma[t][v]);
             if (st != ATTNRT_OK) {
                 cuda_module_unload(d);

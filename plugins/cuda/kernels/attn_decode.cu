@@ -49,15 +49,26 @@ CK_DEC_CPS_KERNEL(bf16, __nv_bfloat16, 4)
 CK_DEC_L2W_KERNEL(f16, __half)
 CK_DEC_L2W_KERNEL(bf16, __nv_bfloat16)
 
-/* The tensor-copy form (attn_decode.cuh's TMAQ; `_t` suffix; its sm_80 code is the cp.async form): a tile's
- * rows of each block as one box a 128-byte column block, for D 64 (fp8: 64-byte rows, the copy engine's
- * 64-byte swizzle; 16-bit: 128-byte rows and swizzle) and 16-bit D 128 (two column blocks); the plan's choice
- * where the block size is a multiple of 8 and the driver encodes tensor maps */
+/* The tensor-copy form (attn_decode.cuh's TMAQ; `_t` suffix): a tile's rows of each block as one box a 128-byte
+ * column block, for D 64 (fp8: 64-byte rows, the copy engine's 64-byte swizzle; 16-bit: 128-byte rows and
+ * swizzle), 16-bit D 128 / 256 (two / four column blocks) and fp8 D 128 at two tile geometries (below); the
+ * plan's choice where the block size is a multiple of 8 and the driver encodes tensor maps. The host loads
+ * them on compute capability 9.0 and later only, so their sm_80 image is a trap (not a second copy of the
+ * cp.async form that nothing launches: compile time). */
+template <typename T, bool FP8, int D, int TKPW = 0, int TSTAGES = 0>
+__device__ __forceinline__ void attn_decode_tma_entry(const ck_attn_args_t &a)
+{
+    if constexpr (CK_DEC_BULK)
+        attn_decode_entry<T, FP8, D, 0, false, true, TKPW, TSTAGES>(a);
+    else
+        __trap();
+}
+
 #define CK_DEC_TMA_KERNEL(tname, T, kvname, FP8, D)                                                           \
     extern "C" __global__ void __launch_bounds__(CK_DEC_WARPS * 32, (D) == 256 ? 1 : 2)                      \
         ck_attn_mma_decode_##tname##_##kvname##_d##D##_t(const __grid_constant__ ck_attn_args_t a)           \
     {                                                                                                         \
-        attn_decode_entry<T, FP8, D, 0, false, true>(a);                                                      \
+        attn_decode_tma_entry<T, FP8, D>(a);                                                                  \
     }
 
 CK_DEC_TMA_KERNEL(f16, __half, fp8, true, 64)
@@ -68,3 +79,18 @@ CK_DEC_TMA_KERNEL(f16, __half, kv16, false, 128)
 CK_DEC_TMA_KERNEL(bf16, __nv_bfloat16, kv16, false, 128)
 CK_DEC_TMA_KERNEL(f16, __half, kv16, false, 256)
 CK_DEC_TMA_KERNEL(bf16, __nv_bfloat16, kv16, false, 256)
+
+/* fp8 D 128 by tensor copies at the two geometries of cuda_kernel_args.h (`_t32`: 32-key tiles, 3 stages, for
+ * blocks of at most 2048 keys; `_t16`: 16-key tiles, 4 stages, for blocks of 16384 keys and more; between them
+ * the plan keeps `_c4`: docs/dev/cuda-decode.md, session 12) */
+#define CK_DEC_TMA_FP8_KERNEL(tname, T, K)                                                                    \
+    extern "C" __global__ void __launch_bounds__(CK_DEC_WARPS * 32, 2)                                        \
+        ck_attn_mma_decode_##tname##_fp8_d128_t##K(const __grid_constant__ ck_attn_args_t a)                  \
+    {                                                                                                         \
+        attn_decode_tma_entry<T, true, 128, CK_DEC_T##K##_KPW, CK_DEC_T##K##_STAGES>(a);                      \
+    }
+
+CK_DEC_TMA_FP8_KERNEL(f16, __half, 32)
+CK_DEC_TMA_FP8_KERNEL(bf16, __nv_bfloat16, 32)
+CK_DEC_TMA_FP8_KERNEL(f16, __half, 16)
+CK_DEC_TMA_FP8_KERNEL(bf16, __nv_bfloat16, 16)
