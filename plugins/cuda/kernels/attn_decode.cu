@@ -81,7 +81,7 @@ CK_DEC_TMA_KERNEL(f16, __half, kv16, false, 256)
 CK_DEC_TMA_KERNEL(bf16, __nv_bfloat16, kv16, false, 256)
 
 /* fp8 D 128 by tensor copies at the two geometries of cuda_kernel_args.h (`_t32`: 32-key tiles, 3 stages, for
- * blocks of at most 2048 keys; `_t16`: 16-key tiles, 4 stages, for blocks of 16384 keys and more; between them
+ * blocks of at most 2048 keys; `_t16`: 16-key tiles, 4 stages, for blocks of 8192 keys and more; between them
  * the plan keeps `_c4`: docs/dev/cuda-decode.md, session 12) */
 #define CK_DEC_TMA_FP8_KERNEL(tname, T, K)                                                                    \
     extern "C" __global__ void __launch_bounds__(CK_DEC_WARPS * 32, 2)                                        \

@@ -12,8 +12,8 @@
  * 16-bit cache: one lane copies whole K and V rows with the bulk copy engine (attn_decode_bulk.cuh),
  * each stage completing on its mbarrier, rows padded by 16 bytes so ldmatrix reads them without bank
  * conflicts. sm_80, and fp8 caches everywhere (CK_DEC_BULK_KV): the warp publishes the tile's row addresses through shared memory and copies the rows in 16-byte
- * cp.async chunks, XOR-swizzled for the same reason. sm_90 at D 64 and 16-bit D 128 (TMAQ below): one lane a
- * block segment asks the tensor copy engine for the segment's rows as one box a 128-byte column block,
+ * cp.async chunks, XOR-swizzled for the same reason. sm_90 at D 64, 16-bit D 128 / 256 and fp8 D 128 (TMAQ
+ * below): one lane a block segment asks the tensor copy engine for the segment's rows as one box a 128-byte column block,
  * swizzled the same way. No block barrier in the key loop; the warps'
  * (m, l, acc) are combined through shared memory at the end.
  *
@@ -95,9 +95,9 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
  * arrive as one box a block segment (a.kv_tma_rows rows: one instruction for 16 rows at block 16, not one a
  * row), swizzled by the copy engine as the cp.async form swizzles them, completing on the stage's mbarrier.
  * Rows of 64 bytes or of 128-byte column blocks (one box each), a.dqk = a.dv = D; built for D 64 (fp8 and
- * 16-bit: 4-25 % faster than the other forms) and 16-bit D 128 (4-14 % faster than the bulk form; fp8 D 128
- * measured -2..+3 %, so not built: docs/dev/cuda-decode.md, session 11). Elsewhere (sm_80) the kernel is the
- * cp.async form. */
+ * 16-bit: 4-25 % faster than the other forms), 16-bit D 128 / 256 (4-14 % faster than the bulk form; session 11
+ * of docs/dev/cuda-decode.md) and fp8 D 128 at its own tile geometries TKPW x TSTAGES (session 12). Only loaded on
+ * sm_90+ (attn_decode.cu traps elsewhere). */
 template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0, bool L2W = false, bool TMAQ = false,
           int TKPW = 0, int TSTAGES = 0>
 __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
