@@ -271,11 +271,9 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     /* fp8 D 128 by tensor copies by the keys a block reads: 32-key tiles for blocks of at most 2048 keys, 16-key
      * tiles (more, smaller stages) from 8192; between them `_c4` stays (docs/dev/cuda-decode.md, session 12:
      * B256 x 2048 -1.4..-2.8 %, B16 x 32768 (16384 a block) -2.3..-4.3 %, 8192 a block -2.5..+0.7 %; 4096 tied
-     * or slower). ATTNRT_CUDA_DEC_FP8_TILE=32 / 16 / c4 forces one for every fp8 D 128 decode (A/B, conformance). */
+     * or slower). ATTNRT_CUDA_DEC_FP8_TILE=32 / 16 / c4 (d->k.dec_fp8_force, read at load) forces one (A/B, conformance). */
     const int64_t block_keys = (chunk_tiles < longest ? chunk_tiles : longest) * DECODE_BN;
-    int fp8_tv = block_keys <= 2048 ? 4 : block_keys >= 8192 ? 5 : -1;
-    const char *fp8_tile = secure_getenv("ATTNRT_CUDA_DEC_FP8_TILE");
-    if (fp8_tile) fp8_tv = !strcmp(fp8_tile, "32") ? 4 : !strcmp(fp8_tile, "16") ? 5 : !strcmp(fp8_tile, "c4") ? -1 : fp8_tv;
+    const int fp8_tv = d->k.dec_fp8_force ? d->k.dec_fp8_force : block_keys <= 2048 ? 4 : block_keys >= 8192 ? 5 : -1;
     if (p->fp8 && p->head_dim_qk == 128 && p->head_dim_v == 128 && longest > 0) use_tma_kernel(d, p, &a, t, fp8_tv);
     size_t n_prefill = 0, n_decode = 0;
     for (size_t i = 0; i < n_tiles; i++) {

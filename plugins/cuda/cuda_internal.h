@@ -29,6 +29,8 @@ typedef struct cuda_kernels {
                                                   fp8 D 128 in 32-key / 16-key tiles] */
     uint32_t   dec_tma_smem[6];
     int        dec_tma_kpw[6];                 /* keys a warp-tile of each */
+    int        dec_fp8_force;                  /* ATTNRT_CUDA_DEC_FP8_TILE: fp8 D 128 decode forced onto dec_tma index 4 / 5
+                                                  or -1 (`_c4`); 0: the plan's pick */
     CUfunction prefill[2][CUDA_MMA_DIMS];      /* prefill fast path (cuda_prefill.c): [0 f16 / 1 bf16][d] */
     uint32_t   prefill_smem[CUDA_MMA_DIMS], prefill_threads[CUDA_MMA_DIMS]; /* of the kernel in prefill[][d] */
 } cuda_kernels_t;

@@ -158,18 +158,21 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
     /* decode by tensor copies (sm_90: the copy engine's boxes, tensor maps encoded by the driver at each run);
      * ATTNRT_CUDA_DEC_TMA=0 leaves them out (an A/B switch) */
     const char *tma_env = secure_getenv("ATTNRT_CUDA_DEC_TMA");
-    static const int tma_fp8[6] = {1, 0, 0, 0, 1, 1}, tma_di[6] = {0, 0, 1, 2, 1, 1};
-    static const int tma_kpw[6] = {0, 0, 0, 0, CK_DEC_T32_KPW, CK_DEC_T16_KPW}, tma_st[6] = {0, 0, 0, 0, CK_DEC_T32_STAGES, CK_DEC_T16_STAGES};
-    static const char *const tma_sfx[6] = {"_t", "_t", "_t", "_t", "_t32", "_t16"};
+    static const struct {
+        int fp8, di, kpw, stages; /* kpw / stages 0: CK_DEC_KPW / CK_DEC_STAGES */
+        const char *sfx;
+    } tma_var[6] = {{1, 0, 0, 0, "_t"}, {0, 0, 0, 0, "_t"}, {0, 1, 0, 0, "_t"}, {0, 2, 0, 0, "_t"},
+                    {1, 1, CK_DEC_T32_KPW, CK_DEC_T32_STAGES, "_t32"}, {1, 1, CK_DEC_T16_KPW, CK_DEC_T16_STAGES, "_t16"}};
     for (int v = 0; v < 6 && d->cc_major >= 9 && cuda_drv.TensorMapEncodeTiled && !(tma_env && strcmp(tma_env, "0") == 0); v++) {
-        const int D = mma_dims[tma_di[v]], fp8 = tma_fp8[v];
-        const int kpw = tma_kpw[v] ? tma_kpw[v] : CK_DEC_KPW(D, fp8), stages = tma_st[v] ? tma_st[v] : CK_DEC_STAGES(D, fp8);
+        const int D = mma_dims[tma_var[v].di], fp8 = tma_var[v].fp8;
+        const int kpw = tma_var[v].kpw ? tma_var[v].kpw : CK_DEC_KPW(D, fp8);
+        const int stages = tma_var[v].stages ? tma_var[v].stages : CK_DEC_STAGES(D, fp8);
         d->k.dec_tma_kpw[v] = kpw;
         d->k.dec_tma_smem[v] = ck_dec_layout_tma(D, fp8, kpw, stages);
         if ((int)d->k.dec_tma_smem[v] > optin) continue;
         for (int t = 0; t < 2; t++) {
             char name[64];
-            snprintf(name, sizeof name, "ck_attn_mma_decode_%s_%s_d%d%s", t_name[t], kv_name[fp8], D, tma_sfx[v]);
+            snprintf(name, sizeof name, "ck_attn_mma_decode_%s_%s_d%d%s", t_name[t], kv_name[fp8], D, tma_var[v].sfx);
             st = cuda_function_smem(d, CUDA_FAMILY_DECODE, name, d->k.dec_tma_smem[v], &d->k.dec_tma[t][v]);
             if (st != ATTNRT_OK) {
                 cuda_module_unload(d);
@@ -177,6 +180,13 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
             }
         }
     }
+    /* ATTNRT_CUDA_DEC_FP8_TILE=32 / 16 / c4: every fp8 D 128 decode on that kernel (an A/B and conformance switch) */
+    const char *fp8_tile = secure_getenv("ATTNRT_CUDA_DEC_FP8_TILE");
+    d->k.dec_fp8_force = !fp8_tile                  ? 0
+                         : !strcmp(fp8_tile, "32") ? 4
+                         : !strcmp(fp8_tile, "16") ? 5
+                         : !strcmp(fp8_tile, "c4") ? -1
+                                                   : 0;
     st = cuda_prefill_load(d);
     if (st != ATTNRT_OK) cuda_module_unload(d);
     return st;
