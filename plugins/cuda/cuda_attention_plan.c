@@ -205,10 +205,10 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     /* Decode by tensor copies (sm_90; attn_decode.cuh's TMAQ) at D 64 (fp8: 64-byte rows; 16-bit: 128) and
      * 16-bit D 128 / 256 (128-byte column blocks a row); fp8 D 128 below, once the split is known. */
     const int tv = p->head_dim_qk != p->head_dim_v ? -1
-                   : p->head_dim_qk == 64          ? (p->fp8 ? 0 : 1)
+                   : p->head_dim_qk == 64          ? (p->fp8 ? CUDA_DEC_TMA_FP8_D64 : CUDA_DEC_TMA_D64)
                    : p->fp8                        ? -1
-                   : p->head_dim_qk == 128         ? 2
-                   : p->head_dim_qk == 256         ? 3
+                   : p->head_dim_qk == 128         ? CUDA_DEC_TMA_D128
+                   : p->head_dim_qk == 256         ? CUDA_DEC_TMA_D256
                                                    : -1;
     use_tma_kernel(d, p, &a, t, tv);
 
@@ -273,7 +273,10 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
      * B256 x 2048 -1.4..-2.8 %, B16 x 32768 (16384 a block) -2.3..-4.3 %, 8192 a block -2.5..+0.7 %; 4096 tied
      * or slower). ATTNRT_CUDA_DEC_FP8_TILE=32 / 16 / c4 (d->k.dec_fp8_force, read at load) forces one (A/B, conformance). */
     const int64_t block_keys = (chunk_tiles < longest ? chunk_tiles : longest) * DECODE_BN;
-    const int fp8_tv = d->k.dec_fp8_force ? d->k.dec_fp8_force : block_keys <= 2048 ? 4 : block_keys >= 8192 ? 5 : -1;
+    const int fp8_tv = d->k.dec_fp8_force  ? d->k.dec_fp8_force
+                       : block_keys <= 2048 ? CUDA_DEC_TMA_FP8_D128_T32
+                       : block_keys >= 8192 ? CUDA_DEC_TMA_FP8_D128_T16
+                                            : -1;
     if (p->fp8 && p->head_dim_qk == 128 && p->head_dim_v == 128 && longest > 0) use_tma_kernel(d, p, &a, t, fp8_tv);
     size_t n_prefill = 0, n_decode = 0;
     for (size_t i = 0; i < n_tiles; i++) {

@@ -19,18 +19,28 @@ enum { CUDA_CFG_PREFILL = 0, CUDA_CFG_DECODE = 1 };
  * loads them; the sm_90a module on compute capability 9.0 only, else NULL). */
 enum { CUDA_FAMILY_ATTENTION, CUDA_FAMILY_DECODE, CUDA_FAMILY_MLA, CUDA_FAMILY_LINEAR, CUDA_FAMILY_SM90A, CUDA_FAMILIES };
 
+/* The decode kernels by tensor copies (cuda_kernels_t.dec_tma's second index; cuda_module.c's table of names) */
+enum {
+    CUDA_DEC_TMA_FP8_D64,
+    CUDA_DEC_TMA_D64,
+    CUDA_DEC_TMA_D128,
+    CUDA_DEC_TMA_D256,
+    CUDA_DEC_TMA_FP8_D128_T32, /* 32-key tiles */
+    CUDA_DEC_TMA_FP8_D128_T16, /* 16-key tiles */
+    CUDA_DEC_TMA_KINDS
+};
+
 typedef struct cuda_kernels {
     CUfunction kv_write, attn_simt, merge_states, split_merge;
     CUfunction mma[2][2][2][CUDA_MMA_DIMS]; /* [cfg][0 f16 / 1 bf16][0 kv16 / 1 fp8][d] */
     uint32_t   mma_smem[2][2][CUDA_MMA_DIMS];  /* dynamic shared memory: [cfg][fp8][d] */
     int        mma_ok;                         /* 0: the device cannot run them (SIMT only) */
     CUfunction dec_fp8_d64_l2w[2];             /* fp8 D 64 decode, 256-byte L2 fetches: [q type] or NULL */
-    CUfunction dec_tma[2][6];                  /* decode by tensor copies: [q type][fp8 D 64, 16-bit D 64 / 128 / 256,
-                                                  fp8 D 128 in 32-key / 16-key tiles] */
-    uint32_t   dec_tma_smem[6];
-    int        dec_tma_kpw[6];                 /* keys a warp-tile of each */
-    int        dec_fp8_force;                  /* ATTNRT_CUDA_DEC_FP8_TILE: fp8 D 128 decode forced onto dec_tma index 4 / 5
-                                                  or -1 (`_c4`); 0: the plan's pick */
+    CUfunction dec_tma[2][CUDA_DEC_TMA_KINDS]; /* decode by tensor copies: [q type][CUDA_DEC_TMA_*] */
+    uint32_t   dec_tma_smem[CUDA_DEC_TMA_KINDS];
+    int        dec_tma_kpw[CUDA_DEC_TMA_KINDS]; /* keys a warp-tile of each */
+    int        dec_fp8_force;                  /* ATTNRT_CUDA_DEC_FP8_TILE: fp8 D 128 decode forced onto
+                                                  CUDA_DEC_TMA_FP8_D128_T32 / _T16, or -1 (`_c4`); 0: the plan's pick */
     CUfunction prefill[2][CUDA_MMA_DIMS];      /* prefill fast path (cuda_prefill.c): [0 f16 / 1 bf16][d] */
     uint32_t   prefill_smem[CUDA_MMA_DIMS], prefill_threads[CUDA_MMA_DIMS]; /* of the kernel in prefill[][d] */
 } cuda_kernels_t;

@@ -161,9 +161,15 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
     static const struct {
         int fp8, di, kpw, stages; /* kpw / stages 0: CK_DEC_KPW / CK_DEC_STAGES */
         const char *sfx;
-    } tma_var[6] = {{1, 0, 0, 0, "_t"}, {0, 0, 0, 0, "_t"}, {0, 1, 0, 0, "_t"}, {0, 2, 0, 0, "_t"},
-                    {1, 1, CK_DEC_T32_KPW, CK_DEC_T32_STAGES, "_t32"}, {1, 1, CK_DEC_T16_KPW, CK_DEC_T16_STAGES, "_t16"}};
-    for (int v = 0; v < 6 && d->cc_major >= 9 && cuda_drv.TensorMapEncodeTiled && !(tma_env && strcmp(tma_env, "0") == 0); v++) {
+    } tma_var[CUDA_DEC_TMA_KINDS] = {
+        [CUDA_DEC_TMA_FP8_D64] = {1, 0, 0, 0, "_t"},
+        [CUDA_DEC_TMA_D64] = {0, 0, 0, 0, "_t"},
+        [CUDA_DEC_TMA_D128] = {0, 1, 0, 0, "_t"},
+        [CUDA_DEC_TMA_D256] = {0, 2, 0, 0, "_t"},
+        [CUDA_DEC_TMA_FP8_D128_T32] = {1, 1, CK_DEC_T32_KPW, CK_DEC_T32_STAGES, "_t32"},
+        [CUDA_DEC_TMA_FP8_D128_T16] = {1, 1, CK_DEC_T16_KPW, CK_DEC_T16_STAGES, "_t16"},
+    };
+    for (int v = 0; v < CUDA_DEC_TMA_KINDS && d->cc_major >= 9 && cuda_drv.TensorMapEncodeTiled && !(tma_env && strcmp(tma_env, "0") == 0); v++) {
         const int D = mma_dims[tma_var[v].di], fp8 = tma_var[v].fp8;
         const int kpw = tma_var[v].kpw ? tma_var[v].kpw : CK_DEC_KPW(D, fp8);
         const int stages = tma_var[v].stages ? tma_var[v].stages : CK_DEC_STAGES(D, fp8);
@@ -183,8 +189,8 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
     /* ATTNRT_CUDA_DEC_FP8_TILE=32 / 16 / c4: every fp8 D 128 decode on that kernel (an A/B and conformance switch) */
     const char *fp8_tile = secure_getenv("ATTNRT_CUDA_DEC_FP8_TILE");
     d->k.dec_fp8_force = !fp8_tile                  ? 0
-                         : !strcmp(fp8_tile, "32") ? 4
-                         : !strcmp(fp8_tile, "16") ? 5
+                         : !strcmp(fp8_tile, "32") ? CUDA_DEC_TMA_FP8_D128_T32
+                         : !strcmp(fp8_tile, "16") ? CUDA_DEC_TMA_FP8_D128_T16
                          : !strcmp(fp8_tile, "c4") ? -1
                                                    : 0;
     st = cuda_prefill_load(d);
