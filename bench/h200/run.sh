@@ -3,7 +3,8 @@
 #   nvidia-smi; attnrt-info; attnrt-conform --plugin cuda (the full default set; the attention cases
 #   again with ATTNRT_CUDA_PREFILL=fa2, the FA2 prefill kernel the H200 otherwise skips for the wgmma
 #   one, and with =mma, the general prefill kernel; with ATTNRT_CUDA_DEC_FP8_TILE=16 and =c4, every fp8 D 128
-#   decode on the 16-key tensor-copy kernel and on _c4; on failure again with every attention on the SIMT
+#   decode on the 16-key tensor-copy kernel and on _c4, and with ATTNRT_CUDA_DEC_W2=1 on the 2-warp twins of
+#   _t32 and _c4; on failure again with every attention on the SIMT
 #   kernel, to tell a tensor-core bug from the rest); the graph-capture proof;
 #   the issue's shapes through attnrt-bench (or bench/h200/attn_timing.c when attnrt-bench is not
 #   built); PyTorch's SDPA (flash, cuDNN) on the same shapes with dense KV; a table in $OUT/h200.md.
@@ -96,12 +97,15 @@ rc_mma=$?
 grep -E "^FAIL" "$OUT/conform-cuda-mma.txt" | head -20
 note "conform cuda (ATTNRT_CUDA_PREFILL=mma: the general prefill kernel, attention cases): exit $rc_mma; $(tail -1 "$OUT/conform-cuda-mma.txt")"
 [ $rc_mma -ne 0 ] && rc=$rc_mma
-for tile in 16 c4; do # fp8 D 128 decode: the plan picks 32-key / 16-key tensor copies or _c4 by a block's keys
+# fp8 D 128 decode: the plan picks 32-key / 16-key tensor copies or _c4 by a block's keys, and the 2-warp twin of
+# _t32 / _c4 for unsplit batches of more than one round; each forced onto every fp8 D 128 decode case
+for tile in 16 c4 w2-32 w2-c4; do
     f="$OUT/conform-cuda-fp8tile$tile.txt"
-    ATTNRT_CUDA_DEC_FP8_TILE=$tile timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$f" 2>&1
+    ATTNRT_CUDA_DEC_W2=$([ "${tile#w2-}" != "$tile" ] && echo 1 || echo 0) ATTNRT_CUDA_DEC_FP8_TILE=${tile#w2-} \
+        timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$f" 2>&1
     rc_t=$?
     grep -E "^FAIL" "$f" | head -20
-    note "conform cuda (ATTNRT_CUDA_DEC_FP8_TILE=$tile: every fp8 D 128 decode on that kernel, attention cases): exit $rc_t; $(tail -1 "$f")"
+    note "conform cuda (ATTNRT_CUDA_DEC_FP8_TILE=${tile#w2-}$([ "${tile#w2-}" != "$tile" ] && echo ', ATTNRT_CUDA_DEC_W2=1: its 2-warp twin'): every fp8 D 128 decode on that kernel, attention cases): exit $rc_t; $(tail -1 "$f")"
     [ $rc_t -ne 0 ] && rc=$rc_t
 done
 IFS=';' read -r -a AB_LIST <<< "${AB_ENV:-}"
@@ -279,6 +283,15 @@ if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v comput
     ATTNRT_CUDA_DEC_FP8_TILE=16 timeout 60 compute-sanitizer --tool racecheck --print-limit 20 "$BUILD/tools/attnrt-conform" \
         --plugin cuda --filter "$f" --cases 0 > "$OUT/sanitizer-racecheck-$f-t16.txt" 2>&1
     note "racecheck ($f, 16-key tensor copies): exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck-$f-t16.txt" | tail -1)"
+    # fp8 D 128 in 2-warp blocks: the plan's `_t32_w2` (attn-dec-e4m3-w2), and `_c4_w2` forced (block 32, splits)
+    for fw in "attn-dec-e4m3-w2:" "attn-dec-e4m3-bs32:ATTNRT_CUDA_DEC_W2=1 ATTNRT_CUDA_DEC_FP8_TILE=c4"; do
+        f=${fw%%:*} e=${fw#*:}
+        for tool in memcheck racecheck; do
+            env $e timeout 60 compute-sanitizer --tool $tool --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
+                --filter "$f" --cases 0 > "$OUT/sanitizer-$tool-$f-w2.txt" 2>&1
+            note "$tool ($f, 2-warp blocks${e:+, $e}): exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-$tool-$f-w2.txt" | tail -1)"
+        done
+    done
 fi
 
 step "table"

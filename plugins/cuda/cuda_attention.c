@@ -202,12 +202,13 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
         k.dec_splits = p->dec_splits;
         k.split_count = (uint32_t *)(uintptr_t)p->split_count;
         CUfunction f = p->f_decode;
-        uint32_t smem = p->smem_decode;
+        uint32_t smem = p->smem_decode, threads = p->dec_threads;
         if (p->tma_rows && !encode_kv_maps(&a, p, &k)) {
             f = p->f_decode_plain;
             smem = p->smem_decode_plain;
+            threads = p->dec_threads_plain;
         }
-        st = cuda_launch(f, p->n_decode, 128, smem, stream, &k, "cuda paged attention (decode tiles)");
+        st = cuda_launch(f, p->n_decode, threads, smem, stream, &k, "cuda paged attention (decode tiles)");
     }
     return st == ATTNRT_OK ? cuda_finish(stream, "cuda paged attention") : st;
 }

@@ -146,8 +146,10 @@ static void use_tma_kernel(const cuda_dev_t *d, cuda_attn_plan_t *p, const attnr
     const int64_t tile = d->k.dec_tma_kpw[tv];
     p->f_decode_plain = p->f_decode;
     p->smem_decode_plain = p->smem_decode;
+    p->dec_threads_plain = p->dec_threads;
     p->f_decode = d->k.dec_tma[t][tv];
     p->smem_decode = d->k.dec_tma_smem[tv];
+    p->dec_threads = 32u * CK_DEC_WARPS;
     p->tma_rows = (int)(low < tile ? low : tile);
 }
 
@@ -194,6 +196,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     p->f_decode = d->k.mma[CUDA_CFG_DECODE][t][p->fp8][di];
     p->smem_prefill = d->k.mma_smem[CUDA_CFG_PREFILL][p->fp8][di];
     p->smem_decode = d->k.mma_smem[CUDA_CFG_DECODE][p->fp8][di];
+    p->dec_threads = 32u * CK_DEC_WARPS;
     p->prefill_threads = 128;
     int64_t prefill_rows = PREFILL_ROWS;
     CUfunction fast = cuda_prefill_kernel(d, &a, t, di, &p->smem_prefill, &p->prefill_threads);
@@ -230,14 +233,15 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     st = cuda_enter(d);
     int occupancy = 1;
     if (st == ATTNRT_OK &&
-        cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, p->f_decode, 128, p->smem_decode) != CUDA_SUCCESS)
+        cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, p->f_decode, (int)p->dec_threads, p->smem_decode) != CUDA_SUCCESS)
         occupancy = 1;
     const int64_t resident = (int64_t)(d->sm_count > 0 ? d->sm_count : 1) * (occupancy > 0 ? occupancy : 1);
-    int64_t longest = 0;
+    int64_t longest = 0, dec_tiles = 0;
     for (size_t i = 0; i < n_tiles; i++)
         if (tiles[i].cfg == CUDA_CFG_DECODE) {
             const int64_t kt = (tiles[i].keys + DECODE_BN - 1) / DECODE_BN;
             if (kt > longest) longest = kt;
+            dec_tiles++;
         }
     int64_t chunk_tiles = longest > MIN_CHUNK ? longest : MIN_CHUNK, best_cost = -1, prev_c = -1;
     for (int64_t cut = 1; cut <= d->max_splits && longest > 0; cut++) {
@@ -271,13 +275,39 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     /* fp8 D 128 by tensor copies by the keys a block reads: 32-key tiles for blocks of at most 2048 keys, 16-key
      * tiles (more, smaller stages) from 8192; between them `_c4` stays (docs/dev/cuda-decode.md, session 12:
      * B256 x 2048 -1.4..-2.8 %, B16 x 32768 (16384 a block) -2.3..-4.3 %, 8192 a block -2.5..+0.7 %; 4096 tied
-     * or slower). ATTNRT_CUDA_DEC_FP8_TILE=32 / 16 / c4 (d->k.dec_fp8_force, read at load) forces one (A/B, conformance). */
+     * or slower at cache block 16, but -1.6 % at block 64 in session 12 and -2.3 % in 2-warp blocks in session 14, where
+     * a box is 32 rows: so 32-key tiles to 4096 keys where the cache's blocks are a multiple of 32 rows).
+     * ATTNRT_CUDA_DEC_FP8_TILE=32 / 16 / c4 (d->k.dec_fp8_force, read at load) forces one (A/B, conformance). */
     const int64_t block_keys = (chunk_tiles < longest ? chunk_tiles : longest) * DECODE_BN;
+    const int box32 = a.key_cache->shape[1] % 32 == 0;
     const int fp8_tv = d->k.dec_fp8_force  ? d->k.dec_fp8_force
-                       : block_keys <= 2048 ? CUDA_DEC_TMA_FP8_D128_T32
+                       : block_keys <= (box32 ? 4096 : 2048) ? CUDA_DEC_TMA_FP8_D128_T32
                        : block_keys >= 8192 ? CUDA_DEC_TMA_FP8_D128_T16
                                             : -1;
     if (p->fp8 && p->head_dim_qk == 128 && p->head_dim_v == 128 && longest > 0) use_tma_kernel(d, p, &a, t, fp8_tv);
+    /* ... and in 2-warp blocks where the batch is not split and their rounds take no longer than the 4-warp blocks'
+     * (a 2-warp block streams its keys in twice the time; twice the blocks are resident): the same warps an SM
+     * stream the same keys with half the lockstep block starts and ends (docs/dev/cuda-decode.md, session 14:
+     * B64 x 4096 -2.4 %, B256 x 2048 -1.1 %, B128 x 1024 -5.5 %; B96 x 2048, 1.45 rounds against 2.9, +6 %; one
+     * round, split or not, 1-6 % slower). ATTNRT_CUDA_DEC_W2 (d->k.dec_w2_mode): 0 never, 1 always. */
+    const int w2v = !p->fp8 || p->head_dim_qk != 128 || p->head_dim_v != 128 ? -1
+                    : p->f_decode == d->k.mma[CUDA_CFG_DECODE][t][1][1]   ? 0
+                    : p->f_decode == d->k.dec_tma[t][CUDA_DEC_TMA_FP8_D128_T32] ? 1
+                                                                          : -1;
+    int w2_fits = 0;
+    if (w2v >= 0 && d->k.dec_fp8_w2[t][w2v] && d->k.dec_w2_mode < 0 && chunk_tiles >= longest && dec_tiles > resident) {
+        int occ2 = 0;
+        if (st == ATTNRT_OK && cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occ2, d->k.dec_fp8_w2[t][w2v], 64,
+                                                                                 d->k.dec_fp8_w2_smem[w2v]) != CUDA_SUCCESS)
+            occ2 = 0;
+        const int64_t resident2 = (int64_t)(d->sm_count > 0 ? d->sm_count : 1) * occ2;
+        w2_fits = occ2 > 0 && (dec_tiles + resident2 - 1) / resident2 * 2 <= (dec_tiles + resident - 1) / resident;
+    }
+    if (w2v >= 0 && d->k.dec_fp8_w2[t][w2v] && d->k.dec_w2_mode != 0 && (d->k.dec_w2_mode == 1 || w2_fits)) {
+        p->f_decode = d->k.dec_fp8_w2[t][w2v];
+        p->smem_decode = d->k.dec_fp8_w2_smem[w2v];
+        p->dec_threads = 2u * 32u;
+    }
     size_t n_prefill = 0, n_decode = 0;
     for (size_t i = 0; i < n_tiles; i++) {
         row_tile_t *rt = &tiles[i];

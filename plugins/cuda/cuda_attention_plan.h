@@ -27,6 +27,7 @@ typedef struct cuda_attn_plan {
     int     fp8;            /* cache is fp8 (mma path) */
     CUfunction f_prefill, f_decode;
     uint32_t smem_prefill, smem_decode;
+    uint32_t dec_threads, dec_threads_plain; /* threads a block of f_decode / f_decode_plain */
     uint32_t prefill_threads; /* 128, or the fast path's (cuda_prefill.c) */
     ck_work_item_t *list;   /* pinned host memory (cuMemAllocHost), list_bytes long */
     size_t   list_bytes;

@@ -39,6 +39,10 @@ typedef struct cuda_kernels {
     CUfunction dec_tma[2][CUDA_DEC_TMA_KINDS]; /* decode by tensor copies: [q type][CUDA_DEC_TMA_*] */
     uint32_t   dec_tma_smem[CUDA_DEC_TMA_KINDS];
     int        dec_tma_kpw[CUDA_DEC_TMA_KINDS]; /* keys a warp-tile of each */
+    CUfunction dec_fp8_w2[2][2];               /* fp8 D 128 decode in 2-warp blocks: [q type][0 `_c4_w2`, 1 `_t32_w2`] */
+    uint32_t   dec_fp8_w2_smem[2];
+    int        dec_w2_mode;                    /* ATTNRT_CUDA_DEC_W2: 0 never, 1 wherever the kernel has a twin, else
+                                                  -1: the plan's rule */
     int        dec_fp8_force;                  /* ATTNRT_CUDA_DEC_FP8_TILE: fp8 D 128 decode forced onto
                                                   CUDA_DEC_TMA_FP8_D128_T32 / _T16, or -1 (`_c4`); 0: the plan's pick */
     CUfunction prefill[2][CUDA_MMA_DIMS];      /* prefill fast path (cuda_prefill.c): [0 f16 / 1 bf16][d] */

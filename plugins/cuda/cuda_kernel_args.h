@@ -161,7 +161,7 @@ static inline CK_HD ck_mma_layout_t ck_mma_layout(int d, int rows, int bn, int f
 }
 
 /* ---- the decode kernel's shared memory (attn_decode.cuh) ------------------------------------ */
-/* 4 warps; each warp streams its own tiles of CK_DEC_KPW keys through a private ring of CK_DEC_STAGES
+/* 4 warps (the fp8 D 128 kernels also in blocks of 2: `_w2` in attn_decode.cu); each warp streams its own tiles of CK_DEC_KPW keys through a private ring of CK_DEC_STAGES
  * stages (no block barrier in the key loop). Tiles of 8 KB at D 128 (fp8 32 keys, bf16 16), three
  * stages: ~100 KB a block, 2 blocks an SM, each warp with two tiles in flight while it computes one.
  * Two stages and 3 blocks an SM (12 warps, one tile in flight each) measured slower (run 10 of
@@ -182,10 +182,10 @@ typedef struct ck_dec_layout {
  * form's swizzled rows (wider rows as 128-byte column blocks, [blocks][kpw][128]: the same bytes), written by
  * tensor copies (no `addr`), one mbarrier a (warp, stage); the kernel starts it on a 1024-byte boundary
  * (ck_dec_layout_tma adds the slack). */
-static inline CK_HD ck_dec_layout_t ck_dec_layout_geo(int d, int fp8, int bulk, int tma, int kpw_keys, int stages)
+static inline CK_HD ck_dec_layout_t ck_dec_layout_geo(int d, int fp8, int bulk, int tma, int kpw_keys, int stages, int warps)
 {
     ck_dec_layout_t l;
-    const uint32_t kpw = (uint32_t)kpw_keys, st = (uint32_t)stages, w = CK_DEC_WARPS;
+    const uint32_t kpw = (uint32_t)kpw_keys, st = (uint32_t)stages, w = (uint32_t)warps;
     const uint32_t row = (uint32_t)d * (fp8 ? 1u : 2u);
     const int mb = bulk || tma;
     uint32_t at = 0;
@@ -203,9 +203,9 @@ static inline CK_HD ck_dec_layout_t ck_dec_layout_geo(int d, int fp8, int bulk, 
 }
 
 /* The layout at the default geometry (CK_DEC_KPW keys a tile, CK_DEC_STAGES stages) */
-static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk, int tma)
+static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk, int tma, int warps)
 {
-    return ck_dec_layout_geo(d, fp8, bulk, tma, CK_DEC_KPW(d, fp8), CK_DEC_STAGES(d, fp8));
+    return ck_dec_layout_geo(d, fp8, bulk, tma, CK_DEC_KPW(d, fp8), CK_DEC_STAGES(d, fp8), warps);
 }
 
 /* Whether a cache of this kind takes the bulk form on sm_90+: 16-bit rows only. fp8 rows (128 bytes at
@@ -215,10 +215,10 @@ static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk, i
 
 /* What the host reserves: the larger of the two forms (the device picks its form by its code's
  * architecture). bf16 D 128: 104,640 bytes (bulk), still 2 blocks an SM on the H200. */
-static inline CK_HD ck_dec_layout_t ck_dec_layout(int d, int fp8)
+static inline CK_HD ck_dec_layout_t ck_dec_layout(int d, int fp8, int warps)
 {
-    ck_dec_layout_t l = ck_dec_layout_of(d, fp8, 0, 0);
-    const uint32_t bulk_total = CK_DEC_BULK_KV(fp8) ? ck_dec_layout_of(d, fp8, 1, 0).total : 0u;
+    ck_dec_layout_t l = ck_dec_layout_of(d, fp8, 0, 0, warps);
+    const uint32_t bulk_total = CK_DEC_BULK_KV(fp8) ? ck_dec_layout_of(d, fp8, 1, 0, warps).total : 0u;
     if (bulk_total > l.total) l.total = bulk_total;
     return l;
 }
@@ -232,9 +232,9 @@ static inline CK_HD ck_dec_layout_t ck_dec_layout(int d, int fp8)
 
 /* What the host reserves for a tensor-copy decode kernel of kpw keys a tile and `stages` stages (sm_90+ only):
  * its layout plus 1008 bytes to align the ring to 1024. */
-static inline CK_HD uint32_t ck_dec_layout_tma(int d, int fp8, int kpw, int stages)
+static inline CK_HD uint32_t ck_dec_layout_tma(int d, int fp8, int kpw, int stages, int warps)
 {
-    return ck_dec_layout_geo(d, fp8, 0, 1, kpw, stages).total + 1008u;
+    return ck_dec_layout_geo(d, fp8, 0, 1, kpw, stages, warps).total + 1008u;
 }
 
 #endif /* ATTNRT_CUDA_KERNEL_ARGS_H */

@@ -126,7 +126,7 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
                 const int D = mma_dims[di];
                 const int rows = 64; /* the prefill configuration's rows (decode: ck_dec_layout) */
                 const int bn = cfg == CUDA_CFG_PREFILL && D == 256 ? 32 : 64;
-                const uint32_t smem = cfg == CUDA_CFG_DECODE ? ck_dec_layout(D, fp8).total
+                const uint32_t smem = cfg == CUDA_CFG_DECODE ? ck_dec_layout(D, fp8, CK_DEC_WARPS).total
                                                              : ck_mma_layout(D, rows, bn, fp8).total;
                 d->k.mma_smem[cfg][fp8][di] = smem;
                 if ((int)smem > optin) continue; /* left NULL: plans of this head dim use the CUDA cores */
@@ -174,7 +174,7 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
         const int kpw = tma_var[v].kpw ? tma_var[v].kpw : CK_DEC_KPW(D, fp8);
         const int stages = tma_var[v].stages ? tma_var[v].stages : CK_DEC_STAGES(D, fp8);
         d->k.dec_tma_kpw[v] = kpw;
-        d->k.dec_tma_smem[v] = ck_dec_layout_tma(D, fp8, kpw, stages);
+        d->k.dec_tma_smem[v] = ck_dec_layout_tma(D, fp8, kpw, stages, CK_DEC_WARPS);
         if ((int)d->k.dec_tma_smem[v] > optin) continue;
         for (int t = 0; t < 2; t++) {
             char name[64];
@@ -186,6 +186,26 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
             }
         }
     }
+    /* fp8 D 128 decode in 2-warp blocks, twins of `_c4` and `_t32` (the plan picks them for unsplit batches of more
+     * than one round); ATTNRT_CUDA_DEC_W2=0: never picked, =1: every fp8 D 128 decode on `_c4` / `_t32` on its twin
+     * (A/B and conformance switches; loaded either way, so that both sides of an A/B load the same functions: which
+     * functions a process loads moved a kernel it did not touch by 1.6-2 %, docs/dev/cuda-decode.md session 14) */
+    const char *w2_env = secure_getenv("ATTNRT_CUDA_DEC_W2");
+    d->k.dec_w2_mode = !w2_env ? -1 : !strcmp(w2_env, "0") ? 0 : !strcmp(w2_env, "1") ? 1 : -1;
+    d->k.dec_fp8_w2_smem[0] = ck_dec_layout(128, 1, 2).total;
+    d->k.dec_fp8_w2_smem[1] = ck_dec_layout_tma(128, 1, CK_DEC_T32_KPW, CK_DEC_T32_STAGES, 2);
+    for (int t = 0; t < 2; t++)
+        for (int v = 0; v < 2; v++) {
+            if (v == 0 ? !d->k.mma[CUDA_CFG_DECODE][t][1][1] || strcmp(cps_sfx, "_c4") : !d->k.dec_tma[t][CUDA_DEC_TMA_FP8_D128_T32])
+                continue; /* no 4-warp kernel of this form either */
+            char name[64];
+            snprintf(name, sizeof name, "ck_attn_mma_decode_%s_fp8_d128_%s_w2", t_name[t], v == 0 ? "c4" : "t32");
+            st = cuda_function_smem(d, CUDA_FAMILY_DECODE, name, d->k.dec_fp8_w2_smem[v], &d->k.dec_fp8_w2[t][v]);
+            if (st != ATTNRT_OK) {
+                cuda_module_unload(d);
+                return st;
+            }
+        }
     /* ATTNRT_CUDA_DEC_FP8_TILE=32 / 16 / c4: every fp8 D 128 decode on that kernel (an A/B and conformance switch) */
     const char *fp8_tile = secure_getenv("ATTNRT_CUDA_DEC_FP8_TILE");
     d->k.dec_fp8_force = !fp8_tile                  ? 0

@@ -474,6 +474,12 @@ static void directed_attention(cf_builder_t *b)
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-gqa24-e4m3", "1/700 1/33 2/90 1/2100", 48, 2, 128, 128, 16);
     cf_directed_dtypes(c, CF_F16, CF_F32, CF_E4M3);
     c->alibi = c->per_block_scale = c->lse = 1;
+    /* more fp8 D 128 decode row tiles than the cuda plugin's 4-warp blocks hold at once on an H200 (16 requests x 20
+     * KV heads = 320 tiles, none long enough to split): its 2-warp blocks (`_t32_w2`); sequences cut inside a tile */
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-e4m3-w2",
+                        "1/1 1/15 1/16 1/17 1/31 1/33 1/47 1/64 1/65 1/77 1/95 1/100 1/113 1/127 1/128 1/2", 40, 20, 128, 128, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
+    c->per_block_scale = c->lse = 1;
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-plan-reuse", MIXED, 8, 2, 64, 64, 16);
     cf_directed_dtypes(c, CF_F16, CF_F16, CF_E4M3);
     c->plan_reuse = c->lse = c->sinks = 1;

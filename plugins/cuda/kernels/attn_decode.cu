@@ -55,11 +55,11 @@ CK_DEC_L2W_KERNEL(bf16, __nv_bfloat16)
  * plan's choice where the block size is a multiple of 8 and the driver encodes tensor maps. The host loads
  * them on compute capability 9.0 and later only, so their sm_80 image is a trap (not a second copy of the
  * cp.async form that nothing launches: compile time). */
-template <typename T, bool FP8, int D, int TKPW = 0, int TSTAGES = 0>
+template <typename T, bool FP8, int D, int TKPW = 0, int TSTAGES = 0, int NWT = 0>
 __device__ __forceinline__ void attn_decode_tma_entry(const ck_attn_args_t &a)
 {
     if constexpr (CK_DEC_BULK)
-        attn_decode_entry<T, FP8, D, 0, false, true, TKPW, TSTAGES>(a);
+        attn_decode_entry<T, FP8, D, 0, false, true, TKPW, TSTAGES, NWT>(a);
     else
         __trap();
 }
@@ -94,3 +94,22 @@ CK_DEC_TMA_FP8_KERNEL(f16, __half, 32)
 CK_DEC_TMA_FP8_KERNEL(bf16, __nv_bfloat16, 32)
 CK_DEC_TMA_FP8_KERNEL(f16, __half, 16)
 CK_DEC_TMA_FP8_KERNEL(bf16, __nv_bfloat16, 16)
+
+/* fp8 D 128 in blocks of 2 warps, 4 an SM (the same 8 warps an SM): a batch of more row tiles than the 4-warp
+ * kernels hold at once runs in half the rounds, so half the lockstep block starts and ends (the plan's choice for
+ * unsplit batches of more than one round; docs/dev/cuda-decode.md, session 14). `_c4_w2` is `_c4`'s form, `_t32_w2`
+ * `_t32`'s. */
+#define CK_DEC_W2_KERNELS(tname, T)                                                                           \
+    extern "C" __global__ void __launch_bounds__(2 * 32, 4)                                                  \
+        ck_attn_mma_decode_##tname##_fp8_d128_c4_w2(const __grid_constant__ ck_attn_args_t a)                 \
+    {                                                                                                         \
+        attn_decode_entry<T, true, 128, 4, false, false, 0, 0, 2>(a);                                         \
+    }                                                                                                         \
+    extern "C" __global__ void __launch_bounds__(2 * 32, 4)                                                  \
+        ck_attn_mma_decode_##tname##_fp8_d128_t32_w2(const __grid_constant__ ck_attn_args_t a)                \
+    {                                                                                                         \
+        attn_decode_tma_entry<T, true, 128, CK_DEC_T32_KPW, CK_DEC_T32_STAGES, 2>(a);                        \
+    }
+
+CK_DEC_W2_KERNELS(f16, __half)
+CK_DEC_W2_KERNELS(bf16, __nv_bfloat16)

@@ -99,12 +99,12 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
  * of docs/dev/cuda-decode.md) and fp8 D 128 at its own tile geometries TKPW x TSTAGES (session 12). Only loaded on
  * sm_90+ (attn_decode.cu traps elsewhere). */
 template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0, bool L2W = false, bool TMAQ = false,
-          int TKPW = 0, int TSTAGES = 0>
+          int TKPW = 0, int TSTAGES = 0, int NWT = 0>
 __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
 {
     constexpr bool TMA = TMAQ && CK_DEC_BULK;                        /* boxes by the tensor copy engine */
     /* TKPW / TSTAGES: the tensor-copy form's own geometry (0: the default), the host's ck_dec_layout_tma */
-    constexpr int NW = CK_DEC_WARPS, KPW = TMA && TKPW ? TKPW : CK_DEC_KPW(D, FP8);
+    constexpr int NW = NWT ? NWT : CK_DEC_WARPS, KPW = TMA && TKPW ? TKPW : CK_DEC_KPW(D, FP8);
     constexpr int STAGES = TMA && TSTAGES ? TSTAGES : CK_DEC_STAGES(D, FP8);
     constexpr int ES = FP8 ? 1 : 2, ROWB = D * ES, CPR = ROWB / 16; /* bytes, 16-byte chunks a row */
     constexpr int MT = KPW / 16, MO = D / 16;                        /* key m-tiles a tile, dim m-tiles */
@@ -120,7 +120,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     extern __shared__ __align__(16) unsigned char dec_smem[];
     /* TMA: the swizzle is a function of address bits 4-9, so the ring starts on 1024 bytes (the host adds the slack) */
     unsigned char *smem = TMA ? dec_smem + ((1024u - (ck_smem(dec_smem) & 1023u)) & 1023u) : dec_smem;
-    const ck_dec_layout_t lay = ck_dec_layout_geo(D, FP8, BULK, TMA, KPW, STAGES);
+    const ck_dec_layout_t lay = ck_dec_layout_geo(D, FP8, BULK, TMA, KPW, STAGES, NW);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
     unsigned char *ring = smem + lay.ring + warp * STAGES * TILEB;
     ulonglong2 *addr = (ulonglong2 *)(smem + lay.addr) + warp * KPW;
@@ -745,24 +745,25 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 /* NR = 1 (rows <= 8: one n-tile, every GQA group up to 8 at one token) or 2, and the fp8 format; picked
  * per block. CPS (the refill schedule) applies to the one-n-tile form only (every decode row tile of a
  * GQA group up to 8 at one token); the 16-row form keeps CPS 0. */
-template <typename T, bool FP8, int D, bool GEN, int CPS, bool L2W, bool TMA, int TKPW, int TSTAGES>
+template <typename T, bool FP8, int D, bool GEN, int CPS, bool L2W, bool TMA, int TKPW, int TSTAGES, int NWT>
 __device__ __forceinline__ void attn_decode_rows(const ck_attn_args_t &a, const ck_work_item_t &it, bool one_tile, bool e5)
 {
     if (one_tile) {
         if (e5)
-            attn_decode<T, FP8, D, 1, false, GEN, CPS, L2W, TMA, TKPW, TSTAGES>(a, it);
+            attn_decode<T, FP8, D, 1, false, GEN, CPS, L2W, TMA, TKPW, TSTAGES, NWT>(a, it);
         else
-            attn_decode<T, FP8, D, 1, FP8, GEN, CPS, L2W, TMA, TKPW, TSTAGES>(a, it);
+            attn_decode<T, FP8, D, 1, FP8, GEN, CPS, L2W, TMA, TKPW, TSTAGES, NWT>(a, it);
     } else {
         if (e5)
-            attn_decode<T, FP8, D, 2, false, GEN, 0, L2W, TMA, TKPW, TSTAGES>(a, it);
+            attn_decode<T, FP8, D, 2, false, GEN, 0, L2W, TMA, TKPW, TSTAGES, NWT>(a, it);
         else
-            attn_decode<T, FP8, D, 2, FP8, GEN, 0, L2W, TMA, TKPW, TSTAGES>(a, it);
+            attn_decode<T, FP8, D, 2, FP8, GEN, 0, L2W, TMA, TKPW, TSTAGES, NWT>(a, it);
     }
 }
 
 /* The score path (general or plain) per launch, then the rows and format per block. */
-template <typename T, bool FP8, int D, int CPS = 0, bool L2W = false, bool TMA = false, int TKPW = 0, int TSTAGES = 0>
+template <typename T, bool FP8, int D, int CPS = 0, bool L2W = false, bool TMA = false, int TKPW = 0, int TSTAGES = 0,
+          int NWT = 0>
 __device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
 {
     const ck_work_item_t it = dec_item(a);
@@ -771,9 +772,9 @@ __device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
     if (ntok <= 0) return; /* the planned rows are not in this batch (every split of the tile agrees) */
     const bool e5 = FP8 && a.kv_dtype == CK_E5M2;
     if (a.softcap > 0.0f || a.alibi)
-        attn_decode_rows<T, FP8, D, true, CPS, L2W, TMA, TKPW, TSTAGES>(a, it, ntok * it.head_count <= 8, e5);
+        attn_decode_rows<T, FP8, D, true, CPS, L2W, TMA, TKPW, TSTAGES, NWT>(a, it, ntok * it.head_count <= 8, e5);
     else
-        attn_decode_rows<T, FP8, D, false, CPS, L2W, TMA, TKPW, TSTAGES>(a, it, ntok * it.head_count <= 8, e5);
+        attn_decode_rows<T, FP8, D, false, CPS, L2W, TMA, TKPW, TSTAGES, NWT>(a, it, ntok * it.head_count <= 8, e5);
 }
 
 #endif /* ATTNRT_ATTN_DECODE_CUH */
