@@ -4,7 +4,7 @@
 #   again with ATTNRT_CUDA_PREFILL=fa2, the FA2 prefill kernel the H200 otherwise skips for the wgmma
 #   one, and with =mma, the general prefill kernel; with ATTNRT_CUDA_DEC_FP8_TILE=16 and =c4, every fp8 D 128
 #   decode on the 16-key tensor-copy kernel and on _c4, and with ATTNRT_CUDA_DEC_W2=1 on the 2-warp twins of
-#   _t32 and _c4; on failure again with every attention on the SIMT
+#   _t32, _c4 and fp8 D 64's _t; on failure again with every attention on the SIMT
 #   kernel, to tell a tensor-core bug from the rest); the graph-capture proof;
 #   the issue's shapes through attnrt-bench (or bench/h200/attn_timing.c when attnrt-bench is not
 #   built); PyTorch's SDPA (flash, cuDNN) on the same shapes with dense KV; a table in $OUT/h200.md.
@@ -283,8 +283,10 @@ if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v comput
     ATTNRT_CUDA_DEC_FP8_TILE=16 timeout 60 compute-sanitizer --tool racecheck --print-limit 20 "$BUILD/tools/attnrt-conform" \
         --plugin cuda --filter "$f" --cases 0 > "$OUT/sanitizer-racecheck-$f-t16.txt" 2>&1
     note "racecheck ($f, 16-key tensor copies): exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck-$f-t16.txt" | tail -1)"
-    # fp8 D 128 in 2-warp blocks: the plan's `_t32_w2` (attn-dec-e4m3-w2), and `_c4_w2` forced (block 32, splits)
-    for fw in "attn-dec-e4m3-w2:" "attn-dec-e4m3-bs32:ATTNRT_CUDA_DEC_W2=1 ATTNRT_CUDA_DEC_FP8_TILE=c4"; do
+    # fp8 in 2-warp blocks: the plan's `_t32_w2` (attn-dec-e4m3-w2), `_c4_w2` forced (block 32, splits), fp8 D 64's
+    # `_t_w2` forced (block 24, a window, splits)
+    for fw in "attn-dec-e4m3-w2:" "attn-dec-e4m3-bs32:ATTNRT_CUDA_DEC_W2=1 ATTNRT_CUDA_DEC_FP8_TILE=c4" \
+              "attn-dec-d64-tma-e4m3:ATTNRT_CUDA_DEC_W2=1"; do
         f=${fw%%:*} e=${fw#*:}
         for tool in memcheck racecheck; do
             env $e timeout 60 compute-sanitizer --tool $tool --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \

@@ -285,27 +285,27 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
                        : block_keys >= 8192 ? CUDA_DEC_TMA_FP8_D128_T16
                                             : -1;
     if (p->fp8 && p->head_dim_qk == 128 && p->head_dim_v == 128 && longest > 0) use_tma_kernel(d, p, &a, t, fp8_tv);
-    /* ... and in 2-warp blocks where the batch is not split and their rounds take no longer than the 4-warp blocks'
-     * (a 2-warp block streams its keys in twice the time; twice the blocks are resident): the same warps an SM
-     * stream the same keys with half the lockstep block starts and ends (docs/dev/cuda-decode.md, session 14:
-     * B64 x 4096 -2.4 %, B256 x 2048 -1.1 %, B128 x 1024 -5.5 %; B96 x 2048, 1.45 rounds against 2.9, +6 %; one
-     * round, split or not, 1-6 % slower). ATTNRT_CUDA_DEC_W2 (d->k.dec_w2_mode): 0 never, 1 always. */
-    const int w2v = !p->fp8 || p->head_dim_qk != 128 || p->head_dim_v != 128 ? -1
-                    : p->f_decode == d->k.mma[CUDA_CFG_DECODE][t][1][1]   ? 0
-                    : p->f_decode == d->k.dec_tma[t][CUDA_DEC_TMA_FP8_D128_T32] ? 1
-                                                                          : -1;
+    /* fp8 D 128 and 64 in 2-warp blocks (twice the blocks resident, each streaming its keys in twice the time) where
+     * the batch is not split and their rounds take no longer than the 4-warp blocks': the same warps an SM stream the
+     * same keys with half the lockstep block starts and ends (docs/dev/cuda-decode.md, session 14: D 128 B64 x 4096
+     * -2.5 %, B256 x 2048 -1.1..-1.4 %, B128 x 1024 -5.5 %, Hq 128 / Hkv 8 -7.6 %; D 64 -5..-10 %; B96 x 2048, 1.45
+     * rounds against 2.9, +6 %; one round, split or not, 1-6 % slower; MQA's head groups (GQA > 16) +28 %).
+     * ATTNRT_CUDA_DEC_W2 (d->k.dec_w2_mode): 0 never, 1 always. */
+    int w2v = -1;
+    for (int v = 0; v < CUDA_DEC_W2_KINDS && longest > 0 && (Hq / Hkv <= DECODE_ROWS || d->k.dec_w2_mode == 1); v++)
+        if (p->f_decode == cuda_dec_w2_base(d, t, v) && d->k.dec_w2[t][v]) w2v = v;
     int w2_fits = 0;
-    if (w2v >= 0 && d->k.dec_fp8_w2[t][w2v] && d->k.dec_w2_mode < 0 && chunk_tiles >= longest && dec_tiles > resident) {
+    if (w2v >= 0 && d->k.dec_w2_mode < 0 && chunk_tiles >= longest && dec_tiles > resident) {
         int occ2 = 0;
-        if (st == ATTNRT_OK && cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occ2, d->k.dec_fp8_w2[t][w2v], 64,
-                                                                                 d->k.dec_fp8_w2_smem[w2v]) != CUDA_SUCCESS)
+        if (st == ATTNRT_OK && cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occ2, d->k.dec_w2[t][w2v], 64,
+                                                                                 d->k.dec_w2_smem[w2v]) != CUDA_SUCCESS)
             occ2 = 0;
         const int64_t resident2 = (int64_t)(d->sm_count > 0 ? d->sm_count : 1) * occ2;
         w2_fits = occ2 > 0 && (dec_tiles + resident2 - 1) / resident2 * 2 <= (dec_tiles + resident - 1) / resident;
     }
-    if (w2v >= 0 && d->k.dec_fp8_w2[t][w2v] && d->k.dec_w2_mode != 0 && (d->k.dec_w2_mode == 1 || w2_fits)) {
-        p->f_decode = d->k.dec_fp8_w2[t][w2v];
-        p->smem_decode = d->k.dec_fp8_w2_smem[w2v];
+    if (w2v >= 0 && d->k.dec_w2_mode != 0 && (d->k.dec_w2_mode == 1 || w2_fits)) {
+        p->f_decode = d->k.dec_w2[t][w2v];
+        p->smem_decode = d->k.dec_w2_smem[w2v];
         p->dec_threads = 2u * 32u;
     }
     size_t n_prefill = 0, n_decode = 0;

@@ -30,6 +30,10 @@ enum {
     CUDA_DEC_TMA_KINDS
 };
 
+/* The decode kernels with a twin in 2-warp blocks (cuda_kernels_t.dec_w2's second index): the 4-warp kernel each
+ * stands in for is `_c4` (mma[1][t][1][1]) and dec_tma[t][CUDA_DEC_TMA_FP8_D128_T32 / _FP8_D64] */
+enum { CUDA_DEC_W2_FP8_D128_C4, CUDA_DEC_W2_FP8_D128_T32, CUDA_DEC_W2_FP8_D64, CUDA_DEC_W2_KINDS };
+
 typedef struct cuda_kernels {
     CUfunction kv_write, attn_simt, merge_states, split_merge;
     CUfunction mma[2][2][2][CUDA_MMA_DIMS]; /* [cfg][0 f16 / 1 bf16][0 kv16 / 1 fp8][d] */
@@ -39,8 +43,9 @@ typedef struct cuda_kernels {
     CUfunction dec_tma[2][CUDA_DEC_TMA_KINDS]; /* decode by tensor copies: [q type][CUDA_DEC_TMA_*] */
     uint32_t   dec_tma_smem[CUDA_DEC_TMA_KINDS];
     int        dec_tma_kpw[CUDA_DEC_TMA_KINDS]; /* keys a warp-tile of each */
-    CUfunction dec_fp8_w2[2][2];               /* fp8 D 128 decode in 2-warp blocks: [q type][0 `_c4_w2`, 1 `_t32_w2`] */
-    uint32_t   dec_fp8_w2_smem[2];
+    CUfunction dec_w2[2][CUDA_DEC_W2_KINDS];   /* decode in 2-warp blocks: [q type][CUDA_DEC_W2_*] */
+    uint32_t   dec_w2_smem[CUDA_DEC_W2_KINDS];
+    int        dec_c4;                         /* mma[1][t][1][1] is `_c4` (not ATTNRT_CUDA_DEC_CPS=0's kernel) */
     int        dec_w2_mode;                    /* ATTNRT_CUDA_DEC_W2: 0 never, 1 wherever the kernel has a twin, else
                                                   -1: the plan's rule */
     int        dec_fp8_force;                  /* ATTNRT_CUDA_DEC_FP8_TILE: fp8 D 128 decode forced onto
@@ -89,6 +94,8 @@ attnrt_status_t cuda_launch(CUfunction f, uint32_t grid, uint32_t block, uint32_
 
 /* Module (cuda_module.c): loads the embedded fatbins into the current context and finds every kernel. */
 attnrt_status_t cuda_module_load(cuda_dev_t *d);
+/* The 4-warp decode kernel that twin CUDA_DEC_W2_* v of q type t stands in for (NULL: not loaded) */
+CUfunction cuda_dec_w2_base(const cuda_dev_t *d, int t, int v);
 void cuda_module_unload(cuda_dev_t *d);
 /* A kernel of the device's `family` module (CUDA_FAMILY_*) by name (plans look theirs up once; the handle
  * lives as long as the modules, i.e. the device). */

@@ -84,6 +84,16 @@ attnrt_status_t cuda_function_smem(const cuda_dev_t *d, int family, const char *
     return ATTNRT_OK;
 }
 
+CUfunction cuda_dec_w2_base(const cuda_dev_t *d, int t, int v)
+{
+    switch (v) {
+    case CUDA_DEC_W2_FP8_D128_C4: return d->k.dec_c4 ? d->k.mma[CUDA_CFG_DECODE][t][1][1] : NULL;
+    case CUDA_DEC_W2_FP8_D128_T32: return d->k.dec_tma[t][CUDA_DEC_TMA_FP8_D128_T32];
+    case CUDA_DEC_W2_FP8_D64: return d->k.dec_tma[t][CUDA_DEC_TMA_FP8_D64];
+    default: return NULL;
+    }
+}
+
 attnrt_status_t cuda_module_load(cuda_dev_t *d)
 {
     CUresult r = CUDA_SUCCESS;
@@ -120,6 +130,7 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
      * A/B switch) */
     const char *cps_env = secure_getenv("ATTNRT_CUDA_DEC_CPS");
     const char *cps_sfx = cps_env && strcmp(cps_env, "0") == 0 ? "" : "_c4";
+    d->k.dec_c4 = cps_sfx[0] != 0;
     for (int cfg = 0; cfg < 2 && d->k.mma_ok; cfg++)
         for (int fp8 = 0; fp8 < 2; fp8++)
             for (int di = 0; di < CUDA_MMA_DIMS; di++) {
@@ -186,21 +197,29 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
             }
         }
     }
-    /* fp8 D 128 decode in 2-warp blocks, twins of `_c4` and `_t32` (the plan picks them for unsplit batches of more
-     * than one round); ATTNRT_CUDA_DEC_W2=0: never picked, =1: every fp8 D 128 decode on `_c4` / `_t32` on its twin
-     * (A/B and conformance switches; loaded either way, so that both sides of an A/B load the same functions: which
-     * functions a process loads moved a kernel it did not touch by 1.6-2 %, docs/dev/cuda-decode.md session 14) */
+    /* fp8 decode in 2-warp blocks, twins of D 128 `_c4` / `_t32` and of D 64 `_t` (the plan picks them for unsplit
+     * batches whose rounds they halve); ATTNRT_CUDA_DEC_W2=0: never picked, =1: every decode on one of those on its
+     * twin (A/B and conformance switches; loaded either way, so that both sides of an A/B load the same functions:
+     * which functions a process loads moved a kernel it did not touch by 1.6-2 %, docs/dev/cuda-decode.md session 14) */
     const char *w2_env = secure_getenv("ATTNRT_CUDA_DEC_W2");
     d->k.dec_w2_mode = !w2_env ? -1 : !strcmp(w2_env, "0") ? 0 : !strcmp(w2_env, "1") ? 1 : -1;
-    d->k.dec_fp8_w2_smem[0] = ck_dec_layout(128, 1, 2).total;
-    d->k.dec_fp8_w2_smem[1] = ck_dec_layout_tma(128, 1, CK_DEC_T32_KPW, CK_DEC_T32_STAGES, 2);
+    static const struct {
+        const char *kv, *sfx;
+        int d;
+    } w2_var[CUDA_DEC_W2_KINDS] = {
+        [CUDA_DEC_W2_FP8_D128_C4] = {"fp8", "_c4_w2", 128},
+        [CUDA_DEC_W2_FP8_D128_T32] = {"fp8", "_t32_w2", 128},
+        [CUDA_DEC_W2_FP8_D64] = {"fp8", "_t_w2", 64},
+    };
+    d->k.dec_w2_smem[CUDA_DEC_W2_FP8_D128_C4] = ck_dec_layout(128, 1, 2).total;
+    d->k.dec_w2_smem[CUDA_DEC_W2_FP8_D128_T32] = ck_dec_layout_tma(128, 1, CK_DEC_T32_KPW, CK_DEC_T32_STAGES, 2);
+    d->k.dec_w2_smem[CUDA_DEC_W2_FP8_D64] = ck_dec_layout_tma(64, 1, CK_DEC_KPW(64, 1), CK_DEC_STAGES(64, 1), 2);
     for (int t = 0; t < 2; t++)
-        for (int v = 0; v < 2; v++) {
-            if (v == 0 ? !d->k.mma[CUDA_CFG_DECODE][t][1][1] || strcmp(cps_sfx, "_c4") : !d->k.dec_tma[t][CUDA_DEC_TMA_FP8_D128_T32])
-                continue; /* no 4-warp kernel of this form either */
+        for (int v = 0; v < CUDA_DEC_W2_KINDS; v++) {
+            if (!cuda_dec_w2_base(d, t, v)) continue; /* no 4-warp kernel of this form either */
             char name[64];
-            snprintf(name, sizeof name, "ck_attn_mma_decode_%s_fp8_d128_%s_w2", t_name[t], v == 0 ? "c4" : "t32");
-            st = cuda_function_smem(d, CUDA_FAMILY_DECODE, name, d->k.dec_fp8_w2_smem[v], &d->k.dec_fp8_w2[t][v]);
+            snprintf(name, sizeof name, "ck_attn_mma_decode_%s_%s_d%d%s", t_name[t], w2_var[v].kv, w2_var[v].d, w2_var[v].sfx);
+            st = cuda_function_smem(d, CUDA_FAMILY_DECODE, name, d->k.dec_w2_smem[v], &d->k.dec_w2[t][v]);
             if (st != ATTNRT_OK) {
                 cuda_module_unload(d);
                 return st;

@@ -95,10 +95,11 @@ CK_DEC_TMA_FP8_KERNEL(bf16, __nv_bfloat16, 32)
 CK_DEC_TMA_FP8_KERNEL(f16, __half, 16)
 CK_DEC_TMA_FP8_KERNEL(bf16, __nv_bfloat16, 16)
 
-/* fp8 D 128 in blocks of 2 warps, 4 an SM (the same 8 warps an SM): a batch of more row tiles than the 4-warp
- * kernels hold at once runs in half the rounds, so half the lockstep block starts and ends (the plan's choice for
- * unsplit batches of more than one round; docs/dev/cuda-decode.md, session 14). `_c4_w2` is `_c4`'s form, `_t32_w2`
- * `_t32`'s. */
+/* Blocks of 2 warps, 4 an SM (the same 8 warps an SM), for the fp8 decode kernels (D 128 and 64), whose blocks stream
+ * half the bytes a key of the 16-bit ones: a batch of more row tiles than the 4-warp kernels hold at once runs in half
+ * the rounds, so half the lockstep block starts and ends (the plan's choice for unsplit batches whose rounds this does
+ * not lengthen; 16-bit D 64 / 128 measured no faster; docs/dev/cuda-decode.md, session 14). `_c4_w2` is `_c4`'s form,
+ * `_t32_w2` `_t32`'s, `_t_w2` fp8 D 64's `_t`. */
 #define CK_DEC_W2_KERNELS(tname, T)                                                                           \
     extern "C" __global__ void __launch_bounds__(2 * 32, 4)                                                  \
         ck_attn_mma_decode_##tname##_fp8_d128_c4_w2(const __grid_constant__ ck_attn_args_t a)                 \
@@ -113,3 +114,13 @@ CK_DEC_TMA_FP8_KERNEL(bf16, __nv_bfloat16, 16)
 
 CK_DEC_W2_KERNELS(f16, __half)
 CK_DEC_W2_KERNELS(bf16, __nv_bfloat16)
+
+#define CK_DEC_W2_D64_KERNEL(tname, T, kvname, FP8)                                                           \
+    extern "C" __global__ void __launch_bounds__(2 * 32, 4)                                                  \
+        ck_attn_mma_decode_##tname##_##kvname##_d64_t_w2(const __grid_constant__ ck_attn_args_t a)           \
+    {                                                                                                         \
+        attn_decode_tma_entry<T, FP8, 64, 0, 0, 2>(a);                                                        \
+    }
+
+CK_DEC_W2_D64_KERNEL(f16, __half, fp8, true)
+CK_DEC_W2_D64_KERNEL(bf16, __nv_bfloat16, fp8, true)
