@@ -101,11 +101,13 @@ note "conform cuda (ATTNRT_CUDA_PREFILL=mma: the general prefill kernel, attenti
 # _t32 / _c4 for unsplit batches of more than one round; each forced onto every fp8 D 128 decode case
 for tile in 16 c4 w2-32 w2-c4; do
     f="$OUT/conform-cuda-fp8tile$tile.txt"
-    ATTNRT_CUDA_DEC_W2=$([ "${tile#w2-}" != "$tile" ] && echo 1 || echo 0) ATTNRT_CUDA_DEC_FP8_TILE=${tile#w2-} \
-        timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$f" 2>&1
+    w2=0 what="ATTNRT_CUDA_DEC_FP8_TILE=${tile#w2-}"
+    [ "${tile#w2-}" != "$tile" ] && w2=1 what="$what, ATTNRT_CUDA_DEC_W2=1: its 2-warp twin"
+    ATTNRT_CUDA_DEC_W2=$w2 ATTNRT_CUDA_DEC_FP8_TILE=${tile#w2-} timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda \
+        --filter attn > "$f" 2>&1
     rc_t=$?
     grep -E "^FAIL" "$f" | head -20
-    note "conform cuda (ATTNRT_CUDA_DEC_FP8_TILE=${tile#w2-}$([ "${tile#w2-}" != "$tile" ] && echo ', ATTNRT_CUDA_DEC_W2=1: its 2-warp twin'): every fp8 D 128 decode on that kernel, attention cases): exit $rc_t; $(tail -1 "$f")"
+    note "conform cuda ($what: every fp8 D 128 decode on that kernel, attention cases): exit $rc_t; $(tail -1 "$f")"
     [ $rc_t -ne 0 ] && rc=$rc_t
 done
 IFS=';' read -r -a AB_LIST <<< "${AB_ENV:-}"

@@ -297,8 +297,8 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     int w2_fits = 0;
     if (w2v >= 0 && d->k.dec_w2_mode < 0 && chunk_tiles >= longest && dec_tiles > resident) {
         int occ2 = 0;
-        if (st == ATTNRT_OK && cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occ2, d->k.dec_w2[t][w2v], 64,
-                                                                                 d->k.dec_w2_smem[w2v]) != CUDA_SUCCESS)
+        if (st == ATTNRT_OK &&
+            cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occ2, d->k.dec_w2[t][w2v], 64, d->k.dec_w2_smem[w2v]) != CUDA_SUCCESS)
             occ2 = 0;
         const int64_t resident2 = (int64_t)(d->sm_count > 0 ? d->sm_count : 1) * occ2;
         w2_fits = occ2 > 0 && (dec_tiles + resident2 - 1) / resident2 * 2 <= (dec_tiles + resident - 1) / resident;

@@ -161,9 +161,10 @@ static inline CK_HD ck_mma_layout_t ck_mma_layout(int d, int rows, int bn, int f
 }
 
 /* ---- the decode kernel's shared memory (attn_decode.cuh) ------------------------------------ */
-/* 4 warps (the fp8 D 128 kernels also in blocks of 2: `_w2` in attn_decode.cu); each warp streams its own tiles of CK_DEC_KPW keys through a private ring of CK_DEC_STAGES
- * stages (no block barrier in the key loop). Tiles of 8 KB at D 128 (fp8 32 keys, bf16 16), three
- * stages: ~100 KB a block, 2 blocks an SM, each warp with two tiles in flight while it computes one.
+/* 4 warps (fp8 D 128 / 64 kernels also in blocks of 2: `_w2` in attn_decode.cu); each warp streams its own
+ * tiles of CK_DEC_KPW keys through a private ring of CK_DEC_STAGES stages (no block barrier in the key loop).
+ * Tiles of 8 KB at D 128 (fp8 32 keys, bf16 16), three stages: ~100 KB a block, 2 blocks an SM, each warp
+ * with two tiles in flight while it computes one.
  * Two stages and 3 blocks an SM (12 warps, one tile in flight each) measured slower (run 10 of
  * docs/dev/cuda-decode.md: 96 against 128 KB in flight an SM). */
 #define CK_DEC_WARPS 4
