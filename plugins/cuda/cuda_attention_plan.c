@@ -135,6 +135,15 @@ static attnrt_status_t build_tiles(const attnrt_attention_args_t *a, const attnr
     return ATTNRT_OK;
 }
 
+/* Blocks of kernel f (threads a block, dynamic shared memory) the device holds at once: SM count x the driver's
+ * occupancy; 0 where the driver cannot say */
+static int64_t resident_blocks(const cuda_dev_t *d, CUfunction f, uint32_t threads, uint32_t smem)
+{
+    int occ = 0;
+    if (cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occ, f, (int)threads, smem) != CUDA_SUCCESS || occ < 0) occ = 0;
+    return (int64_t)(d->sm_count > 0 ? d->sm_count : 1) * occ;
+}
+
 /* Makes tensor-copy variant tv (d->k.dec_tma's index; -1: none) the plan's decode kernel where it can read this
  * cache: the device has it, both caches' blocks are the same multiple of 8 rows. A box takes the block size's
  * largest power-of-two factor of rows, at most a warp's tile, so that no box crosses a block; the kernel before
@@ -231,11 +240,8 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
      * into 1 .. max_splits pieces (at least MIN_CHUNK tiles each). This keeps the last round full
      * instead of leaving a partial one (2048 blocks over 396 slots was 5.2 rounds: a sixth, 17% full). */
     st = cuda_enter(d);
-    int occupancy = 1;
-    if (st == ATTNRT_OK &&
-        cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, p->f_decode, (int)p->dec_threads, p->smem_decode) != CUDA_SUCCESS)
-        occupancy = 1;
-    const int64_t resident = (int64_t)(d->sm_count > 0 ? d->sm_count : 1) * (occupancy > 0 ? occupancy : 1);
+    int64_t resident = st == ATTNRT_OK ? resident_blocks(d, p->f_decode, p->dec_threads, p->smem_decode) : 0;
+    if (resident <= 0) resident = d->sm_count > 0 ? d->sm_count : 1; /* one block an SM */
     int64_t longest = 0, dec_tiles = 0;
     for (size_t i = 0; i < n_tiles; i++)
         if (tiles[i].cfg == CUDA_CFG_DECODE) {
@@ -288,7 +294,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     /* fp8 D 128 and 64 in 2-warp blocks (twice the blocks resident, each streaming its keys in twice the time) where
      * the batch is not split and their rounds take no longer than the 4-warp blocks': the same warps an SM stream the
      * same keys with half the lockstep block starts and ends (docs/dev/cuda-decode.md, session 14: D 128 B64 x 4096
-     * -2.5 %, B256 x 2048 -1.1..-1.4 %, B128 x 1024 -5.5 %, Hq 128 / Hkv 8 -7.6 %; D 64 -5..-10 %; B96 x 2048, 1.45
+     * -2.5 %, B256 x 2048 -1.1..-1.4 %, B128 x 1024 -5.5 %, Hq 128 / Hkv 8 -7.6 %; D 64 -5..-11 %; B96 x 2048, 1.45
      * rounds against 2.9, +6 %; one round, split or not, 1-6 % slower; MQA's head groups (GQA > 16) +28 %).
      * ATTNRT_CUDA_DEC_W2 (d->k.dec_w2_mode): 0 never, 1 always. */
     int w2v = -1;
@@ -296,12 +302,8 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         if (p->f_decode == cuda_dec_w2_base(d, t, v) && d->k.dec_w2[t][v]) w2v = v;
     int w2_fits = 0;
     if (w2v >= 0 && d->k.dec_w2_mode < 0 && chunk_tiles >= longest && dec_tiles > resident) {
-        int occ2 = 0;
-        if (st == ATTNRT_OK &&
-            cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occ2, d->k.dec_w2[t][w2v], 64, d->k.dec_w2_smem[w2v]) != CUDA_SUCCESS)
-            occ2 = 0;
-        const int64_t resident2 = (int64_t)(d->sm_count > 0 ? d->sm_count : 1) * occ2;
-        w2_fits = occ2 > 0 && (dec_tiles + resident2 - 1) / resident2 * 2 <= (dec_tiles + resident - 1) / resident;
+        const int64_t resident2 = st == ATTNRT_OK ? resident_blocks(d, d->k.dec_w2[t][w2v], 64, d->k.dec_w2_smem[w2v]) : 0;
+        w2_fits = resident2 > 0 && (dec_tiles + resident2 - 1) / resident2 * 2 <= (dec_tiles + resident - 1) / resident;
     }
     if (w2v >= 0 && d->k.dec_w2_mode != 0 && (d->k.dec_w2_mode == 1 || w2_fits)) {
         p->f_decode = d->k.dec_w2[t][w2v];
