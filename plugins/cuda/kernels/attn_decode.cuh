@@ -98,6 +98,8 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
  * 16-bit: 4-25 % faster than the other forms), 16-bit D 128 / 256 (4-14 % faster than the bulk form; session 11
  * of docs/dev/cuda-decode.md) and fp8 D 128 at its own tile geometries TKPW x TSTAGES (session 12). Only loaded on
  * sm_90+ (attn_decode.cu traps elsewhere). */
+/* NWT: warps a block (0: CK_DEC_WARPS); attn_decode.cu builds 2-warp twins of the fp8 kernels (`_w2`), which the plan
+ * picks where they halve the rounds of lockstep block starts (session 14). */
 template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0, bool L2W = false, bool TMAQ = false,
           int TKPW = 0, int TSTAGES = 0, int NWT = 0>
 __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
