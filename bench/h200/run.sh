@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/h200/run.sh — everything the cuda plugin needs from a lent H200, in ONE call (~5-8 minutes):
 #   nvidia-smi; attnrt-info; attnrt-conform --plugin cuda (the full default set; the attention cases
-#   again with ATTNRT_CUDA_PREFILL=fa2, the FA2 prefill kernel the H200 otherwise skips for the wgmma
-#   one, and with =mma, the general prefill kernel; with ATTNRT_CUDA_DEC_FP8_TILE=16 and =c4, every fp8 D 128
+#   again with ATTNRT_CUDA_PREFILL=ws, =wg, =fa2 and =mma: each prefill kernel on every prefill it can take (the
+#   warp-specialized and the plain wgmma kernel, the FA2 kernel the H200 otherwise skips, the general one);
+#   with ATTNRT_CUDA_DEC_FP8_TILE=16 and =c4, every fp8 D 128
 #   decode on the 16-key tensor-copy kernel and on _c4, and with ATTNRT_CUDA_DEC_W2=1 on the 2-warp twins of
 #   _t32, _c4 and fp8 D 64's _t; on failure again with every attention on the SIMT
 #   kernel, to tell a tensor-core bug from the rest); the graph-capture proof;
@@ -85,18 +86,24 @@ rc=$?
 grep -E "FAIL|fail" "$OUT/conform-cuda.txt" | head -40
 tail -3 "$OUT/conform-cuda.txt"
 note "conform cuda (auto kernels): exit $rc; $(tail -1 "$OUT/conform-cuda.txt")"
-# On the H200 the prefill fast path is the wgmma kernel; the FA2 kernel (every other device) once more:
-ATTNRT_CUDA_PREFILL=fa2 timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$OUT/conform-cuda-fa2.txt" 2>&1
-rc_fa2=$?
-grep -E "^FAIL" "$OUT/conform-cuda-fa2.txt" | head -20
-note "conform cuda (ATTNRT_CUDA_PREFILL=fa2: the FA2 prefill kernel, attention cases): exit $rc_fa2; $(tail -1 "$OUT/conform-cuda-fa2.txt")"
-[ $rc_fa2 -ne 0 ] && rc=$rc_fa2
-# ... and the general tensor-core kernel (attn_mma.cuh: fp8 caches, soft-cap, ALiBi, other head dims) on every prefill:
-ATTNRT_CUDA_PREFILL=mma timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$OUT/conform-cuda-mma.txt" 2>&1
-rc_mma=$?
-grep -E "^FAIL" "$OUT/conform-cuda-mma.txt" | head -20
-note "conform cuda (ATTNRT_CUDA_PREFILL=mma: the general prefill kernel, attention cases): exit $rc_mma; $(tail -1 "$OUT/conform-cuda-mma.txt")"
-[ $rc_mma -ne 0 ] && rc=$rc_mma
+# Each prefill kernel on every attention case: on the H200 the plan takes the warp-specialized wgmma kernel for blocks
+# that read many keys and the wgmma kernel for the rest, so the conformance cases (short) mostly see the latter; then
+# the FA2 kernel (every other device) and the general tensor-core kernel (attn_mma.cuh: fp8 caches, soft-cap, ALiBi,
+# other head dims).
+for pf in ws wg fa2 mma; do
+    case $pf in
+    ws) what="the warp-specialized wgmma prefill kernel wherever it can run" ;;
+    wg) what="the wgmma prefill kernel alone" ;;
+    fa2) what="the FA2 prefill kernel" ;;
+    mma) what="the general prefill kernel" ;;
+    esac
+    f="$OUT/conform-cuda-$pf.txt"
+    ATTNRT_CUDA_PREFILL=$pf timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$f" 2>&1
+    rc_pf=$?
+    grep -E "^FAIL" "$f" | head -20
+    note "conform cuda (ATTNRT_CUDA_PREFILL=$pf: $what, attention cases): exit $rc_pf; $(tail -1 "$f")"
+    [ $rc_pf -ne 0 ] && rc=$rc_pf
+done
 # fp8 D 128 decode: the plan picks 32-key / 16-key tensor copies or _c4 by a block's keys, and the 2-warp twin of
 # _t32 / _c4 for unsplit batches of more than one round; each forced onto every fp8 D 128 decode case
 for tile in 16 c4 w2-32 w2-c4; do
@@ -277,6 +284,16 @@ if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v comput
         timeout 60 compute-sanitizer --tool racecheck --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
             --filter "$f" --cases 0 > "$OUT/sanitizer-racecheck-$f.txt" 2>&1
         note "racecheck ($f, tensor copies): exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck-$f.txt" | tail -1)"
+    done
+    # the warp-specialized prefill kernel (tensor copies into K / V rings on mbarriers, two consumer warpgroups in turns):
+    # a block size of 48 in HND, D 256 with a window and sinks, non-causal D 64
+    for f in attn-pf-wg-bs48-hnd attn-pf-wg-d256-window attn-pf-noncausal; do
+        ATTNRT_CUDA_PREFILL=ws timeout 60 compute-sanitizer --tool memcheck --print-limit 20 "$BUILD/tools/attnrt-conform" \
+            --plugin cuda --filter "$f" --cases 0 > "$OUT/sanitizer-memcheck-$f-ws.txt" 2>&1
+        note "memcheck ($f, warp-specialized prefill): exit $?; $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer-memcheck-$f-ws.txt" | tail -1)"
+        ATTNRT_CUDA_PREFILL=ws timeout 60 compute-sanitizer --tool racecheck --print-limit 20 "$BUILD/tools/attnrt-conform" \
+            --plugin cuda --filter "$f" --cases 0 > "$OUT/sanitizer-racecheck-$f-ws.txt" 2>&1
+        note "racecheck ($f, warp-specialized prefill): exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck-$f-ws.txt" | tail -1)"
     done
     f=attn-dec-e4m3-bs24
     ATTNRT_CUDA_DEC_FP8_TILE=16 timeout 60 compute-sanitizer --tool memcheck --print-limit 20 "$BUILD/tools/attnrt-conform" \

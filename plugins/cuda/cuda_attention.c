@@ -136,18 +136,19 @@ static int encode_kv_map(ck_tmap_t *map, const void *base, const int64_t st[3], 
     return r == CUDA_SUCCESS;
 }
 
-/* Both caches' maps into k; 0 (launch the plain kernel) where the layouts differ in stride order, this
- * run's block size is not a multiple of the plan's box rows, or the driver refuses a map. */
-static int encode_kv_maps(const attnrt_attention_args_t *a, const cuda_attn_plan_t *p, ck_attn_args_t *k)
+/* Both caches' maps into k, boxes of `rows` rows (the decode kernel's, else the warp-specialized prefill
+ * kernel's); 0 (launch the plain kernels) where the layouts differ in stride order, this run's block size is
+ * not a multiple of the box rows, or the driver refuses a map. */
+static int encode_kv_maps(const attnrt_attention_args_t *a, const cuda_attn_plan_t *p, int rows, ck_attn_args_t *k)
 {
     const int hnd = k->kc_st[2] > k->kc_st[1];
-    if ((k->vc_st[2] > k->vc_st[1]) != hnd || !cuda_drv.TensorMapEncodeTiled || a->key_cache->shape[1] % p->tma_rows ||
+    if ((k->vc_st[2] > k->vc_st[1]) != hnd || !cuda_drv.TensorMapEncodeTiled || a->key_cache->shape[1] % rows ||
         a->value_cache->shape[1] != a->key_cache->shape[1])
         return 0;
-    k->kv_tma_rows = p->tma_rows;
+    k->kv_tma_rows = rows;
     k->kv_tma_hnd = hnd;
-    return encode_kv_map(&k->tm_k, k->kc, k->kc_st, a->key_cache, p->tma_rows, hnd, p->fp8) &&
-           encode_kv_map(&k->tm_v, k->vc, k->vc_st, a->value_cache, p->tma_rows, hnd, p->fp8);
+    return encode_kv_map(&k->tm_k, k->kc, k->kc_st, a->key_cache, rows, hnd, p->fp8) &&
+           encode_kv_map(&k->tm_v, k->vc, k->vc_st, a->value_cache, rows, hnd, p->fp8);
 }
 
 attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt_attention_args_t *in,
@@ -193,9 +194,17 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
     ck_work_item_t *items = workspace;
     k.part_lse = (float *)(void *)((char *)workspace + p->off_part_lse);
     k.part_o = (float *)(void *)((char *)workspace + p->off_part_o);
+    /* one pair of tensor maps for the kernels that take tensor copies (the decode kernel's boxes where it has
+     * them); where the driver will not encode them, both launch their plain forms */
+    const int pf_ws = p->n_prefill && p->f_prefill_ws, dec_tma = p->n_decode && p->tma_rows;
+    const int maps = (pf_ws || dec_tma) && encode_kv_maps(&a, p, p->tma_rows ? p->tma_rows : p->pf_tma_rows, &k);
     if (p->n_prefill) {
         k.items = items;
-        st = cuda_launch(p->f_prefill, p->n_prefill, p->prefill_threads, p->smem_prefill, stream, &k, "cuda paged attention (prefill tiles)");
+        if (pf_ws && maps)
+            st = cuda_launch(p->f_prefill_ws, p->n_prefill, p->prefill_ws_threads, p->smem_prefill_ws, stream, &k,
+                             "cuda paged attention (prefill tiles, warp-specialized)");
+        else
+            st = cuda_launch(p->f_prefill, p->n_prefill, p->prefill_threads, p->smem_prefill, stream, &k, "cuda paged attention (prefill tiles)");
     }
     if (st == ATTNRT_OK && p->n_decode) { /* split row tiles merged by their last block (split_count) */
         k.items = p->dec_splits ? NULL : items + p->n_prefill;
@@ -203,7 +212,7 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
         k.split_count = (uint32_t *)(uintptr_t)p->split_count;
         CUfunction f = p->f_decode;
         uint32_t smem = p->smem_decode, threads = p->dec_threads;
-        if (p->tma_rows && !encode_kv_maps(&a, p, &k)) {
+        if (p->tma_rows && !maps) {
             f = p->f_decode_plain;
             smem = p->smem_decode_plain;
             threads = p->dec_threads_plain;

@@ -7,6 +7,7 @@
 
 #include "cuda_attention_plan.h"
 #include "cuda_prefill.h"
+#include "cuda_prefill_wg_cfg.h"
 #include "plugin_error.h"
 #include "plugin_query.h"
 #include "plugin_struct.h"
@@ -212,6 +213,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     if (fast) {
         p->f_prefill = fast;
         prefill_rows = CK_PF_ROWS;
+        p->f_prefill_ws = cuda_prefill_ws_kernel(d, &a, t, di, &p->smem_prefill_ws, &p->prefill_ws_threads, &p->pf_tma_rows);
     }
 
     /* Decode by tensor copies (sm_90; attn_decode.cuh's TMAQ) at D 64 (fp8: 64-byte rows; 16-bit: 128) and
@@ -230,6 +232,18 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     if (st != ATTNRT_OK) {
         free(p);
         return st;
+    }
+    /* The warp-specialized prefill kernel (one block a SM) where the blocks read CK_PFS_MIN_MEAN_KEYS keys or more on
+     * average, at D 128 and 256; the two-blocks-a-SM kernel otherwise (docs/dev/cuda-prefill.md, session 15: B4 x 4096
+     * causal D 128 +12 %, D 256 +34 %, B1 x 16384 +29 %; B32 x 512 -21 %, D 64 -4 %). ATTNRT_CUDA_PREFILL=ws: always. */
+    if (p->f_prefill_ws && !d->k.prefill_ws_force) {
+        int64_t keys = 0, blocks = 0;
+        for (size_t i = 0; i < n_tiles; i++)
+            if (tiles[i].cfg == CUDA_CFG_PREFILL) {
+                keys += tiles[i].keys;
+                blocks++;
+            }
+        if (di == 0 || blocks == 0 || keys < CK_PFS_MIN_MEAN_KEYS * blocks) p->f_prefill_ws = NULL;
     }
 
     /* Split-KV for the decode tiles: every decode tile of more than `chunk` key tiles is cut into

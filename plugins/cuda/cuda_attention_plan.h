@@ -38,6 +38,10 @@ typedef struct cuda_attn_plan {
                                its maps, or launches f_decode_plain (same items) where the driver will not */
     CUfunction f_decode_plain;
     uint32_t smem_decode_plain;
+    CUfunction f_prefill_ws; /* the warp-specialized prefill kernel (tensor copies) in place of f_prefill, which stays
+                                the run's fallback; NULL: none */
+    uint32_t smem_prefill_ws, prefill_ws_threads;
+    int      pf_tma_rows;   /* its boxes' rows when the decode kernel takes no tensor copies (else tma_rows) */
     CUdeviceptr split_count; /* [num_parts] arrival counts of the split row tiles (device, zero between runs) */
     size_t   off_part_lse, off_part_o, workspace_bytes;
     /* what the plan decided, for notes and tests */

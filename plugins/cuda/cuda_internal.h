@@ -52,6 +52,9 @@ typedef struct cuda_kernels {
                                                   CUDA_DEC_TMA_FP8_D128_T32 / _T16, or -1 (`_c4`); 0: the plan's pick */
     CUfunction prefill[2][CUDA_MMA_DIMS];      /* prefill fast path (cuda_prefill.c): [0 f16 / 1 bf16][d] */
     uint32_t   prefill_smem[CUDA_MMA_DIMS], prefill_threads[CUDA_MMA_DIMS]; /* of the kernel in prefill[][d] */
+    CUfunction prefill_ws[2][CUDA_MMA_DIMS];   /* the warp-specialized wgmma prefill (tensor copies), or NULL */
+    uint32_t   prefill_ws_smem[CUDA_MMA_DIMS];
+    int        prefill_ws_force;               /* ATTNRT_CUDA_PREFILL=ws: every call it can take (else the plan's rule) */
 } cuda_kernels_t;
 
 typedef struct cuda_dev {

@@ -36,8 +36,34 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
             attnrt_status_t st = cuda_function_smem(d, use_wg ? CUDA_FAMILY_SM90A : CUDA_FAMILY_ATTENTION, name, smem, &d->k.prefill[t][di]);
             if (st != ATTNRT_OK) return st;
         }
+        /* the warp-specialized kernel beside it (ATTNRT_CUDA_PREFILL=wg: the wgmma kernel alone) */
+        const uint32_t smem_ws = ck_pfs_smem_bytes(D);
+        if (!use_wg || (env && strcmp(env, "wg") == 0) || (int)smem_ws > optin) continue;
+        d->k.prefill_ws_smem[di] = smem_ws;
+        d->k.prefill_ws_force = env && strcmp(env, "ws") == 0;
+        for (int t = 0; t < 2; t++) {
+            char name[48];
+            snprintf(name, sizeof name, "ck_attn_prefill_ws_%s_d%d", t_name[t], D);
+            attnrt_status_t st = cuda_function_smem(d, CUDA_FAMILY_SM90A, name, smem_ws, &d->k.prefill_ws[t][di]);
+            if (st != ATTNRT_OK) return st;
+        }
     }
     return ATTNRT_OK;
+}
+
+CUfunction cuda_prefill_ws_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int t, int di, uint32_t *smem,
+                                  uint32_t *threads, int *box_rows)
+{
+    uint32_t s0, t0;
+    if (!cuda_prefill_kernel(d, a, t, di, &s0, &t0) || !d->k.prefill_ws[t][di]) return NULL;
+    /* a box is the block size's largest power-of-two factor of rows (no box crosses a block), at least 8 and at
+     * most 32 (the decode kernel's boxes, which share the run's tensor maps, take the same rule) */
+    const int64_t bs = a->key_cache->shape[1], low = bs & -bs;
+    if (low < 8 || a->value_cache->shape[1] != bs) return NULL;
+    *smem = d->k.prefill_ws_smem[di];
+    *threads = CK_PFS_THREADS;
+    *box_rows = (int)(low < 32 ? low : 32);
+    return d->k.prefill_ws[t][di];
 }
 
 CUfunction cuda_prefill_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int t, int di, uint32_t *smem,

@@ -9,8 +9,11 @@
 /* Finds the fast prefill kernels and raises their shared-memory limit: ck_attn_prefill_wg_<t>_d<D>
  * (wgmma) in the sm_90a module when the device has one (compute capability 9.0), else
  * ck_attn_prefill_<t>_d<D> (FA2, mma.sync) in the main module; a kernel the device cannot hold stays
- * NULL. ATTNRT_CUDA_PREFILL=fa2 takes the FA2 kernels everywhere; =mma leaves them all NULL (every
- * prefill on the general tensor-core kernel). Both for comparisons and for proving each path. */
+ * NULL; beside the wgmma kernel, its warp-specialized form ck_attn_prefill_ws_<t>_d<D>.
+ * ATTNRT_CUDA_PREFILL=fa2 takes the FA2 kernels everywhere; =wg the wgmma kernel without the warp-specialized
+ * one; =ws the warp-specialized one wherever it can run (else the plan's rule: cuda_attention_plan.c); =mma
+ * leaves them all NULL (every prefill on the general tensor-core kernel). For comparisons and for proving each
+ * path. */
 attnrt_status_t cuda_prefill_load(cuda_dev_t *d);
 
 /* The fast kernel (wgmma or FA2: they take the same calls) for this call's prefill tiles, or NULL: 16-bit Q
@@ -20,5 +23,11 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d);
  * cache's alignment (else SIMT, as before). */
 CUfunction cuda_prefill_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int t, int di, uint32_t *smem,
                                uint32_t *threads);
+
+/* The warp-specialized wgmma kernel for the same calls where the cache can be read by tensor copies (blocks
+ * of a multiple of 8 rows, K and V alike), or NULL; *box_rows: the boxes' rows its tensor maps need. The run
+ * falls back to cuda_prefill_kernel's where the driver will not encode the maps. */
+CUfunction cuda_prefill_ws_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int t, int di, uint32_t *smem,
+                                  uint32_t *threads, int *box_rows);
 
 #endif /* ATTNRT_CUDA_PREFILL_H */

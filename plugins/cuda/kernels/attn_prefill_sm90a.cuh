@@ -53,6 +53,94 @@ __device__ __forceinline__ uint64_t ck_wg_desc(uint32_t addr, uint32_t lbo, uint
            (uint64_t)((sbo >> 4) & 0x3fffu) << 32 | 1ull << 62;
 }
 
+/* ---- the tile steps both wgmma kernels take (this one and attn_prefill_ws_sm90a.cuh's) ------------------ */
+
+/* S = Q K^T of one warpgroup's 64 rows (Q rows from q_wg in a ROWS-row tile) and the BN keys of the tile at kb, issued
+ * and committed (the caller fences): k-step kk reads 16 dims, column block kk / 4, 32 bytes in (the hardware applies
+ * the swizzle to the address it forms). */
+template <typename T, int D, int BN, int ROWS>
+__device__ __forceinline__ void ck_pfw_issue_s(float (&s)[BN / 2], uint32_t q_wg, uint32_t kb)
+{
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        const uint32_t cofs = (uint32_t)(kk >> 2), kofs = (uint32_t)(kk & 3) * 32u;
+        const uint64_t da = ck_wg_desc(q_wg + cofs * ROWS * 128u + kofs, 16u, 1024u);
+        const uint64_t db = ck_wg_desc(kb + cofs * BN * 128u + kofs, 16u, 1024u);
+        ck_wg_ss<T, BN>(s, da, db, kk > 0);
+    }
+    ck_wg_commit();
+}
+
+/* O += P V of the tile whose V is at vb, issued and committed (the caller fences): k-step k2 reads keys 16 k2 ..
+ * 16 k2 + 15 (two 8-row groups, 2048 bytes in); N = D spans D / 64 column blocks, BN x 128 bytes apart. */
+template <typename T, int D, int BN>
+__device__ __forceinline__ void ck_pfw_issue_pv(float (&o)[D / 2], const uint32_t (&pa)[BN / 16][4], uint32_t vb)
+{
+#pragma unroll
+    for (int k2 = 0; k2 < BN / 16; k2++)
+        ck_wg_rs<T, D>(o, pa[k2], ck_wg_desc(vb + (uint32_t)k2 * 2048u, (uint32_t)BN * 128u, 1024u));
+    ck_wg_commit();
+}
+
+/* The online softmax of a tile's scores s (masked already; this thread's rows r = 0, 1, a quad holding a row's BN
+ * scores): the running max m of the raw scores moves only by more than CK_PF_RESCALE_LOG2 (lazy rescaling), then
+ * alpha (O's and l's factor: 1 where it did not move) and l are updated and P goes to pn in wgmma's A-fragment
+ * layout. Returns whether any row of the warp moved. */
+template <typename T, int BN>
+__device__ __forceinline__ bool ck_pfw_softmax(const float (&s)[BN / 2], float (&m)[2], float (&l)[2], float scale2,
+                                               float (&alpha)[2], uint32_t (&pn)[BN / 16][4])
+{
+    constexpr int NS = BN / 8;
+    float mx[2];
+    bool grow = false;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        mx[r] = ck_pf_row_max<NS>([&](int n, int e) { return s[4 * n + 2 * r + e]; });
+        grow |= mx[r] * scale2 > m[r] * scale2 + CK_PF_RESCALE_LOG2;
+    }
+    const bool rescale = __any_sync(0xffffffffu, grow);
+    alpha[0] = alpha[1] = 1.0f;
+    if (rescale) {
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const float mn = fmaxf(m[r], mx[r]);
+            alpha[r] = mn == -CK_INF ? 0.0f : ck_exp2((m[r] - mn) * scale2);
+            m[r] = mn;
+            l[r] *= alpha[r];
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const float msc = m[r] == -CK_INF ? 0.0f : m[r] * scale2;
+        l[r] += ck_pf_row_exp<NS>([&](int n, int e) { return s[4 * n + 2 * r + e]; }, scale2, msc,
+                                  [&](int n, float p0, float p1) { pn[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0, p1); });
+    }
+    return rescale;
+}
+
+/* O's rows times their factors. */
+template <int D> __device__ __forceinline__ void ck_pfw_scale_o(float (&o)[D / 2], const float (&alpha)[2])
+{
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+#pragma unroll
+        for (int n = 0; n < D / 8; n++) {
+            o[4 * n + 2 * r] *= alpha[r];
+            o[4 * n + 2 * r + 1] *= alpha[r];
+        }
+}
+
+/* Epilogue of this thread's rows row0, row0 + 8: as attn_prefill (ck_pf_store_row) from the accumulators. */
+template <typename T, int D>
+__device__ __forceinline__ void ck_pfw_store(const ck_attn_args_t &a, const ck_pf_block_t &b, int row0, int t4,
+                                             const float (&o)[D / 2], const float (&l)[2], const float (&m)[2])
+{
+    const bool pair16 = ck_pf_out_pairs(a);
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+        ck_pf_store_row<T, D / 8>(a, b, pair16, row0 + 8 * r, t4, l[r], m[r], [&](int n, int e) { return o[4 * n + 2 * r + e]; });
+}
+
 template <typename T, int D>
 __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
 {
@@ -60,7 +148,6 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
     constexpr int CPR = D / 8;    /* 16-byte chunks a row */
     constexpr int RPP = NT / CPR; /* rows a copy pass covers */
     constexpr int NS = BN / 8;    /* n8 column groups of S */
-    constexpr int NO = D / 8;     /* n8 column groups of O */
     constexpr int SLOTS = CK_PF_ADDR_SLOTS;
     static_assert(ROWS == 2 * 64 && CK_PFW_WARPS == 8, "two warpgroups of 64 rows");
     static_assert(NT % CPR == 0 && BN % RPP == 0 && RPP % 8 == 0, "copy passes keep each thread's swizzle");
@@ -114,16 +201,6 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
     /* This warpgroup's 64 Q rows: row block (warp / 4) x 64 of each column block. */
     const uint32_t q_wg = sQ0 + (uint32_t)(warp >> 2) * 64u * 128u;
     uint32_t pa[BN / 16][4]; /* P as wgmma's A fragments: k-step k2 = column groups 2 k2, 2 k2 + 1 */
-    /* O += P V of the tile whose V is in stage vst: k-step k2 reads keys 16 k2 .. 16 k2 + 15 (two 8-row
-     * groups, 2048 bytes in); N = D spans D / 64 column blocks, BN x 128 bytes apart. */
-    auto issue_pv = [&](int vst) {
-        const uint32_t vb = sV0 + (uint32_t)vst * KV_BYTES;
-        ck_wg_fence();
-#pragma unroll
-        for (int k2 = 0; k2 < BN / 16; k2++)
-            ck_wg_rs<T, D>(o, pa[k2], ck_wg_desc(vb + (uint32_t)k2 * 2048u, (uint32_t)BN * 128u, 1024u));
-        ck_wg_commit();
-    };
 
     for (int kt = 0; kt < b.n_tiles; kt++) {
         const int st = kt & 1, slot = kt % SLOTS;
@@ -138,18 +215,9 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
         const bool interior = !absent_cur && k0 >= b.all_lo && k0 + BN - 1 <= b.all_hi;
         const uint32_t kb = sK0 + (uint32_t)st * KV_BYTES;
 
-        /* S = Q K^T: k-step kk reads 16 dims: column block kk / 4, 32 bytes in (the hardware applies the
-         * swizzle to the address it forms). */
         float s[BN / 2];
         ck_wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
-            const uint32_t cofs = (uint32_t)(kk >> 2), kofs = (uint32_t)(kk & 3) * 32u;
-            const uint64_t da = ck_wg_desc(q_wg + cofs * ROWS * 128u + kofs, 16u, 1024u);
-            const uint64_t db = ck_wg_desc(kb + cofs * BN * 128u + kofs, 16u, 1024u);
-            ck_wg_ss<T, BN>(s, da, db, kk > 0);
-        }
-        ck_wg_commit();
+        ck_pfw_issue_s<T, D, BN, ROWS>(s, q_wg, kb);
         ck_wg_wait<0>();
         ck_wg_pin(s);
 
@@ -157,47 +225,16 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
             ck_pf_mask_edge<1, NS>(rrange, warp * 16 + g, kt * BN, t4, absent_cur, ring.kaddr + slot * BN,
                                    [&](int, int n, int k) -> float & { return s[4 * n + k]; });
 
-        /* Online softmax, as attn_prefill: the quad holds a row's BN scores. */
-        float mx[2];
-        bool grow = false;
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            mx[r] = ck_pf_row_max<NS>([&](int n, int e) { return s[4 * n + 2 * r + e]; });
-            grow |= mx[r] * scale2 > m[r] * scale2 + CK_PF_RESCALE_LOG2;
-        }
-        const bool rescale = __any_sync(0xffffffffu, grow);
-        float alpha[2] = {1.0f, 1.0f};
-        if (rescale) {
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const float mn = fmaxf(m[r], mx[r]);
-                alpha[r] = mn == -CK_INF ? 0.0f : ck_exp2((m[r] - mn) * scale2);
-                m[r] = mn;
-                l[r] *= alpha[r];
-            }
-        }
+        /* Online softmax, as attn_prefill */
         uint32_t pn[BN / 16][4]; /* this tile's P */
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const float msc = m[r] == -CK_INF ? 0.0f : m[r] * scale2;
-            l[r] += ck_pf_row_exp<NS>([&](int n, int e) { return s[4 * n + 2 * r + e]; }, scale2, msc,
-                                      [&](int n, float p0, float p1) { pn[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0, p1); });
-        }
-
-        if (rescale) {
-#pragma unroll
-            for (int r = 0; r < 2; r++)
-#pragma unroll
-                for (int n = 0; n < NO; n++) {
-                    o[4 * n + 2 * r] *= alpha[r];
-                    o[4 * n + 2 * r + 1] *= alpha[r];
-                }
-        }
+        float alpha[2];
+        if (ck_pfw_softmax<T, BN>(s, m, l, scale2, alpha, pn)) ck_pfw_scale_o<D>(o, alpha);
 #pragma unroll
         for (int k2 = 0; k2 < BN / 16; k2++)
 #pragma unroll
             for (int i = 0; i < 4; i++) pa[k2][i] = pn[k2][i];
-        issue_pv(st);
+        ck_wg_fence();
+        ck_pfw_issue_pv<T, D, BN>(o, pa, sV0 + (uint32_t)st * KV_BYTES);
 
         if (kt + 2 < b.n_tiles) ring.ahead(k0, kt, b.n_tiles);
         ck_wg_wait<0>(); /* before the next barrier: the stage is then free for tile kt+2 */
@@ -206,12 +243,7 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
     }
     ck_cp_async_wait<0>();
 
-    /* Epilogue: as attn_prefill. */
-    const bool pair16 = ck_pf_out_pairs(a);
-#pragma unroll
-    for (int r = 0; r < 2; r++)
-        ck_pf_store_row<T, NO>(a, b, pair16, warp * 16 + g + 8 * r, t4, l[r], m[r],
-                               [&](int n, int e) { return o[4 * n + 2 * r + e]; });
+    ck_pfw_store<T, D>(a, b, warp * 16 + g, t4, o, l, m);
 }
 
 #endif /* ATTNRT_ATTN_PREFILL_SM90A_CUH */
