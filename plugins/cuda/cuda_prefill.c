@@ -18,6 +18,7 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
     const char *env = secure_getenv("ATTNRT_CUDA_PREFILL");
     if (!d->k.mma_ok || (env && strcmp(env, "mma") == 0)) return ATTNRT_OK;
     const int wgmma = d->modules[CUDA_FAMILY_SM90A] != NULL && !(env && strcmp(env, "fa2") == 0);
+    d->k.prefill_ws_force = env && strcmp(env, "ws") == 0;
     int optin = 0;
     cuda_drv.DeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d->dev);
     static const char *const t_name[2] = {"f16", "bf16"};
@@ -40,7 +41,6 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
         const uint32_t smem_ws = ck_pfs_smem_bytes(D);
         if (!use_wg || (env && strcmp(env, "wg") == 0) || (int)smem_ws > optin) continue;
         d->k.prefill_ws_smem[di] = smem_ws;
-        d->k.prefill_ws_force = env && strcmp(env, "ws") == 0;
         for (int t = 0; t < 2; t++) {
             char name[48];
             snprintf(name, sizeof name, "ck_attn_prefill_ws_%s_d%d", t_name[t], D);
@@ -56,8 +56,9 @@ CUfunction cuda_prefill_ws_kernel(const cuda_dev_t *d, const attnrt_attention_ar
 {
     uint32_t s0, t0;
     if (!cuda_prefill_kernel(d, a, t, di, &s0, &t0) || !d->k.prefill_ws[t][di]) return NULL;
-    /* a box is the block size's largest power-of-two factor of rows (no box crosses a block), at least 8 and at
-     * most 32 (the decode kernel's boxes, which share the run's tensor maps, take the same rule) */
+    /* a box is the block size's largest power-of-two factor of rows (no box crosses a block), at least 8 and at most
+     * 32; where the batch's decode kernel takes tensor copies too, the run encodes its boxes (16 or 32 rows), which the
+     * kernel reads from its arguments */
     const int64_t bs = a->key_cache->shape[1], low = bs & -bs;
     if (low < 8 || a->value_cache->shape[1] != bs) return NULL;
     *smem = d->k.prefill_ws_smem[di];
