@@ -17,7 +17,8 @@
  * cp.async writes through the generic proxy and wgmma reads through the async proxy: each thread fences
  * (fence.proxy.async.shared::cta) after its copies landed, before the barrier that publishes them.
  * BN and the blocks a SM: cuda_prefill_wg_cfg.h. Each tile's S, softmax and O run in order (FA3's overlap
- * of a tile's O with the next tile's softmax gained nothing here: docs/dev/cuda-prefill.md, run 8).
+ * of a tile's O with the next tile's softmax gained nothing here, behind the block barrier: docs/dev/cuda-prefill.md,
+ * run 8; the warp-specialized kernel of attn_prefill_ws_sm90a.cuh, which has no such barrier, does overlap them).
  */
 #ifndef ATTNRT_ATTN_PREFILL_SM90A_CUH
 #define ATTNRT_ATTN_PREFILL_SM90A_CUH
