@@ -142,6 +142,69 @@ __device__ __forceinline__ void ck_pfw_store(const ck_attn_args_t &a, const ck_p
         ck_pf_store_row<T, D / 8>(a, b, pair16, row0 + 8 * r, t4, l[r], m[r], [&](int n, int e) { return o[4 * n + 2 * r + e]; });
 }
 
+/* The epilogue of one warpgroup (wtid 0 .. 127 of it; its 64 rows from rbase, this thread's rows row0, row0 + 8) through
+ * shared memory: the normalized rows go, as T, into the warpgroup's own rows of the tile at tile (ROWS rows in the
+ * canonical layout: its Q rows, which its products no longer read), then each thread writes whole 16-byte chunks, a
+ * row's 2 D bytes by consecutive threads. The direct epilogue (ck_pfw_store) wrote 4 bytes a thread and row, 32 stores
+ * a thread at D 128 whose code (both output forms unrolled) ran cold once a block: 30 % of the consumers' samples at
+ * 512-token prompts (docs/dev/cuda-prefill.md, session 16). Outputs of another type or not 16-byte aligned keep
+ * the direct form. bar_id: a named barrier of the warpgroup's 128 threads. */
+template <typename T, int D, int ROWS>
+__device__ __forceinline__ void ck_pfw_store_staged(const ck_attn_args_t &a, const ck_pf_block_t &b, int wtid, int rbase,
+                                                    int row0, int t4, const float (&o)[D / 2], const float (&l)[2],
+                                                    const float (&m)[2], uint32_t tile, int bar_id)
+{
+    constexpr int CPR = D / 8;
+    const bool fast = a.out_dtype == a.q_dtype &&
+                      (((uintptr_t)a.out | (uintptr_t)(a.out_st[0] * 2) | (uintptr_t)(a.out_st[1] * 2)) & 15u) == 0;
+    if (!fast) {
+        ck_pfw_store<T, D>(a, b, row0, t4, o, l, m);
+        return;
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = row0 + 8 * r;
+        float lsum = l[r];
+        lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
+        lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
+        float inv = 0.0f;
+        if (row < b.nrows) {
+            const int64_t tok = b.tok0 + row / b.hc;
+            const int h = b.hbase + row % b.hc;
+            const float m_nat = m[r] * a.scale; /* natural-log units for the LSE and the sinks */
+            if (lsum > 0.0f) {
+                float den = lsum;
+                if (a.sinks) den += expf(a.sinks[h * a.sinks_st] - m_nat);
+                inv = 1.0f / den; /* den inf (a sink far above every key): 0, not NaN */
+            }
+            if (t4 == 0 && a.lse)
+                a.lse[tok * a.lse_st[0] + (int64_t)h * a.lse_st[1]] = lsum > 0.0f ? m_nat + logf(lsum) : -CK_INF;
+        }
+        /* chunk n of the row (its columns 8 n .. 8 n + 7), this thread's two of them 4 t4 bytes in */
+#pragma unroll
+        for (int n = 0; n < CPR; n++) {
+            const uint32_t at = tile + (uint32_t)((n >> 3) * ROWS * 128 + row * 128 + (((n & 7) ^ (row & 7)) << 4) + 4 * t4);
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(ck_pack2<T>(o[4 * n + 2 * r] * inv, o[4 * n + 2 * r + 1] * inv))
+                         : "memory");
+        }
+    }
+    asm volatile("bar.sync %0, 128;\n" ::"r"(bar_id) : "memory");
+    /* chunk c of row rbase + i / CPR: the same c for every row a thread writes (128 a multiple of CPR) */
+    const int c = wtid % CPR;
+#pragma unroll 4
+    for (int i = wtid; i < 64 * CPR; i += 128) {
+        const int row = rbase + i / CPR;
+        if (row >= b.nrows) break; /* rows grow with i */
+        uint4 v;
+        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "r"(tile + (uint32_t)((c >> 3) * ROWS * 128 + row * 128 + (((c & 7) ^ (row & 7)) << 4))));
+        const int64_t tok = b.tok0 + row / b.hc;
+        const int h = b.hbase + row % b.hc;
+        *(uint4 *)((T *)a.out + tok * a.out_st[0] + (int64_t)h * a.out_st[1] + c * 8) = v;
+    }
+}
+
 template <typename T, int D>
 __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
 {
@@ -244,7 +307,7 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
     }
     ck_cp_async_wait<0>();
 
-    ck_pfw_store<T, D>(a, b, warp * 16 + g, t4, o, l, m);
+    ck_pfw_store_staged<T, D, ROWS>(a, b, tid & 127, (warp >> 2) * 64, warp * 16 + g, t4, o, l, m, sQ0, 4 + (warp >> 2));
 }
 
 #endif /* ATTNRT_ATTN_PREFILL_SM90A_CUH */

@@ -271,7 +271,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
         release_v(nt);
     }
 
-    ck_pfw_store<T, D>(a, b, cw * 16 + g, t4, o, l, m);
+    ck_pfw_store_staged<T, D, ROWS>(a, b, ctid & 127, wg * 64, cw * 16 + g, t4, o, l, m, sQ0, 4 + wg);
 }
 
 #endif /* ATTNRT_ATTN_PREFILL_WS_SM90A_CUH */
