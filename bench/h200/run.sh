@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/h200/run.sh — everything the cuda plugin needs from a lent H200, in ONE call (~5-8 minutes):
 #   nvidia-smi; attnrt-info; attnrt-conform --plugin cuda (the full default set; the attention cases
-#   again with ATTNRT_CUDA_PREFILL=ws, =wg, =fa2 and =mma: each prefill kernel on every prefill it can take (the
-#   warp-specialized and the plain wgmma kernel, the FA2 kernel the H200 otherwise skips, the general one);
+#   again with ATTNRT_CUDA_PREFILL=ws + ATTNRT_CUDA_PREFILL_BLOCKS=1, =wg, =fa2 and =mma: each prefill kernel on every
+#   prefill it can take (the persistent warp-specialized kernel with one block walking every item, the plain wgmma
+#   kernel, the FA2 kernel the H200 otherwise skips, the general one);
 #   with ATTNRT_CUDA_DEC_FP8_TILE=16 and =c4, every fp8 D 128
 #   decode on the 16-key tensor-copy kernel and on _c4, and with ATTNRT_CUDA_DEC_W2=1 on the 2-warp twins of
 #   _t32, _c4 and fp8 D 64's _t; on failure again with every attention on the SIMT
@@ -86,19 +87,23 @@ rc=$?
 grep -E "FAIL|fail" "$OUT/conform-cuda.txt" | head -40
 tail -3 "$OUT/conform-cuda.txt"
 note "conform cuda (auto kernels): exit $rc; $(tail -1 "$OUT/conform-cuda.txt")"
-# Each prefill kernel on every attention case: on the H200 the plan takes the warp-specialized wgmma kernel for blocks
-# that read many keys and the wgmma kernel for the rest, so the conformance cases (short) mostly see the latter; then
-# the FA2 kernel (every other device) and the general tensor-core kernel (attn_mma.cuh: fp8 caches, soft-cap, ALiBi,
-# other head dims).
+# Each prefill kernel on every attention case: on the H200 the plan takes the persistent warp-specialized wgmma kernel
+# wherever it can run (the full set above: one item a block in these short cases), here once with one block walking
+# every item of a call (ATTNRT_CUDA_PREFILL_BLOCKS=1: its Q slots and rings over many items); then the plain wgmma
+# kernel, the FA2 kernel (every other device) and the general tensor-core kernel (attn_mma.cuh: fp8 caches, soft-cap,
+# ALiBi, other head dims).
 for pf in ws wg fa2 mma; do
     case $pf in
-    ws) what="the warp-specialized wgmma prefill kernel wherever it can run" ;;
+    ws) what="the warp-specialized wgmma prefill kernel, one block walking every item" ;;
     wg) what="the wgmma prefill kernel alone" ;;
     fa2) what="the FA2 prefill kernel" ;;
     mma) what="the general prefill kernel" ;;
     esac
     f="$OUT/conform-cuda-$pf.txt"
-    ATTNRT_CUDA_PREFILL=$pf timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$f" 2>&1
+    blocks=0
+    [ $pf = ws ] && blocks=1
+    ATTNRT_CUDA_PREFILL=$pf ATTNRT_CUDA_PREFILL_BLOCKS=$blocks timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda \
+        --filter attn > "$f" 2>&1
     rc_pf=$?
     grep -E "^FAIL" "$f" | head -20
     note "conform cuda (ATTNRT_CUDA_PREFILL=$pf: $what, attention cases): exit $rc_pf; $(tail -1 "$f")"
@@ -285,15 +290,18 @@ if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v comput
             --filter "$f" --cases 0 > "$OUT/sanitizer-racecheck-$f.txt" 2>&1
         note "racecheck ($f, tensor copies): exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck-$f.txt" | tail -1)"
     done
-    # the warp-specialized prefill kernel (tensor copies into K / V rings on mbarriers, two consumer warpgroups in turns):
-    # a block size of 48 in HND, D 256 with a window and sinks, non-causal D 64
-    for f in attn-pf-wg-bs48-hnd attn-pf-wg-d256-window attn-pf-noncausal; do
+    # the warp-specialized prefill kernel (tensor copies into Q slots and K / V rings on mbarriers, two consumer
+    # warpgroups in turns; two blocks walking the items): a block size of 48 in HND, D 256 with a window and sinks,
+    # non-causal D 64, a group of 3 heads (Q boxes of 126 rows)
+    for f in attn-pf-wg-bs48-hnd attn-pf-wg-d256-window attn-pf-noncausal attn-pf-ws-g3; do
+        export ATTNRT_CUDA_PREFILL_BLOCKS=2
         ATTNRT_CUDA_PREFILL=ws timeout 60 compute-sanitizer --tool memcheck --print-limit 20 "$BUILD/tools/attnrt-conform" \
             --plugin cuda --filter "$f" --cases 0 > "$OUT/sanitizer-memcheck-$f-ws.txt" 2>&1
         note "memcheck ($f, warp-specialized prefill): exit $?; $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer-memcheck-$f-ws.txt" | tail -1)"
         ATTNRT_CUDA_PREFILL=ws timeout 60 compute-sanitizer --tool racecheck --print-limit 20 "$BUILD/tools/attnrt-conform" \
             --plugin cuda --filter "$f" --cases 0 > "$OUT/sanitizer-racecheck-$f-ws.txt" 2>&1
         note "racecheck ($f, warp-specialized prefill): exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck-$f-ws.txt" | tail -1)"
+        unset ATTNRT_CUDA_PREFILL_BLOCKS
     done
     f=attn-dec-e4m3-bs24
     ATTNRT_CUDA_DEC_FP8_TILE=16 timeout 60 compute-sanitizer --tool memcheck --print-limit 20 "$BUILD/tools/attnrt-conform" \

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cuda_attention_plan.h"
+#include "cuda_prefill_cfg.h"
 #include "plugin_error.h"
 #include "plugin_struct.h"
 
@@ -136,6 +137,22 @@ static int encode_kv_map(ck_tmap_t *map, const void *base, const int64_t st[3], 
     return r == CUDA_SUCCESS;
 }
 
+/* The warp-specialized prefill kernel's Q map: [num_tokens][Hq][D] by Q's strides, boxes of 64 columns (128 bytes,
+ * swizzled as wgmma's canonical layout) x hc heads x CK_PF_ROWS / hc tokens, an item's rows in its order (heads
+ * inner). 0 where the driver refuses it (Q not 16-byte aligned, strides not multiples of 16 bytes). */
+static int encode_q_map(ck_tmap_t *map, const ck_attn_args_t *k, int hc)
+{
+    if (hc < 1 || hc > CK_PF_ROWS || k->q_st[0] < 0 || k->q_st[1] < 0 || !cuda_drv.TensorMapEncodeTiled) return 0;
+    const cuuint64_t dims[3] = {(cuuint64_t)k->dqk, (cuuint64_t)k->hq, (cuuint64_t)k->num_tokens};
+    const cuuint64_t strides[2] = {(cuuint64_t)(k->q_st[1] * 2), (cuuint64_t)(k->q_st[0] * 2)};
+    const cuuint32_t box[3] = {64u, (cuuint32_t)hc, (cuuint32_t)(CK_PF_ROWS / hc)}, unit[3] = {1, 1, 1};
+    const CUresult r = cuda_drv.TensorMapEncodeTiled((CUtensorMap *)(void *)map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3,
+                                                     (void *)(uintptr_t)k->q, dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS;
+}
+
 /* Both caches' maps into k, boxes of `rows` rows (the decode kernel's, else the warp-specialized prefill
  * kernel's); 0 (launch the plain kernels) where the layouts differ in stride order, this run's block size is
  * not a multiple of the box rows, or the driver refuses a map. */
@@ -200,10 +217,13 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
     const int maps = (pf_ws || dec_tma) && encode_kv_maps(&a, p, p->tma_rows ? p->tma_rows : p->pf_tma_rows, &k);
     if (p->n_prefill) {
         k.items = items;
-        if (pf_ws && maps)
-            st = cuda_launch(p->f_prefill_ws, p->n_prefill, p->prefill_ws_threads, p->smem_prefill_ws, stream, &k,
+        if (pf_ws && maps && encode_q_map(&k.tm_q, &k, p->pf_hc)) { /* persistent: one block a SM walks the items */
+            k.pf_items = (int32_t)p->n_prefill;
+            const int cap = d->k.prefill_ws_blocks > 0 ? d->k.prefill_ws_blocks : d->sm_count;
+            const uint32_t grid = cap > 0 && (uint32_t)cap < p->n_prefill ? (uint32_t)cap : p->n_prefill;
+            st = cuda_launch(p->f_prefill_ws, grid, p->prefill_ws_threads, p->smem_prefill_ws, stream, &k,
                              "cuda paged attention (prefill tiles, warp-specialized)");
-        else
+        } else
             st = cuda_launch(p->f_prefill, p->n_prefill, p->prefill_threads, p->smem_prefill, stream, &k, "cuda paged attention (prefill tiles)");
     }
     if (st == ATTNRT_OK && p->n_decode) { /* split row tiles merged by their last block (split_count) */

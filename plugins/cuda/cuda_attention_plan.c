@@ -263,18 +263,14 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         free(p);
         return st;
     }
-    /* The warp-specialized prefill kernel (one block a SM) where the blocks read CK_PFS_MIN_MEAN_KEYS keys or more on
-     * average, at D 128 and 256; the two-blocks-a-SM kernel otherwise (docs/dev/cuda-prefill.md, session 15: B4 x 4096
-     * causal D 128 +12 %, D 256 +34 %, B1 x 16384 +29 %; B32 x 512 -21 %, D 64 -4 %). ATTNRT_CUDA_PREFILL=ws: always. */
-    if (p->f_prefill_ws && !d->k.prefill_ws_force) {
-        int64_t keys = 0, blocks = 0;
-        for (size_t i = 0; i < n_tiles; i++)
-            if (tiles[i].cfg == CUDA_CFG_PREFILL) {
-                keys += tiles[i].keys;
-                blocks++;
-            }
-        if (di == 0 || blocks == 0 || keys < CK_PFS_MIN_MEAN_KEYS * blocks) p->f_prefill_ws = NULL;
-    }
+    /* The warp-specialized prefill kernel wherever it can run: persistent, with the next item's Q and tiles copied
+     * under this one's work, it is ahead of the two-blocks-a-SM kernel at every prompt length and head size measured
+     * (docs/dev/cuda-prefill.md, session 16: B32 x 512 +8 %, B16 x 1024 +13 %, B4 x 4096 +23 %, D 64 +5-8 %). Its Q
+     * boxes take every item's heads, so all items must have the same count (a group of more than CK_PF_ROWS heads
+     * that is not a multiple of it ends in a smaller one). */
+    const int64_t G = Hq / Hkv;
+    p->pf_hc = (int)(G < CK_PF_ROWS ? G : CK_PF_ROWS);
+    if (G > CK_PF_ROWS && G % CK_PF_ROWS) p->f_prefill_ws = NULL;
 
     /* Split-KV for the decode tiles: every decode tile of more than `chunk` key tiles is cut into
      * ceil(tiles / chunk) blocks. The chunk is chosen by a rounds model: blocks run in rounds of

@@ -42,6 +42,7 @@ typedef struct cuda_attn_plan {
                                 the run's fallback; NULL: none */
     uint32_t smem_prefill_ws, prefill_ws_threads;
     int      pf_tma_rows;   /* its boxes' rows when the decode kernel takes no tensor copies (else tma_rows) */
+    int      pf_hc;         /* its items' query heads (all the same: its Q boxes are encoded for them) */
     CUdeviceptr split_count; /* [num_parts] arrival counts of the split row tiles (device, zero between runs) */
     size_t   off_part_lse, off_part_o, workspace_bytes;
     /* what the plan decided, for notes and tests */

@@ -54,7 +54,8 @@ typedef struct cuda_kernels {
     uint32_t   prefill_smem[CUDA_MMA_DIMS], prefill_threads[CUDA_MMA_DIMS]; /* of the kernel in prefill[][d] */
     CUfunction prefill_ws[2][CUDA_MMA_DIMS];   /* the warp-specialized wgmma prefill (tensor copies), or NULL */
     uint32_t   prefill_ws_smem[CUDA_MMA_DIMS];
-    int        prefill_ws_force;               /* ATTNRT_CUDA_PREFILL=ws: every call it can take (else the plan's rule) */
+    int        prefill_ws_blocks;              /* ATTNRT_CUDA_PREFILL_BLOCKS: its grid at most (0: one block a SM); tests
+                                                  make few blocks walk many items */
 } cuda_kernels_t;
 
 typedef struct cuda_dev {

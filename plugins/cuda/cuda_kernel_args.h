@@ -73,6 +73,11 @@ typedef struct ck_attn_args {
      * 1), the order of their strides (host: cuda_attention.c, encode_kv_maps) */
     ck_tmap_t    tm_k, tm_v;
     int32_t      kv_tma_rows, kv_tma_hnd;
+    /* the warp-specialized prefill kernel: Q as [num_tokens][hq][dqk], boxes of 64 columns x hc heads x CK_PF_ROWS / hc
+     * tokens (hc: every item's head count; host: cuda_attention.c, encode_q_map); it is persistent: block b takes
+     * items b, b + gridDim.x, ... of the pf_items in the list */
+    ck_tmap_t    tm_q;
+    int32_t      pf_items;
     const void  *q;            /* [T, Hq, Dqk] */
     void        *out;          /* [T, Hq, Dv] */
     float       *lse;          /* [T, Hq] or NULL */

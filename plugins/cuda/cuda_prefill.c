@@ -18,7 +18,9 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
     const char *env = secure_getenv("ATTNRT_CUDA_PREFILL");
     if (!d->k.mma_ok || (env && strcmp(env, "mma") == 0)) return ATTNRT_OK;
     const int wgmma = d->modules[CUDA_FAMILY_SM90A] != NULL && !(env && strcmp(env, "fa2") == 0);
-    d->k.prefill_ws_force = env && strcmp(env, "ws") == 0;
+    const char *blocks = secure_getenv("ATTNRT_CUDA_PREFILL_BLOCKS");
+    d->k.prefill_ws_blocks = blocks ? atoi(blocks) : 0;
+    if (d->k.prefill_ws_blocks < 0) d->k.prefill_ws_blocks = 0;
     int optin = 0;
     cuda_drv.DeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d->dev);
     static const char *const t_name[2] = {"f16", "bf16"};

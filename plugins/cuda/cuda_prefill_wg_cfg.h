@@ -28,22 +28,30 @@ static inline uint32_t ck_pfw_smem_bytes(int d)
            2u * CK_PF_ADDR_SLOTS * (uint32_t)CK_PFW_BN(d) * 8u + CK_PF_ROWS * 8u;
 }
 
-/* The warp-specialized kernel (kernels/attn_prefill_ws_sm90a.cuh): a producer warpgroup (tensor copies into a
- * K ring and a V ring, on mbarriers) and two consumer warpgroups of 64 rows with 232 registers (setmaxnreg), one
- * block a SM: 128-key tiles at D 64 / 128, 64 at D 256 (O alone is 128 registers there). */
+/* The warp-specialized kernel (kernels/attn_prefill_ws_sm90a.cuh): a producer warpgroup (tensor copies of Q into Q
+ * slots and of K / V into rings, on mbarriers) and two consumer warpgroups of 64 rows, one persistent block a SM
+ * walking the items: 128-key tiles at D 64 / 128, 64 at D 256 (O alone is 128 registers there). */
 #define CK_PFS_THREADS 384
 #define CK_PFS_KST 2 /* stages of the K ring */
 #define CK_PFS_VST 2 /* of the V ring (3 at D 128 measured the same: docs/dev/cuda-prefill.md, session 15) */
 #define CK_PFS_BN(d) ((d) == 256 ? 64 : 128)
-/* The plan takes it where its blocks read at least this many keys on average (one block a SM: a block's start and
- * end are not hidden behind another block's work, so short key ranges stay on the two-blocks-a-SM kernel). */
-#define CK_PFS_MIN_MEAN_KEYS 1024
+/* Registers a thread after setmaxnreg, moved between warpgroups within the block's launch allocation (168 a thread x
+ * 384: producer + 2 consumers <= 504, else setmaxnreg.inc waits for registers that never come): the producer
+ * warpgroup walks the items (their descriptions, row ranges and block ids) in 72 without spilling, the consumers
+ * need 216 at D 64 / 128 (ptxas -v: no spills); at D 256 (O alone is 128 registers) they spill 60 bytes. */
+#define CK_PFS_LAUNCH_REGS 168
+#define CK_PFS_PRODUCER_REGS 72
+#define CK_PFS_CONSUMER_REGS 216
+/* Q slots: two (the next item's Q comes in while this one is computed and written), one at D 256 (two do not fit) */
+#define CK_PFS_QST(d) ((d) == 256 ? 1 : 2)
 
+/* the kernel's layout: Q slots, K and V rings, mbarriers (full and empty of each stage and slot), the slots' item
+ * descriptions (ck_pf_block_t: 112 bytes), the stages' key counts and flags, the slots' row ranges */
 static inline uint32_t ck_pfs_smem_bytes(int d)
 {
-    const uint32_t st = CK_PFS_KST + CK_PFS_VST;
-    return 1024u + (uint32_t)(CK_PF_ROWS + (int)st * CK_PFS_BN(d)) * (uint32_t)d * 2u + 16u * st + 32u * st +
-           4u * ((st + 1u) & ~1u) + CK_PF_ROWS * 8u;
+    const uint32_t st = CK_PFS_KST + CK_PFS_VST, qst = CK_PFS_QST(d);
+    return 1024u + (uint32_t)((int)qst * CK_PF_ROWS + (int)st * CK_PFS_BN(d)) * (uint32_t)d * 2u + 16u * (st + qst) +
+           112u * qst + 32u * st + 4u * ((st + 1u) & ~1u) + qst * CK_PF_ROWS * 8u;
 }
 
 #endif /* ATTNRT_CUDA_PREFILL_WG_CFG_H */

@@ -519,6 +519,14 @@ static void directed_attention(cf_builder_t *b)
     cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
     c->window_left = 90;
     c->sinks = c->lse = 1;
+    /* the warp-specialized kernel's Q boxes (heads x tokens of an item; a group of 3 fills 126 of 128 rows, the box
+     * reaching into the next request's tokens and past the last one) and its output forms (f32: the direct epilogue) */
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-ws-g3", "170/170 60/300 1/40 45/45", 6, 2, 128, 128, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-ws-f32out", "150/150 64/200", 8, 2, 128, 128, 32);
+    cf_directed_dtypes(c, CF_F16, CF_F32, CF_F16);
+    c->sinks = c->lse = 1;
 }
 
 static void directed_cascade(cf_builder_t *b)

@@ -127,4 +127,15 @@ __device__ __forceinline__ void ck_tma_load_4d(uint32_t dst, const void *tmap, i
 #endif
 }
 
+/* A box of a 3-D tensor map into shared memory at dst, counted on bar (the warp-specialized prefill kernel's Q: a
+ * [tokens][heads][D] map, boxes of 64 columns x the item's heads x its tokens). */
+__device__ __forceinline__ void ck_tma_load_3d(uint32_t dst, const void *tmap, int32_t c0, int32_t c1, int32_t c2, uint32_t bar)
+{
+#if CK_DEC_BULK
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+                 "l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+#endif
+}
+
 #endif /* ATTNRT_ATTN_DECODE_BULK_CUH */

@@ -40,15 +40,16 @@ __device__ __forceinline__ void ck_pf_cp16_row(uint32_t dst, uint64_t row, uint3
 
 /* A block's work: ntok tokens x hc query heads of KV head kvh (rows: (token, head) pairs, heads inner; the
  * first nrows of CK_PF_ROWS are live), the keys [kbeg, kend] any of them sees in n_tiles tiles of BN, and
- * [all_lo, all_hi], the keys every row sees (ranges grow with the position). ck_pf_block fills it; false:
- * none of the block's planned rows is in this batch (nothing to do). */
+ * [all_lo, all_hi], the keys every row sees (ranges grow with the position). ck_pf_block_at fills it from the
+ * list's item `item` (ck_pf_block: this block's); false: none of the item's planned rows is in this batch (nothing
+ * to do). */
 struct ck_pf_block_t {
     int64_t seq, S, tok0, pq0, ntok, wl, wr, kbeg, kend, all_lo, all_hi; /* wl, wr: the window */
     int     hc, nrows, kvh, hbase, n_tiles;
 };
-template <int BN> __device__ __forceinline__ bool ck_pf_block(const ck_attn_args_t &a, ck_pf_block_t &b)
+template <int BN> __device__ __forceinline__ bool ck_pf_block_at(const ck_attn_args_t &a, int item, ck_pf_block_t &b)
 {
-    const ck_work_item_t it = a.items[blockIdx.x];
+    const ck_work_item_t it = a.items[item];
     /* The request, read on the device and clamped to the tensors (a replayed graph sees grown lengths). */
     b.seq = it.seq;
     const ck_request_t rq = ck_request(a, b.seq);
@@ -64,6 +65,10 @@ template <int BN> __device__ __forceinline__ bool ck_pf_block(const ck_attn_args
     ck_key_range(b.pq0 + b.ntok - 1, b.S, a.causal, b.wl, b.wr, &b.all_lo, &b.kend); /* the last token's */
     b.n_tiles = b.kend >= b.kbeg ? (int)((b.kend - b.kbeg + BN) / BN) : 0;
     return true;
+}
+template <int BN> __device__ __forceinline__ bool ck_pf_block(const ck_attn_args_t &a, ck_pf_block_t &b)
+{
+    return ck_pf_block_at<BN>(a, (int)blockIdx.x, b);
 }
 
 /* Q into shared memory, chunk c of row r at byte swz(r, c) of sq (the caller's swizzle); rows past nrows are

@@ -6,8 +6,13 @@
  *     warp its half of a tile's 128-byte column blocks, one tensor-copy box a block segment (a.kv_tma_rows rows
  *     of one KV head; the decode kernel's tensor maps), completing on the stage's `full` mbarrier; a stage is
  *     refilled once every consumer thread arrived on its `empty` mbarrier (K once S has read it, V once P V has).
- *     It gives its registers back (setmaxnreg.dec); a block id is loaded a tile before its box is issued;
- *   - warpgroups 1 and 2 consume 64 rows each with 232 registers (setmaxnreg.inc): iteration kt issues S of
+ *     It gives registers to the consumers (setmaxnreg); a block id is loaded a tile before its box is issued;
+ *   - the block is persistent (one a SM, items b, b + gridDim.x, ... of the plan's list): the rings' stages and
+ *     phases run on from one item into the next, and warp 0 also publishes each item (its description and rows'
+ *     key ranges in shared memory, its Q by a tensor copy into one of CK_PFS_QST slots), so that the next item's Q
+ *     and first tiles arrive while this one is computed and its output written (docs/dev/cuda-prefill.md, session
+ *     16: short prompts lost a third of their time to a block's start and end);
+ *   - warpgroups 1 and 2 consume 64 rows each with CK_PFS_CONSUMER_REGS registers: iteration kt issues S of
  *     tile kt and P V of tile kt - 1 back to back, then forms tile kt's softmax while they run; the two take
  *     turns to issue (named barriers 2 and 3), so one's softmax runs under the other's products. No block
  *     barrier in the key loop (the other kernel's largest stall, run 7 of docs/dev/cuda-prefill.md).
@@ -17,9 +22,10 @@
  * present block land as stale cache bytes, so a tile holding such keys has them masked in S and their V rows
  * zeroed by the consumers before P V (0 x NaN would be NaN). Tiles start on the box grid (kbeg rounded down
  * to a.kv_tma_rows; the keys before the first row's range are masked by the rows' own ranges).
- * One block a SM (384 threads, 160-200 KB): the plan takes this kernel where blocks read many keys
- * (cuda_attention_plan.c); shapes in cuda_prefill_wg_cfg.h (CK_PFS_*); the host encodes the maps and falls
- * back to the other kernel where it cannot (cuda_attention.c). docs/dev/cuda-prefill.md, session 15.
+ * One block a SM (384 threads, ~100-200 KB): the plan takes this kernel wherever it can run (cuda_attention_plan.c);
+ * shapes in cuda_prefill_wg_cfg.h (CK_PFS_*); the host encodes the maps and falls back to the other kernel where it
+ * cannot (cuda_attention.c). The output leaves through the Q slot (ck_pfw_store_staged). docs/dev/cuda-prefill.md,
+ * sessions 15-16.
  */
 #ifndef ATTNRT_ATTN_PREFILL_WS_SM90A_CUH
 #define ATTNRT_ATTN_PREFILL_WS_SM90A_CUH
@@ -33,36 +39,34 @@ __device__ __forceinline__ void ck_pfs_bar_consumers() { asm volatile("bar.sync 
 template <typename T, int D>
 __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
 {
-    constexpr int ROWS = CK_PF_ROWS, BN = CK_PFS_BN(D), KST = CK_PFS_KST, VST = CK_PFS_VST;
+    constexpr int ROWS = CK_PF_ROWS, BN = CK_PFS_BN(D), KST = CK_PFS_KST, VST = CK_PFS_VST, QST = CK_PFS_QST(D);
     constexpr int CPR = D / 8, NS = BN / 8, CB = D / 64; /* 16-byte chunks a row; n8 groups of S; column blocks */
     constexpr uint32_t Q_BYTES = ROWS * D * 2, KV_BYTES = BN * D * 2;
     static_assert(ROWS == 128 && BN % 64 == 0 && D % 64 == 0, "two consumer warpgroups of 64 rows; whole column blocks");
+    static_assert(sizeof(ck_pf_block_t) == 112, "ck_pfs_smem_bytes counts an item's description as 112 bytes");
+    static_assert(CK_PFS_PRODUCER_REGS + 2 * CK_PFS_CONSUMER_REGS <= 3 * CK_PFS_LAUNCH_REGS &&
+                      CK_PFS_LAUNCH_REGS * CK_PFS_THREADS <= 65536, "registers moved within the launch's allocation");
 
     extern __shared__ __align__(1024) unsigned char pfs_smem[];
     const uint32_t smem_raw = ck_smem(pfs_smem), smem0 = (smem_raw + 1023u) & ~1023u;
     unsigned char *smem = pfs_smem + (smem0 - smem_raw);
-    const uint32_t sQ0 = smem0, sK0 = sQ0 + Q_BYTES, sV0 = sK0 + KST * KV_BYTES;
-    /* mbarriers, 8 bytes each: full K [KST], full V [VST], empty K [KST], empty V [VST] */
+    const uint32_t sQ0 = smem0, sK0 = sQ0 + QST * Q_BYTES, sV0 = sK0 + KST * KV_BYTES;
+    /* mbarriers, 8 bytes each: full K [KST], full V [VST], empty K [KST], empty V [VST], full Q [QST], empty Q [QST] */
     const uint32_t bar0 = sV0 + VST * KV_BYTES;
     auto bar = [&](int kind, int st) -> uint32_t {
         return bar0 + 8u * (uint32_t)((kind >> 1) * (KST + VST) + ((kind & 1) ? KST : 0) + st);
     };
-    unsigned char *tail = smem + (bar0 - smem0) + 16 * (KST + VST);
+    auto barq = [&](int empty, int qs) -> uint32_t { return bar0 + 8u * (uint32_t)(2 * (KST + VST) + empty * QST + qs); };
+    unsigned char *tail = smem + (bar0 - smem0) + 16 * (KST + VST + QST);
+    /* [QST] the item whose Q a slot holds (nrows < 0: no more items), from the producer */
+    ck_pf_block_t *meta = (ck_pf_block_t *)tail;
     /* [KST + VST][32] (K ring, V ring): the present keys at the head of each block segment of the stage's tile (a
      * segment's keys are present up to the request's last key, or none: an absent block) */
-    uint8_t *cnt = (uint8_t *)tail;
+    uint8_t *cnt = (uint8_t *)(tail + QST * sizeof(ck_pf_block_t));
     int *anyabs = (int *)(cnt + (KST + VST) * 32);            /* [KST + VST]: the tile has an absent key */
-    int2 *rrange = (int2 *)(anyabs + ((KST + VST + 1) & ~1)); /* [ROWS] each row's key range, relative to kbeg */
+    int2 *rrange = (int2 *)(anyabs + ((KST + VST + 1) & ~1)); /* [QST][ROWS] each row's key range, relative to kbeg */
 
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    ck_pf_block_t b;
-    if (!ck_pf_block<BN>(a, b)) return;
-    /* tiles on the box grid */
-    const int R = a.kv_tma_rows;
-    if (b.n_tiles > 0) {
-        b.kbeg -= b.kbeg % R;
-        b.n_tiles = (int)((b.kend - b.kbeg + BN) / BN);
-    }
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, R = a.kv_tma_rows;
     if (tid == 0) {
         for (int st = 0; st < KST; st++) {
             ck_mbar_init(bar(0, st), 64);  /* every lane of the ring's two producer warps (their first: the boxes' bytes) */
@@ -72,17 +76,23 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             ck_mbar_init(bar(1, st), 64);
             ck_mbar_init(bar(3, st), 256);
         }
+        for (int qs = 0; qs < QST; qs++) {
+            ck_mbar_init(barq(0, qs), 32);  /* every lane of producer warp 0 (its first: Q's bytes) */
+            ck_mbar_init(barq(1, qs), 256); /* every consumer thread, once the item's output has left the slot */
+        }
         ck_mbar_init_fence();
     }
     __syncthreads();
 
     if (warp < 4) { /* ---- producer: warps 0-1 fill the K ring, 2-3 the V ring, each warp its half of the column blocks ---- */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n" ::: "memory");
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(CK_PFS_PRODUCER_REGS) : "memory");
         const int kv = warp >> 1, half = warp & 1, ns = kv ? VST : KST, nseg = BN / R;
         const uint32_t wbytes = (uint32_t)((CB - half + 1) / 2) * BN * 128u; /* column blocks half, half + 2, .. */
         const uint32_t ring = kv ? sV0 : sK0;
         const void *map = kv ? (const void *)&a.tm_v : (const void *)&a.tm_k;
         const int64_t bs = a.block_size;
+        ck_pf_block_t b = {};
+        int g0 = 0; /* the sequence number of the item's first tile: the rings' stages and phases run on over the items */
         /* lane's segment of tile kt: its key and the block table's entry (-1: none), loaded a tile before its use */
         auto seg_key = [&](int kt) { return b.kbeg + (int64_t)kt * BN + (int64_t)lane * R; };
         auto load_id = [&](int kt) -> int32_t {
@@ -91,8 +101,8 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             return a.block_table[b.seq * a.bt_st[0] + ck_div_bs(key, bs) * a.bt_st[1]];
         };
         auto produce = [&](int kt, int32_t id) {
-            const int st = kt % ns;
-            if (kt >= ns) ck_mbar_wait(bar(2 + kv, st), (uint32_t)(kt / ns - 1) & 1u);
+            const int gt = g0 + kt, st = gt % ns;
+            if (gt >= ns) ck_mbar_wait(bar(2 + kv, st), (uint32_t)(gt / ns - 1) & 1u);
             const int64_t key = seg_key(kt);
             const bool live = lane < nseg && id >= 0 && id < a.num_blocks;
             const int32_t cb = live ? id : (int32_t)a.num_blocks; /* absent: a block outside the map (zeros) */
@@ -113,165 +123,206 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
                 for (int x = half; x < CB; x += 2) ck_tma_load_4d(dst + x * BN * 128, map, x * 64, c1, c2, cb, bar(kv, st));
             }
         };
-        /* two tiles an iteration, so that each id goes from its load to its use without a register copy (a copy
-         * would wait for the load where it stands) */
-        int32_t id0 = load_id(0), id1;
-        for (int kt = 0; kt < b.n_tiles; kt += 2) {
-            id1 = load_id(kt + 1);
-            produce(kt, id0);
-            if (kt + 1 >= b.n_tiles) break;
-            id0 = load_id(kt + 2);
-            produce(kt + 1, id1);
+        /* warp 0: item j's description, its rows' key ranges and its Q (one box a column block: its heads x its tokens)
+         * into Q slot j % QST, once the consumers have written the output of item j - QST out of it; past the last
+         * item (live false) the description says there is none */
+        auto publish = [&](int j, bool live) {
+            const int qs = j % QST;
+            if (j >= QST) ck_mbar_wait(barq(1, qs), (uint32_t)(j / QST - 1) & 1u);
+            if (lane == 0) {
+                meta[qs] = b;
+                if (!live) meta[qs].nrows = -1;
+            }
+            if (live) ck_pf_row_ranges<32>(a, b, lane, rrange + qs * ROWS);
+            const uint32_t qbytes = live ? (uint32_t)(CB * b.hc * (ROWS / b.hc) * 128) : 0u;
+            if (lane == 0 && qbytes) ck_mbar_arrive_expect_tx(barq(0, qs), qbytes);
+            else asm volatile("{ .reg .b64 s;\n mbarrier.arrive.shared::cta.b64 s, [%0];\n}\n" ::"r"(barq(0, qs)) : "memory");
+            if (live && lane < CB)
+                ck_tma_load_3d(sQ0 + qs * Q_BYTES + (uint32_t)lane * ROWS * 128u, &a.tm_q, lane * 64, b.hbase, (int32_t)b.tok0,
+                               barq(0, qs));
+        };
+        int j = 0;
+        for (int item = (int)blockIdx.x; item < a.pf_items; item += (int)gridDim.x) {
+            if (!ck_pf_block_at<BN>(a, item, b)) continue;
+            if (b.n_tiles > 0) { /* tiles on the box grid */
+                b.kbeg -= b.kbeg % R;
+                b.n_tiles = (int)((b.kend - b.kbeg + BN) / BN);
+            }
+            if (warp == 0) publish(j, true);
+            /* two tiles an iteration, so that each id goes from its load to its use without a register copy (a copy
+             * would wait for the load where it stands) */
+            int32_t id0 = load_id(0), id1;
+            for (int kt = 0; kt < b.n_tiles; kt += 2) {
+                id1 = load_id(kt + 1);
+                produce(kt, id0);
+                if (kt + 1 >= b.n_tiles) break;
+                id0 = load_id(kt + 2);
+                produce(kt + 1, id1);
+            }
+            g0 += b.n_tiles;
+            j++;
         }
+        if (warp == 0) publish(j, false);
         return;
     }
 
-    /* ---- consumers: warpgroup wg of 64 rows ----
+    /* ---- consumers: warpgroup wg of 64 rows, item after item as warp 0 publishes them ----
      * FA3's schedule: iteration kt issues S of tile kt and then P V of tile kt - 1 (P and the rescale known from the
      * last iteration) back to back, then forms tile kt's softmax while those run; the two warpgroups take turns to
      * issue (named barriers 2 + wg), so that one's softmax runs under the other's products. */
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CK_PFS_CONSUMER_REGS) : "memory");
     const int ctid = tid - 128, cw = warp - 4, wg = cw >> 2, g = lane >> 2, t4 = lane & 3, rsh = __ffs(R) - 1;
     auto swz = [](int rows, int r, int c) -> uint32_t {
         return (uint32_t)((c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
     };
-    ck_pf_load_q<T, 256, CPR>(a, b, ctid, smem, [&](int r, int c) { return swz(ROWS, r, c); });
-    ck_pf_row_ranges<256>(a, b, ctid, rrange);
-    ck_cp_async_wait<0>();
-    ck_fence_proxy_async(); /* Q (generic proxy) visible to wgmma (async proxy) */
-    ck_pfs_bar_consumers();
-
-    float o[D / 2];
-#pragma unroll
-    for (int i = 0; i < D / 2; i++) o[i] = 0.0f;
-    float m[2] = {-CK_INF, -CK_INF}, l[2] = {0.0f, 0.0f};
     const float scale2 = a.scale * CK_LOG2E;
-    const uint32_t q_wg = sQ0 + (uint32_t)wg * 64u * 128u;
-    uint32_t pa[BN / 16][4]; /* P of the last tile, the A fragments of its P V */
-    float alpha[2] = {1.0f, 1.0f}; /* O's factor before the last tile's P V (1: its max did not move) */
-    float s[BN / 2];
+    int g0 = 0; /* the item's first tile in the rings' sequence */
+    for (int j = 0;; j++) {
+        const int qs = j % QST;
+        ck_mbar_wait(barq(0, qs), (uint32_t)(j / QST) & 1u);
+        const ck_pf_block_t b = meta[qs];
+        if (b.nrows < 0) break;
+        const int2 *rr = rrange + qs * ROWS;
+        const uint32_t q_slot = sQ0 + (uint32_t)qs * Q_BYTES, q_wg = q_slot + (uint32_t)wg * 64u * 128u;
 
-    /* The tile kt - 1 whose V waits in stage pst: its absent keys' V rows to zeros (a present block's rows past the
-     * keys are stale cache bytes), by both warpgroups (chunk i by consumer thread i mod 256), before either reads
-     * them. No product is in flight here. */
-    auto wait_v = [&](int kt) {
-        const int pst = (kt - 1) % VST;
-        ck_mbar_wait(bar(1, pst), (uint32_t)((kt - 1) / VST) & 1u);
-        if (anyabs[KST + pst]) {
-            const uint32_t vb = sV0 + (uint32_t)pst * KV_BYTES;
-            for (int i = ctid; i < BN * CPR; i += 256) {
-                const int row = i / CPR, c = i % CPR;
-                if ((row & (R - 1)) >= cnt[(KST + pst) * 32 + (row >> rsh)])
-                    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(vb + swz(BN, row, c)), "r"(0) : "memory");
-            }
-            ck_fence_proxy_async();
-            ck_pfs_bar_consumers();
-        }
-    };
-    auto turn_wait = [&] {
-        if (wg == 0) asm volatile("bar.sync 2, 256;\n" ::: "memory");
-        else asm volatile("bar.sync 3, 256;\n" ::: "memory");
-    };
-    /* the other warpgroup's turn (warpgroup 1's last arrival would find no turn left to open) */
-    auto turn_pass = [&](bool last) {
-        if (wg == 0) asm volatile("bar.arrive 3, 256;\n" ::: "memory");
-        else if (!last) asm volatile("bar.arrive 2, 256;\n" ::: "memory");
-    };
-    auto issue_s = [&](int kt) { ck_pfw_issue_s<T, D, BN, ROWS>(s, q_wg, sK0 + (uint32_t)(kt % KST) * KV_BYTES); };
-    auto issue_pv = [&](int kt) { ck_pfw_issue_pv<T, D, BN>(o, pa, sV0 + (uint32_t)((kt - 1) % VST) * KV_BYTES); }; /* tile kt - 1's */
-    /* O times the last softmax's factors, before its P V is issued (every row, every tile: no branch near the
-     * products in flight, which would serialize them) */
-    auto scale_o = [&] { ck_pfw_scale_o<D>(o, alpha); };
-    /* tile kt's softmax once S is in: masks, the running max (lazy rescale), P into pa's successor */
-    auto softmax = [&](int kt, uint32_t (&pn)[BN / 16][4]) {
-        const int st = kt % KST;
-        const int64_t k0 = b.kbeg + (int64_t)kt * BN;
-        const bool absent = anyabs[st] != 0;
-        if (absent || k0 < b.all_lo || k0 + BN - 1 > b.all_hi) {
-            /* keys outside a row's range and absent keys to -inf (rows cw x 16 + g and + 8; key j of the tile in n8
-             * group j / 8, element j % 2 of lane j % 8 / 2) */
-            int rlo[2], rhi[2];
+        float o[D / 2];
 #pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const int2 rr = rrange[cw * 16 + g + 8 * r];
-                rlo[r] = rr.x - kt * BN;
-                rhi[r] = rr.y - kt * BN;
-            }
-#pragma unroll
-            for (int n = 0; n < NS; n++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int j = n * 8 + 2 * t4 + e;
-                    const bool gone = absent && (j & (R - 1)) >= cnt[st * 32 + (j >> rsh)];
-#pragma unroll
-                    for (int r = 0; r < 2; r++)
-                        if (gone || j < rlo[r] || j > rhi[r]) s[4 * n + 2 * r + e] = -CK_INF;
+        for (int i = 0; i < D / 2; i++) o[i] = 0.0f;
+        float m[2] = {-CK_INF, -CK_INF}, l[2] = {0.0f, 0.0f};
+        uint32_t pa[BN / 16][4]; /* P of the last tile, the A fragments of its P V */
+        float alpha[2] = {1.0f, 1.0f}; /* O's factor before the last tile's P V (1: its max did not move) */
+        float s[BN / 2];
+
+        /* The tile kt - 1 whose V waits in stage pst: its absent keys' V rows to zeros (a present block's rows past
+         * the keys are stale cache bytes), by both warpgroups (chunk i by consumer thread i mod 256), before either
+         * reads them. No product is in flight here. */
+        auto wait_v = [&](int kt) {
+            const int gt = g0 + kt - 1, pst = gt % VST;
+            ck_mbar_wait(bar(1, pst), (uint32_t)(gt / VST) & 1u);
+            if (anyabs[KST + pst]) {
+                const uint32_t vb = sV0 + (uint32_t)pst * KV_BYTES;
+                for (int i = ctid; i < BN * CPR; i += 256) {
+                    const int row = i / CPR, c = i % CPR;
+                    if ((row & (R - 1)) >= cnt[(KST + pst) * 32 + (row >> rsh)])
+                        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(vb + swz(BN, row, c)), "r"(0) : "memory");
                 }
-        }
-        /* S has read K and the flags are read: the stage may take the next K tile */
-        asm volatile("{ .reg .b64 x;\n mbarrier.arrive.shared::cta.b64 x, [%0];\n}\n" ::"r"(bar(2, st)) : "memory");
-        ck_pfw_softmax<T, BN>(s, m, l, scale2, alpha, pn);
-    };
-    auto release_v = [&](int kt) { /* P V of tile kt - 1 has read V: the stage may take the next V tile */
-        asm volatile("{ .reg .b64 x;\n mbarrier.arrive.shared::cta.b64 x, [%0];\n}\n" ::"r"(bar(3, (kt - 1) % VST)) : "memory");
-    };
+                ck_fence_proxy_async();
+                ck_pfs_bar_consumers();
+            }
+        };
+        auto wait_k = [&](int kt) { ck_mbar_wait(bar(0, (g0 + kt) % KST), (uint32_t)((g0 + kt) / KST) & 1u); };
+        auto turn_wait = [&] {
+            if (wg == 0) asm volatile("bar.sync 2, 256;\n" ::: "memory");
+            else asm volatile("bar.sync 3, 256;\n" ::: "memory");
+        };
+        /* the other warpgroup's turn (warpgroup 1's last arrival of an item would find no turn left to open) */
+        auto turn_pass = [&](bool last) {
+            if (wg == 0) asm volatile("bar.arrive 3, 256;\n" ::: "memory");
+            else if (!last) asm volatile("bar.arrive 2, 256;\n" ::: "memory");
+        };
+        auto issue_s = [&](int kt) { ck_pfw_issue_s<T, D, BN, ROWS>(s, q_wg, sK0 + (uint32_t)((g0 + kt) % KST) * KV_BYTES); };
+        auto issue_pv = [&](int kt) { /* tile kt - 1's */
+            ck_pfw_issue_pv<T, D, BN>(o, pa, sV0 + (uint32_t)((g0 + kt - 1) % VST) * KV_BYTES);
+        };
+        /* O times the last softmax's factors, before its P V is issued (every row, every tile: no branch near the
+         * products in flight, which would serialize them) */
+        auto scale_o = [&] { ck_pfw_scale_o<D>(o, alpha); };
+        /* tile kt's softmax once S is in: masks, the running max (lazy rescale), P into pa's successor */
+        auto softmax = [&](int kt, uint32_t (&pn)[BN / 16][4]) {
+            const int st = (g0 + kt) % KST;
+            const int64_t k0 = b.kbeg + (int64_t)kt * BN;
+            const bool absent = anyabs[st] != 0;
+            if (absent || k0 < b.all_lo || k0 + BN - 1 > b.all_hi) {
+                /* keys outside a row's range and absent keys to -inf (rows cw x 16 + g and + 8; key j of the tile in
+                 * n8 group j / 8, element j % 2 of lane j % 8 / 2) */
+                int rlo[2], rhi[2];
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const int2 x = rr[cw * 16 + g + 8 * r];
+                    rlo[r] = x.x - kt * BN;
+                    rhi[r] = x.y - kt * BN;
+                }
+#pragma unroll
+                for (int n = 0; n < NS; n++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int jj = n * 8 + 2 * t4 + e;
+                        const bool gone = absent && (jj & (R - 1)) >= cnt[st * 32 + (jj >> rsh)];
+#pragma unroll
+                        for (int r = 0; r < 2; r++)
+                            if (gone || jj < rlo[r] || jj > rhi[r]) s[4 * n + 2 * r + e] = -CK_INF;
+                    }
+            }
+            /* S has read K and the flags are read: the stage may take the next K tile */
+            asm volatile("{ .reg .b64 x;\n mbarrier.arrive.shared::cta.b64 x, [%0];\n}\n" ::"r"(bar(2, st)) : "memory");
+            ck_pfw_softmax<T, BN>(s, m, l, scale2, alpha, pn);
+        };
+        auto release_v = [&](int kt) { /* P V of tile kt - 1 has read V: the stage may take the next V tile */
+            asm volatile("{ .reg .b64 x;\n mbarrier.arrive.shared::cta.b64 x, [%0];\n}\n" ::"r"(bar(3, (g0 + kt - 1) % VST)) : "memory");
+        };
 
-    const int nt = b.n_tiles;
-    if (nt > 0) {
-        if (wg == 1) asm volatile("bar.arrive 2, 256;\n" ::: "memory"); /* warpgroup 0 issues first */
-        /* tile 0: S and its softmax */
-        ck_mbar_wait(bar(0, 0), 0u);
-        turn_wait();
-        ck_wg_fence();
-        issue_s(0);
-        turn_pass(false);
-        ck_wg_wait<0>();
-        ck_wg_pin(s);
-        {
-            uint32_t pn[BN / 16][4];
-            softmax(0, pn);
+        const int nt = b.n_tiles;
+        if (nt > 0) {
+            if (wg == 1) asm volatile("bar.arrive 2, 256;\n" ::: "memory"); /* warpgroup 0 issues first */
+            /* tile 0: S and its softmax */
+            wait_k(0);
+            turn_wait();
+            ck_wg_fence();
+            issue_s(0);
+            turn_pass(false);
+            ck_wg_wait<0>();
+            ck_wg_pin(s);
+            {
+                uint32_t pn[BN / 16][4];
+                softmax(0, pn);
 #pragma unroll
-            for (int k2 = 0; k2 < BN / 16; k2++)
+                for (int k2 = 0; k2 < BN / 16; k2++)
 #pragma unroll
-                for (int i = 0; i < 4; i++) pa[k2][i] = pn[k2][i];
-        }
-        /* tiles 1 .. nt - 1: S of tile kt and P V of tile kt - 1 issued together, tile kt's softmax under them */
-        for (int kt = 1; kt < nt; kt++) {
-            wait_v(kt);
-            ck_mbar_wait(bar(0, kt % KST), (uint32_t)(kt / KST) & 1u);
+                    for (int i = 0; i < 4; i++) pa[k2][i] = pn[k2][i];
+            }
+            /* tiles 1 .. nt - 1: S of tile kt and P V of tile kt - 1 issued together, tile kt's softmax under them */
+            for (int kt = 1; kt < nt; kt++) {
+                wait_v(kt);
+                wait_k(kt);
+                scale_o();
+                turn_wait();
+                ck_wg_fence();
+                issue_s(kt);
+                issue_pv(kt);
+                turn_pass(false);
+                ck_wg_wait<1>();
+                ck_wg_pin(s);
+                uint32_t pn[BN / 16][4];
+                softmax(kt, pn);
+                ck_wg_wait<0>();
+                ck_wg_pin(o);
+                ck_wg_pin(pa);
+                release_v(kt);
+#pragma unroll
+                for (int k2 = 0; k2 < BN / 16; k2++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) pa[k2][i] = pn[k2][i];
+            }
+            /* the last tile's P V */
+            wait_v(nt);
             scale_o();
             turn_wait();
             ck_wg_fence();
-            issue_s(kt);
-            issue_pv(kt);
-            turn_pass(false);
-            ck_wg_wait<1>();
-            ck_wg_pin(s);
-            uint32_t pn[BN / 16][4];
-            softmax(kt, pn);
+            issue_pv(nt);
+            turn_pass(true);
             ck_wg_wait<0>();
             ck_wg_pin(o);
             ck_wg_pin(pa);
-            release_v(kt);
-#pragma unroll
-            for (int k2 = 0; k2 < BN / 16; k2++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) pa[k2][i] = pn[k2][i];
+            release_v(nt);
         }
-        /* the last tile's P V */
-        wait_v(nt);
-        scale_o();
-        turn_wait();
-        ck_wg_fence();
-        issue_pv(nt);
-        turn_pass(true);
-        ck_wg_wait<0>();
-        ck_wg_pin(o);
-        ck_wg_pin(pa);
-        release_v(nt);
-    }
 
-    ck_pfw_store_staged<T, D, ROWS>(a, b, ctid & 127, wg * 64, cw * 16 + g, t4, o, l, m, sQ0, 4 + wg);
+        /* the output through this warpgroup's rows of the Q slot, then the slot back to warp 0 (its next Q is a tensor
+         * copy: the reads of the slot ordered before it) */
+        ck_pfw_store_staged<T, D, ROWS>(a, b, ctid & 127, wg * 64, cw * 16 + g, t4, o, l, m, q_slot, 4 + wg);
+        ck_fence_proxy_async();
+        asm volatile("{ .reg .b64 x;\n mbarrier.arrive.shared::cta.b64 x, [%0];\n}\n" ::"r"(barq(1, qs)) : "memory");
+        g0 += nt;
+    }
 }
 
 #endif /* ATTNRT_ATTN_PREFILL_WS_SM90A_CUH */
