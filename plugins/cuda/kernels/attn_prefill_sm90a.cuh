@@ -155,6 +155,9 @@ __device__ __forceinline__ void ck_pfw_store_staged(const ck_attn_args_t &a, con
                                                     const float (&m)[2], uint32_t tile, int bar_id)
 {
     constexpr int CPR = D / 8;
+    /* a row's token and head without a division: row < 128 and hc <= 128, so (row x ceil(2^16 / hc)) >> 16 is row / hc */
+    const uint32_t hc_inv = (65536u + (uint32_t)b.hc - 1u) / (uint32_t)b.hc;
+    auto tok_of = [&](int row) { return (int)(((uint32_t)row * hc_inv) >> 16); };
     const bool fast = a.out_dtype == a.q_dtype &&
                       (((uintptr_t)a.out | (uintptr_t)(a.out_st[0] * 2) | (uintptr_t)(a.out_st[1] * 2)) & 15u) == 0;
     if (!fast) {
@@ -169,8 +172,9 @@ __device__ __forceinline__ void ck_pfw_store_staged(const ck_attn_args_t &a, con
         lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
         float inv = 0.0f;
         if (row < b.nrows) {
-            const int64_t tok = b.tok0 + row / b.hc;
-            const int h = b.hbase + row % b.hc;
+            const int t = tok_of(row);
+            const int64_t tok = b.tok0 + t;
+            const int h = b.hbase + row - t * b.hc;
             const float m_nat = m[r] * a.scale; /* natural-log units for the LSE and the sinks */
             if (lsum > 0.0f) {
                 float den = lsum;
@@ -199,8 +203,9 @@ __device__ __forceinline__ void ck_pfw_store_staged(const ck_attn_args_t &a, con
         asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                      : "r"(tile + (uint32_t)((c >> 3) * ROWS * 128 + row * 128 + (((c & 7) ^ (row & 7)) << 4))));
-        const int64_t tok = b.tok0 + row / b.hc;
-        const int h = b.hbase + row % b.hc;
+        const int t = tok_of(row);
+        const int64_t tok = b.tok0 + t;
+        const int h = b.hbase + row - t * b.hc;
         *(uint4 *)((T *)a.out + tok * a.out_st[0] + (int64_t)h * a.out_st[1] + c * 8) = v;
     }
 }
