@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""model_prefill_ws_q.py -- a desk check of the warp-specialized prefill kernel's Q slots and staged epilogue
+(plugins/cuda/kernels/attn_prefill_ws_sm90a.cuh, attn_prefill_sm90a.cuh's ck_pfw_store_staged, the host's encode_q_map
+in cuda_attention.c) that needs no GPU.
+
+  - Q by tensor copies: the host encodes Q [tokens][Hq][D] with boxes of 64 columns x hc heads x 128 / hc tokens and the
+    128-byte swizzle; the kernel issues one box a column block at slot + cb x ROWS x 128 and reads row r, chunk c at
+    swz(ROWS, r, c). Emulates the copy engine's writes (a box lands dense, 128-byte lines in box order, 16-byte chunk c of
+    line L at c ^ (L & 7); elements past the tensor's tokens land as zeros) and checks that every live row r of an item
+    reads Q[tok0 + r / hc][hbase + r % hc], and that the bytes the boxes write are the count the kernel expects on the
+    slot's mbarrier (CB x hc x (ROWS / hc) x 128), for every group size 1 .. 128 and items at the tensor's end.
+  - the epilogue: thread (warp w, lane 4 g + t4) writes columns 8 n + 2 t4, + 1 of rows 16 w + g, + 8 as one 32-bit word at
+    swz(ROWS, row, n) + 4 t4; then 16-byte chunk c of a row is read whole. Checks that each chunk holds its row's 8 columns
+    in order and that a warp's 32-bit stores hit 32 different banks.
+  - a row's token by (row x ceil(2^16 / hc)) >> 16 (the epilogue's division-free form), for every row < 128, hc <= 128.
+  - shared memory and registers: the kernel's layout (Q slots, rings, mbarriers, item descriptions, counts, flags, row
+    ranges) within ck_pfs_smem_bytes and the H200's 227 KB a block, and the setmaxnreg split within the launch's registers,
+    read from plugins/cuda/cuda_prefill_wg_cfg.h so that a change there is checked here.
+Run: python3 tests/cuda/model_prefill_ws_q.py (plain Python, ~1 s; also a `meson test` unit test).
+"""
+import os
+import random
+import re
+import sys
+
+random.seed(5)
+ROWS = 128
+HERE = os.path.dirname(os.path.abspath(__file__))
+CFG = os.path.join(HERE, '..', '..', 'plugins', 'cuda', 'cuda_prefill_wg_cfg.h')
+
+
+def cfg_macros():
+    """The #defines of cuda_prefill_wg_cfg.h as Python callables / values (the C ternaries rewritten)."""
+    text = open(CFG).read()
+    out = {}
+    for m in re.finditer(r'^#define (CK_PFS_\w+)(\((\w)\))?\s+(.+?)\s*(/\*.*)?$', text, re.M):
+        name, arg, body = m.group(1), m.group(3), m.group(4)
+        py = re.sub(r'\(([^()?]+)\)\s*==\s*(\d+)\s*\?\s*(\d+)\s*:\s*(\d+)', r'(\3 if \1 == \2 else \4)', body)
+        out[name] = eval('lambda %s: %s' % (arg, py)) if arg else eval(py)
+    return out
+
+
+def swz(rows, r, c):
+    """The kernel's swz: byte offset of 16-byte chunk c of row r in a tile of `rows` rows."""
+    return (c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4)
+
+
+def check_q_boxes(fails):
+    for D in (64, 128, 256):
+        cb_n = D // 64
+        for hc in list(range(1, 17)) + [24, 28, 32, 48, 64, 96, 128]:
+            hq, ntok_box = hc * 2, ROWS // hc
+            tokens = 3 * ntok_box + 5
+            q = [[[random.randrange(1, 1 << 16) for _ in range(D)] for _ in range(hq)] for _ in range(tokens)]
+            for tok0, hbase in ((0, 0), (tokens - 2, hc), (ntok_box + 1, 0)):
+                slot = {}  # byte offset -> 16-bit value
+                written = 0
+                for cb in range(cb_n):  # one box a column block
+                    for t in range(ntok_box):
+                        for h in range(hc):
+                            line = t * hc + h
+                            for x in range(64):
+                                tok = tok0 + t
+                                v = q[tok][hbase + h][cb * 64 + x] if tok < tokens else 0
+                                chunk, within = x // 8, (x % 8) * 2
+                                slot[cb * ROWS * 128 + line * 128 + ((chunk ^ (line & 7)) << 4) + within] = v
+                                written += 2
+                if written != cb_n * hc * (ROWS // hc) * 128:
+                    fails.append('D %d hc %d: boxes write %d bytes, the kernel expects %d'
+                                 % (D, hc, written, cb_n * hc * (ROWS // hc) * 128))
+                nrows = min(ntok_box, tokens - tok0) * hc
+                for r in range(nrows):
+                    for c in range(D // 8):
+                        for e in range(8):
+                            got = slot.get(swz(ROWS, r, c) + 2 * e)
+                            want = q[tok0 + r // hc][hbase + r % hc][c * 8 + e]
+                            if got != want:
+                                fails.append('D %d hc %d tok0 %d: row %d col %d reads %s, Q holds %d'
+                                             % (D, hc, tok0, r, c * 8 + e, got, want))
+                                break
+
+
+def check_epilogue(fails):
+    for D in (64, 128, 256):
+        words = {}
+        for w in range(8):  # consumer warps: rows 16 w .. 16 w + 15
+            for n in range(D // 8):
+                for rr in range(2):
+                    banks = set()
+                    for lane in range(32):
+                        g, t4 = lane >> 2, lane & 3
+                        row = 16 * w + g + 8 * rr
+                        at = swz(ROWS, row, n) + 4 * t4
+                        words[at] = (row, 8 * n + 2 * t4)
+                        banks.add((at // 4) % 32)
+                    if len(banks) != 32:
+                        fails.append('D %d warp %d n %d: the staging stores hit %d banks' % (D, w, n, len(banks)))
+        for row in range(ROWS):
+            for c in range(D // 8):
+                base = swz(ROWS, row, c)
+                for k in range(4):
+                    if words.get(base + 4 * k) != (row, 8 * c + 2 * k):
+                        fails.append('D %d row %d chunk %d word %d holds %s' % (D, row, c, k, words.get(base + 4 * k)))
+
+
+def check_division(fails):
+    for hc in range(1, ROWS + 1):
+        inv = (65536 + hc - 1) // hc
+        for row in range(ROWS):
+            if (row * inv) >> 16 != row // hc:
+                fails.append('row %d hc %d: %d != %d' % (row, hc, (row * inv) >> 16, row // hc))
+
+
+def check_budgets(fails, m):
+    kst, vst, threads = m['CK_PFS_KST'], m['CK_PFS_VST'], m['CK_PFS_THREADS']
+    launch, prod, cons = m['CK_PFS_LAUNCH_REGS'], m['CK_PFS_PRODUCER_REGS'], m['CK_PFS_CONSUMER_REGS']
+    if launch * threads > 65536 or launch != (65536 // threads) // 8 * 8:
+        fails.append('CK_PFS_LAUNCH_REGS %d is not what ptxas gives %d threads' % (launch, threads))
+    if prod + 2 * cons > 3 * launch or prod % 8 or cons % 8 or not 24 <= prod <= 256 or not 24 <= cons <= 256:
+        fails.append('setmaxnreg %d / %d / %d outside the launch allocation of %d' % (prod, cons, cons, launch))
+    desc = 112  # sizeof(ck_pf_block_t), static_assert in the kernel
+    for D in (64, 128, 256):
+        bn, qst = m['CK_PFS_BN'](D), m['CK_PFS_QST'](D)
+        st = kst + vst
+        # the kernel's layout from its 1024-aligned base (attn_prefill_ws: sQ0, sK0, sV0, bar0, tail, ...)
+        end = (qst * ROWS + st * bn) * D * 2          # Q slots, K ring, V ring
+        end += 8 * (2 * st + 2 * qst)                 # mbarriers
+        end += qst * desc + st * 32                   # item descriptions, key counts
+        end += 4 * ((st + 1) & ~1)                    # absent flags
+        end += qst * ROWS * 8                         # row ranges
+        host = (1024 + (qst * ROWS + st * bn) * D * 2 + 16 * (st + qst) + 112 * qst + 32 * st + 4 * ((st + 1) & ~1)
+                + qst * ROWS * 8)                     # ck_pfs_smem_bytes
+        if 1023 + end > host:
+            fails.append('D %d: the layout needs %d bytes after alignment, the host asks %d' % (D, 1023 + end, host))
+        if host > 227 * 1024:
+            fails.append('D %d: %d bytes of shared memory exceed 227 KB a block' % (D, host))
+
+
+def main():
+    fails = []
+    m = cfg_macros()
+    for name in ('CK_PFS_KST', 'CK_PFS_VST', 'CK_PFS_BN', 'CK_PFS_QST', 'CK_PFS_THREADS', 'CK_PFS_LAUNCH_REGS',
+                 'CK_PFS_PRODUCER_REGS', 'CK_PFS_CONSUMER_REGS'):
+        if name not in m:
+            fails.append('%s not found in %s' % (name, CFG))
+    if not fails:
+        check_budgets(fails, m)
+    check_q_boxes(fails)
+    check_epilogue(fails)
+    check_division(fails)
+    for f in fails[:20]:
+        print('FAIL', f)
+    print('%d failures' % len(fails) if fails else 'ok: Q boxes, staged epilogue, division, shared memory and registers')
+    return 1 if fails else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
