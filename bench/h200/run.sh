@@ -87,6 +87,18 @@ rc=$?
 grep -E "FAIL|fail" "$OUT/conform-cuda.txt" | head -40
 tail -3 "$OUT/conform-cuda.txt"
 note "conform cuda (auto kernels): exit $rc; $(tail -1 "$OUT/conform-cuda.txt")"
+# The attention cases once more with the settings NAME=VALUE ... into $OUT/FILE, a line in the summary (WHAT), the run's
+# exit status into rc on failure: conform_attn FILE WHAT NAME=VALUE ...
+conform_attn() {
+    local f="$OUT/$1" what=$2 rc_c
+    shift 2
+    env "$@" timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$f" 2>&1
+    rc_c=$?
+    grep -E "^FAIL" "$f" | head -20
+    note "conform cuda ($what, attention cases): exit $rc_c; $(tail -1 "$f")"
+    [ $rc_c -ne 0 ] && rc=$rc_c
+    return 0
+}
 # Each prefill kernel on every attention case: on the H200 the plan takes the persistent warp-specialized wgmma kernel
 # wherever it can run (the full set above: one item a block in these short cases), here once with one block walking
 # every item of a call (ATTNRT_CUDA_PREFILL_BLOCKS=1: its Q slots and rings over many items); then the plain wgmma
@@ -99,38 +111,23 @@ for pf in ws wg fa2 mma; do
     fa2) what="the FA2 prefill kernel" ;;
     mma) what="the general prefill kernel" ;;
     esac
-    f="$OUT/conform-cuda-$pf.txt"
     blocks=0
     [ $pf = ws ] && blocks=1
-    ATTNRT_CUDA_PREFILL=$pf ATTNRT_CUDA_PREFILL_BLOCKS=$blocks timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda \
-        --filter attn > "$f" 2>&1
-    rc_pf=$?
-    grep -E "^FAIL" "$f" | head -20
-    note "conform cuda (ATTNRT_CUDA_PREFILL=$pf: $what, attention cases): exit $rc_pf; $(tail -1 "$f")"
-    [ $rc_pf -ne 0 ] && rc=$rc_pf
+    conform_attn "conform-cuda-$pf.txt" "ATTNRT_CUDA_PREFILL=$pf: $what" ATTNRT_CUDA_PREFILL=$pf ATTNRT_CUDA_PREFILL_BLOCKS=$blocks
 done
 # fp8 D 128 decode: the plan picks 32-key / 16-key tensor copies or _c4 by a block's keys, and the 2-warp twin of
 # _t32 / _c4 for unsplit batches of more than one round; each forced onto every fp8 D 128 decode case
 for tile in 16 c4 w2-32 w2-c4; do
-    f="$OUT/conform-cuda-fp8tile$tile.txt"
     w2=0 what="ATTNRT_CUDA_DEC_FP8_TILE=${tile#w2-}"
     [ "${tile#w2-}" != "$tile" ] && w2=1 what="$what, ATTNRT_CUDA_DEC_W2=1: its 2-warp twin"
-    ATTNRT_CUDA_DEC_W2=$w2 ATTNRT_CUDA_DEC_FP8_TILE=${tile#w2-} timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda \
-        --filter attn > "$f" 2>&1
-    rc_t=$?
-    grep -E "^FAIL" "$f" | head -20
-    note "conform cuda ($what: every fp8 D 128 decode on that kernel, attention cases): exit $rc_t; $(tail -1 "$f")"
-    [ $rc_t -ne 0 ] && rc=$rc_t
+    conform_attn "conform-cuda-fp8tile$tile.txt" "$what: every fp8 D 128 decode on that kernel" ATTNRT_CUDA_DEC_W2=$w2 \
+        ATTNRT_CUDA_DEC_FP8_TILE=${tile#w2-}
 done
 IFS=';' read -r -a AB_LIST <<< "${AB_ENV:-}"
 ab_sfx() { [ "$1" -eq 0 ] && echo _ab || echo "_ab$(($1 + 1))"; }
 for i in "${!AB_LIST[@]}"; do # the A/B switch's other side(s) (e.g. ATTNRT_CUDA_SPLITS=1)
-    ab=${AB_LIST[$i]} f="$OUT/conform-cuda$(ab_sfx "$i").txt"
-    env ${ab//,/ } timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$f" 2>&1
-    rc_ab=$?
-    grep -E "^FAIL" "$f" | head -20
-    note "conform cuda ($ab, attention cases): exit $rc_ab; $(tail -1 "$f")"
-    [ $rc_ab -ne 0 ] && rc=$rc_ab
+    ab=${AB_LIST[$i]}
+    conform_attn "conform-cuda$(ab_sfx "$i").txt" "$ab" ${ab//,/ }
 done
 if [ $rc -ne 0 ]; then # diagnosis: the same attention cases without split-KV
     ATTNRT_CUDA_SPLITS=1 timeout 240 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$OUT/conform-cuda-nosplit.txt" 2>&1
