@@ -6,7 +6,8 @@
 #   kernel, the FA2 kernel the H200 otherwise skips, the general one);
 #   with ATTNRT_CUDA_DEC_FP8_TILE=16 and =c4, every fp8 D 128
 #   decode on the 16-key tensor-copy kernel and on _c4, and with ATTNRT_CUDA_DEC_W2=1 on the 2-warp twins of
-#   _t32, _c4 and fp8 D 64's _t; on failure again with every attention on the SIMT
+#   _t32, _c4 and fp8 D 64's _t, with ATTNRT_CUDA_DEC_WIDE=1 on the wide-group 32-row kernels (with and without
+#   tensor copies); on failure again with every attention on the SIMT
 #   kernel, to tell a tensor-core bug from the rest); the graph-capture proof;
 #   the issue's shapes through attnrt-bench (or bench/h200/attn_timing.c when attnrt-bench is not
 #   built); PyTorch's SDPA (flash, cuDNN) on the same shapes with dense KV; a table in $OUT/h200.md.
@@ -123,6 +124,12 @@ for tile in 16 c4 w2-32 w2-c4; do
     conform_attn "conform-cuda-fp8tile$tile.txt" "$what: every fp8 D 128 decode on that kernel" ATTNRT_CUDA_DEC_W2=$w2 \
         ATTNRT_CUDA_DEC_FP8_TILE=${tile#w2-}
 done
+# wide GQA groups (more than 16 heads a KV head, 16-bit caches, D 64 / 128): the plan takes the 32-row kernels only for
+# batches of more 16-row tiles than the chip holds at once, which no case is; forced onto every such decode case (the
+# tensor-copy form `_t_r32`, and the plain `_r32` with tensor copies off)
+conform_attn "conform-cuda-wide.txt" "ATTNRT_CUDA_DEC_WIDE=1: every wide-group decode on the 32-row kernels" ATTNRT_CUDA_DEC_WIDE=1
+conform_attn "conform-cuda-wide-tma0.txt" "ATTNRT_CUDA_DEC_WIDE=1 ATTNRT_CUDA_DEC_TMA=0: on the plain 32-row kernel" \
+    ATTNRT_CUDA_DEC_WIDE=1 ATTNRT_CUDA_DEC_TMA=0
 IFS=';' read -r -a AB_LIST <<< "${AB_ENV:-}"
 ab_sfx() { [ "$1" -eq 0 ] && echo _ab || echo "_ab$(($1 + 1))"; }
 for i in "${!AB_LIST[@]}"; do # the A/B switch's other side(s) (e.g. ATTNRT_CUDA_SPLITS=1)
@@ -270,52 +277,43 @@ fi
 
 if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v compute-sanitizer > /dev/null; then
     step "compute-sanitizer (memcheck, racecheck) on a few conformance cases"
-    timeout 60 compute-sanitizer --tool memcheck --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
-        --filter attn-d128-gqa8 --cases 0 > "$OUT/sanitizer-memcheck.txt" 2>&1
-    note "memcheck: exit $?; $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer-memcheck.txt" | tail -1)"
-    timeout 60 compute-sanitizer --tool racecheck --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
-        --filter attn-long-decode --cases 0 > "$OUT/sanitizer-racecheck.txt" 2>&1
-    note "racecheck: exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck.txt" | tail -1)"
-    # the decode kernel's tensor-copy form (sm_90: boxes landing on mbarriers, absent rows zeroed), on the D 64
-    # cases, a bf16 D 128 one with splits and head groups, the D 256 one, and fp8 D 128 in 8-row boxes (block 24)
-    # at 32-key tiles (the plan's choice there) and at 16-key tiles (forced)
-    for f in attn-dec-d64-tma attn-dec-mqa32 attn-dec-d256-tma attn-dec-e4m3-bs24; do
-        timeout 60 compute-sanitizer --tool memcheck --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
-            --filter "$f" --cases 0 > "$OUT/sanitizer-memcheck-$f.txt" 2>&1
-        note "memcheck ($f, tensor copies): exit $?; $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer-memcheck-$f.txt" | tail -1)"
-        timeout 60 compute-sanitizer --tool racecheck --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
-            --filter "$f" --cases 0 > "$OUT/sanitizer-racecheck-$f.txt" 2>&1
-        note "racecheck ($f, tensor copies): exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck-$f.txt" | tail -1)"
-    done
-    # the warp-specialized prefill kernel (tensor copies into Q slots and K / V rings on mbarriers, two consumer
-    # warpgroups in turns; two blocks walking the items): a block size of 48 in HND, D 256 with a window and sinks,
-    # non-causal D 64, a group of 3 heads (Q boxes of 126 rows)
-    for f in attn-pf-wg-bs48-hnd attn-pf-wg-d256-window attn-pf-noncausal attn-pf-ws-g3; do
-        export ATTNRT_CUDA_PREFILL_BLOCKS=2
-        ATTNRT_CUDA_PREFILL=ws timeout 60 compute-sanitizer --tool memcheck --print-limit 20 "$BUILD/tools/attnrt-conform" \
-            --plugin cuda --filter "$f" --cases 0 > "$OUT/sanitizer-memcheck-$f-ws.txt" 2>&1
-        note "memcheck ($f, warp-specialized prefill): exit $?; $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer-memcheck-$f-ws.txt" | tail -1)"
-        ATTNRT_CUDA_PREFILL=ws timeout 60 compute-sanitizer --tool racecheck --print-limit 20 "$BUILD/tools/attnrt-conform" \
-            --plugin cuda --filter "$f" --cases 0 > "$OUT/sanitizer-racecheck-$f-ws.txt" 2>&1
-        note "racecheck ($f, warp-specialized prefill): exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck-$f-ws.txt" | tail -1)"
-        unset ATTNRT_CUDA_PREFILL_BLOCKS
-    done
-    f=attn-dec-e4m3-bs24
-    ATTNRT_CUDA_DEC_FP8_TILE=16 timeout 60 compute-sanitizer --tool memcheck --print-limit 20 "$BUILD/tools/attnrt-conform" \
-        --plugin cuda --filter "$f" --cases 0 > "$OUT/sanitizer-memcheck-$f-t16.txt" 2>&1
-    note "memcheck ($f, 16-key tensor copies): exit $?; $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer-memcheck-$f-t16.txt" | tail -1)"
-    ATTNRT_CUDA_DEC_FP8_TILE=16 timeout 60 compute-sanitizer --tool racecheck --print-limit 20 "$BUILD/tools/attnrt-conform" \
-        --plugin cuda --filter "$f" --cases 0 > "$OUT/sanitizer-racecheck-$f-t16.txt" 2>&1
-    note "racecheck ($f, 16-key tensor copies): exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-racecheck-$f-t16.txt" | tail -1)"
-    # fp8 in 2-warp blocks: the plan's `_t32_w2` (attn-dec-e4m3-w2), `_c4_w2` forced (block 32, splits), fp8 D 64's
-    # `_t_w2` forced (block 24, a window, splits)
-    for fw in "attn-dec-e4m3-w2:" "attn-dec-e4m3-bs32:ATTNRT_CUDA_DEC_W2=1 ATTNRT_CUDA_DEC_FP8_TILE=c4" \
-              "attn-dec-d64-tma-e4m3:ATTNRT_CUDA_DEC_W2=1"; do
-        f=${fw%%:*} e=${fw#*:}
-        for tool in memcheck racecheck; do
-            env $e timeout 60 compute-sanitizer --tool $tool --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
-                --filter "$f" --cases 0 > "$OUT/sanitizer-$tool-$f-w2.txt" 2>&1
-            note "$tool ($f, 2-warp blocks${e:+, $e}): exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitizer-$tool-$f-w2.txt" | tail -1)"
+    # sanitize TOOL CASE TAG WHAT [NAME=VALUE ...]: compute-sanitizer --tool TOOL on conformance case CASE under the
+    # settings into $OUT/sanitizer-TOOL-CASE[-TAG].txt, its summary line (WHAT) in the summary
+    sanitize() {
+        local tool=$1 f=$2 tag=$3 what=$4 file
+        shift 4
+        file="$OUT/sanitizer-$tool-$f${tag:+-$tag}.txt"
+        env "$@" timeout 60 compute-sanitizer --tool "$tool" --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
+            --filter "$f" --cases 0 > "$file" 2>&1
+        note "$tool ($f${what:+, $what}): exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$file" | tail -1)"
+    }
+    sanitize memcheck attn-d128-gqa8 "" ""
+    sanitize racecheck attn-long-decode "" ""
+    for tool in memcheck racecheck; do
+        # the decode kernel's tensor-copy form (sm_90: boxes landing on mbarriers, absent rows zeroed), on the D 64
+        # cases, a bf16 D 128 one with splits and head groups, the D 256 one, and fp8 D 128 in 8-row boxes (block 24)
+        # at 32-key tiles (the plan's choice there) and at 16-key tiles (forced)
+        for f in attn-dec-d64-tma attn-dec-mqa32 attn-dec-d256-tma attn-dec-e4m3-bs24; do
+            sanitize $tool $f "" "tensor copies"
+        done
+        sanitize $tool attn-dec-e4m3-bs24 t16 "16-key tensor copies" ATTNRT_CUDA_DEC_FP8_TILE=16
+        # the warp-specialized prefill kernel (tensor copies into Q slots and K / V rings on mbarriers, two consumer
+        # warpgroups in turns; two blocks walking the items): a block size of 48 in HND, D 256 with a window and sinks,
+        # non-causal D 64, a group of 3 heads (Q boxes of 126 rows)
+        for f in attn-pf-wg-bs48-hnd attn-pf-wg-d256-window attn-pf-noncausal attn-pf-ws-g3; do
+            sanitize $tool $f ws "warp-specialized prefill" ATTNRT_CUDA_PREFILL=ws ATTNRT_CUDA_PREFILL_BLOCKS=2
+        done
+        # the wide-group kernels (32-row tiles, Q^T read from shared memory): tensor copies at block 24 and the plain
+        # form at block 1 (HND)
+        for f in attn-dec-wide-g24 attn-dec-wide-g64-d64; do
+            sanitize $tool $f wide "32-row tiles" ATTNRT_CUDA_DEC_WIDE=1
+        done
+        # fp8 in 2-warp blocks: the plan's `_t32_w2` (attn-dec-e4m3-w2), `_c4_w2` forced (block 32, splits), fp8 D 64's
+        # `_t_w2` forced (block 24, a window, splits)
+        for fw in "attn-dec-e4m3-w2:" "attn-dec-e4m3-bs32:ATTNRT_CUDA_DEC_W2=1 ATTNRT_CUDA_DEC_FP8_TILE=c4" \
+                  "attn-dec-d64-tma-e4m3:ATTNRT_CUDA_DEC_W2=1"; do
+            f=${fw%%:*} e=${fw#*:}
+            sanitize $tool $f w2 "2-warp blocks${e:+, $e}" $e
         done
     done
 fi

@@ -117,9 +117,10 @@ void cuda_attention_plan_destroy(cuda_dev_t *d, void *plan)
     free(p);
 }
 
-/* Row tiles of every request, heads inner, with their key counts (host metadata). */
+/* Row tiles of every request, heads inner, with their key counts (host metadata). dec_rows: a decode tile's rows,
+ * DECODE_ROWS or CK_DEC_WIDE_ROWS (the wide-group kernels: G > DECODE_ROWS, one token a tile). */
 static attnrt_status_t build_tiles(const attnrt_attention_args_t *a, const attnrt_batch_host_t *batch, int64_t Hkv,
-                                   int64_t G, int64_t prefill_rows, row_tile_t **out, size_t *count)
+                                   int64_t G, int64_t prefill_rows, int64_t dec_rows, row_tile_t **out, size_t *count)
 {
     size_t n = 0, cap = 0;
     row_tile_t *tiles = NULL;
@@ -127,13 +128,13 @@ static attnrt_status_t build_tiles(const attnrt_attention_args_t *a, const attnr
         const int64_t L = (int64_t)batch->query_start_loc[b + 1] - batch->query_start_loc[b];
         const int64_t S = batch->seq_lens[b];
         if (L <= 0) continue;
-        /* One token of a group wider than a decode tile (MQA, GQA 16+) is decoded too, in ceil(G / 16) head
-         * groups that read the same keys (the second from the L2: its splits run beside the first's): a
-         * prefill tile would read them once, but without key splits (64 requests of MQA filled half the
-         * chip at 27 % of the copy ceiling) */
+        /* One token of a group wider than a decode tile (MQA, GQA 16+) is decoded too: in 32-row tiles where the
+         * wide-group kernels run (ceil(G / 32) head groups of equal size), else in ceil(G / 16) head groups that read
+         * the same keys (the second from the L2: its splits run beside the first's). A prefill tile would read them
+         * once, but without key splits (64 requests of MQA filled half the chip at 27 % of the copy ceiling) */
         const int cfg = L * G <= DECODE_ROWS || L == 1 ? CUDA_CFG_DECODE : CUDA_CFG_PREFILL;
-        const int64_t rows = cfg == CUDA_CFG_DECODE ? DECODE_ROWS : prefill_rows;
-        const int64_t hc_full = G < rows ? G : rows;
+        const int64_t rows = cfg == CUDA_CFG_DECODE ? dec_rows : prefill_rows;
+        const int64_t hc_full = G <= rows ? G : rows > DECODE_ROWS ? (G + (G + rows - 1) / rows - 1) / ((G + rows - 1) / rows) : rows;
         for (int64_t h = 0; h < Hkv; h++)
             for (int64_t hf = 0; hf < G; hf += hc_full) {
                 const int64_t hc = G - hf < hc_full ? G - hf : hc_full, tpt = rows / hc;
@@ -256,9 +257,33 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
                                                    : -1;
     use_tma_kernel(d, p, &a, t, tv);
 
+    /* GQA groups wider than a 16-row tile (MQA and its tensor-parallel shards), 16-bit caches at D 64 / 128: the
+     * wide-group kernels' 32-row tiles of one token's heads, each key read once for all of them, where the 16-row
+     * tiles of the batch's one-token requests are more than the chip holds at once (docs/dev/cuda-decode.md, session
+     * 17: MQA B256 x 2048 -9 %, Hq 128 / Hkv 4 B64 x 4096 -13 %; where the 16-row tiles fit in one round, in key
+     * splits, a warp's 32 rows double its serial work a key and the wide form lost 4-50 %). ATTNRT_CUDA_DEC_WIDE=0
+     * never, =1 always (d->k.dec_wide_mode). */
+    int64_t dec_rows = DECODE_ROWS;
+    const int64_t G = Hq / Hkv;
+    if (G > DECODE_ROWS && !p->fp8 && di <= 1 && d->k.dec_wide[t][di] && d->k.dec_wide_mode != 0) {
+        int64_t one_token = 0;
+        for (int64_t b = 0; b < batch.num_seqs; b++) one_token += (int64_t)batch.query_start_loc[b + 1] - batch.query_start_loc[b] == 1;
+        const int64_t tiles16 = one_token * Hkv * ((G + DECODE_ROWS - 1) / DECODE_ROWS);
+        const int64_t res16 = cuda_enter(d) == ATTNRT_OK ? resident_blocks(d, p->f_decode, p->dec_threads, p->smem_decode) : 0;
+        if (d->k.dec_wide_mode == 1 || (res16 > 0 && tiles16 > res16)) {
+            dec_rows = CK_DEC_WIDE_ROWS;
+            p->f_decode = d->k.dec_wide[t][di];
+            p->smem_decode = d->k.dec_wide_smem[di];
+            p->dec_threads = 32u * CK_DEC_WARPS;
+            p->tma_rows = 0;
+            const int64_t dqk = p->head_dim_qk; /* tensor copies: whole 64- / 128-element rows */
+            use_tma_kernel(d, p, &a, t, dqk != p->head_dim_v ? -1 : dqk == 64 ? CUDA_DEC_TMA_D64_R32 : dqk == 128 ? CUDA_DEC_TMA_D128_R32 : -1);
+        }
+    }
+
     row_tile_t *tiles = NULL;
     size_t n_tiles = 0;
-    st = build_tiles(&a, &batch, Hkv, Hq / Hkv, prefill_rows, &tiles, &n_tiles);
+    st = build_tiles(&a, &batch, Hkv, Hq / Hkv, prefill_rows, dec_rows, &tiles, &n_tiles);
     if (st != ATTNRT_OK) {
         free(p);
         return st;
@@ -268,7 +293,6 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
      * (docs/dev/cuda-prefill.md, session 16: B32 x 512 +8 %, B16 x 1024 +13 %, B4 x 4096 +23 %, D 64 +5-8 %). Its Q
      * boxes take every item's heads, so all items must have the same count (a group of more than CK_PF_ROWS heads
      * that is not a multiple of it ends in a smaller one). */
-    const int64_t G = Hq / Hkv;
     p->pf_hc = (int)(G < CK_PF_ROWS ? G : CK_PF_ROWS);
     if (G > CK_PF_ROWS && G % CK_PF_ROWS) p->f_prefill_ws = NULL;
 
@@ -360,9 +384,9 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         int64_t ns = ((rt->keys + DECODE_BN - 1) / DECODE_BN + chunk_tiles - 1) / chunk_tiles;
         ns = ns < 1 ? 1 : ns > d->max_splits ? d->max_splits : ns;
         rt->w.num_splits = (int32_t)ns;
-        if (ns > 1) {
+        if (ns > 1) { /* ns partial states of dec_rows rows, in slots of DECODE_ROWS (ck_work_item_t) */
             rt->w.part_index = (int32_t)p->num_parts;
-            p->num_parts += ns;
+            p->num_parts += ns * (dec_rows / DECODE_ROWS);
             rt->cost = rt->cost / ns + 1;
         }
         n_decode += (size_t)ns;

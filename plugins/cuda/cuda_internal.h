@@ -27,6 +27,8 @@ enum {
     CUDA_DEC_TMA_D256,
     CUDA_DEC_TMA_FP8_D128_T32, /* 32-key tiles */
     CUDA_DEC_TMA_FP8_D128_T16, /* 16-key tiles */
+    CUDA_DEC_TMA_D64_R32,      /* wide GQA groups: 32-row tiles of one token's heads */
+    CUDA_DEC_TMA_D128_R32,
     CUDA_DEC_TMA_KINDS
 };
 
@@ -43,6 +45,10 @@ typedef struct cuda_kernels {
     CUfunction dec_tma[2][CUDA_DEC_TMA_KINDS]; /* decode by tensor copies: [q type][CUDA_DEC_TMA_*] */
     uint32_t   dec_tma_smem[CUDA_DEC_TMA_KINDS];
     int        dec_tma_kpw[CUDA_DEC_TMA_KINDS]; /* keys a warp-tile of each */
+    CUfunction dec_wide[2][2];                 /* wide GQA groups, 16-bit caches, the plain form: [q type][D 64 / 128] */
+    uint32_t   dec_wide_smem[2];
+    int        dec_wide_mode;                  /* ATTNRT_CUDA_DEC_WIDE: 0 wide groups always in 16-row tiles, 1 always in
+                                                  the wide-group kernels' 32-row ones, else -1: the plan's rule */
     CUfunction dec_w2[2][CUDA_DEC_W2_KINDS];   /* decode in 2-warp blocks: [q type][CUDA_DEC_W2_*] */
     uint32_t   dec_w2_smem[CUDA_DEC_W2_KINDS];
     int        dec_c4;                         /* mma[1][t][1][1] is `_c4` (not ATTNRT_CUDA_DEC_CPS=0's kernel) */

@@ -44,12 +44,15 @@ typedef struct ck_kv_write_args {
 
 /* ---- paged attention ------------------------------------------------------------------------ */
 #define CK_SPLIT_ROWS 16   /* rows of a decode-configuration tile: the partial states' row count */
+#define CK_DEC_WIDE_ROWS 32 /* rows of a wide-group decode tile (one token's heads of a GQA group wider than 16) */
 #define CK_MAX_SPLITS 64   /* key splits of one row tile at most */
 /* One block's work in the tensor-core kernels: query tokens [q_first, q_first + ROWS / head_count)
  * of request `seq`, query heads kv_head * group + head_first + [0, head_count), keys of split `split`
  * of `num_splits` (the key range itself is computed on the device from seq_lens, so a graph replayed
  * with grown sequences stays correct). part_index: first partial state of this row tile's splits
- * (num_splits > 1), else -1. The merge list reuses the struct with split = 0. */
+ * (num_splits > 1), else -1, counted in CK_SPLIT_ROWS-row slots: a tile of R rows takes R / CK_SPLIT_ROWS
+ * slots a split, split s's row r at slot-row part_index x CK_SPLIT_ROWS + s x R + r. The merge list reuses the struct
+ * with split = 0. */
 typedef struct ck_work_item {
     int32_t seq, kv_head;
     int32_t q_first, head_first, head_count;
@@ -177,7 +180,7 @@ static inline CK_HD ck_mma_layout_t ck_mma_layout(int d, int rows, int bn, int f
 #define CK_DEC_STAGES(d, fp8) ((d) == 64 && (fp8) ? 4 : (d) == 256 && !(fp8) ? 2 : 3)
 
 typedef struct ck_dec_layout {
-    uint32_t pitch, ring, addr, scl, meta, bar, combine, total;
+    uint32_t pitch, ring, addr, scl, meta, bar, q, combine, total;
 } ck_dec_layout_t;
 
 /* bulk = 0: the cp.async form (sm_80): rows of d * element bytes, 16-byte chunks XOR-swizzled, the
@@ -188,10 +191,13 @@ typedef struct ck_dec_layout {
  * form's swizzled rows (wider rows as 128-byte column blocks, [blocks][kpw][128]: the same bytes), written by
  * tensor copies (no `addr`), one mbarrier a (warp, stage); the kernel starts it on a 1024-byte boundary
  * (ck_dec_layout_tma adds the slack). */
-static inline CK_HD ck_dec_layout_t ck_dec_layout_geo(int d, int fp8, int bulk, int tma, int kpw_keys, int stages, int warps)
+/* rows: the row tile (CK_SPLIT_ROWS, or CK_DEC_WIDE_ROWS for the wide-group kernels, whose Q^T fragments are read from
+ * shared memory: `q`, rows x d 16-bit elements, 16-byte chunks XOR-swizzled by row as the ring's). */
+static inline CK_HD ck_dec_layout_t ck_dec_layout_geo(int d, int fp8, int bulk, int tma, int kpw_keys, int stages, int warps,
+                                                      int rows)
 {
     ck_dec_layout_t l;
-    const uint32_t kpw = (uint32_t)kpw_keys, st = (uint32_t)stages, w = (uint32_t)warps;
+    const uint32_t kpw = (uint32_t)kpw_keys, st = (uint32_t)stages, w = (uint32_t)warps, r = (uint32_t)rows;
     const uint32_t row = (uint32_t)d * (fp8 ? 1u : 2u);
     const int mb = bulk || tma;
     uint32_t at = 0;
@@ -201,17 +207,18 @@ static inline CK_HD ck_dec_layout_t ck_dec_layout_geo(int d, int fp8, int bulk, 
     l.scl = at;  at += fp8 ? w * st * kpw * 8u : 0u; /* [warp][stage][kpw] {k scale, v scale} */
     l.meta = at; at += w * st * 8u;              /* [warp][stage] {absent-key bits, largest |v scale|} */
     l.bar = at;  at += mb ? w * st * 8u : 0u;    /* [warp][stage] mbarrier */
-    /* after the loop: m, l per (warp, row), acc [warp][16 rows][d] f32, merge weights, from 0 */
+    l.q = at;    at += r > CK_SPLIT_ROWS ? r * (uint32_t)d * 2u : 0u; /* [rows][d] Q, wide-group kernels only */
+    /* after the loop: m, l per (warp, row), acc [warp][rows][d] f32, merge weights, from 0 */
     l.combine = 0;
-    const uint32_t combine_end = 2u * w * 16u * 4u + w * 16u * (uint32_t)d * 4u;
+    const uint32_t combine_end = 2u * w * r * 4u + w * r * (uint32_t)d * 4u;
     l.total = ck_align16(at > combine_end ? at : combine_end);
     return l;
 }
 
 /* The layout at the default geometry (CK_DEC_KPW keys a tile, CK_DEC_STAGES stages) */
-static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk, int tma, int warps)
+static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk, int tma, int warps, int rows)
 {
-    return ck_dec_layout_geo(d, fp8, bulk, tma, CK_DEC_KPW(d, fp8), CK_DEC_STAGES(d, fp8), warps);
+    return ck_dec_layout_geo(d, fp8, bulk, tma, CK_DEC_KPW(d, fp8), CK_DEC_STAGES(d, fp8), warps, rows);
 }
 
 /* Whether a cache of this kind takes the bulk form on sm_90+: 16-bit rows only. fp8 rows (128 bytes at
@@ -221,10 +228,10 @@ static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk, i
 
 /* What the host reserves: the larger of the two forms (the device picks its form by its code's
  * architecture). bf16 D 128: 104,640 bytes (bulk), still 2 blocks an SM on the H200. */
-static inline CK_HD ck_dec_layout_t ck_dec_layout(int d, int fp8, int warps)
+static inline CK_HD ck_dec_layout_t ck_dec_layout(int d, int fp8, int warps, int rows)
 {
-    ck_dec_layout_t l = ck_dec_layout_of(d, fp8, 0, 0, warps);
-    const uint32_t bulk_total = CK_DEC_BULK_KV(fp8) ? ck_dec_layout_of(d, fp8, 1, 0, warps).total : 0u;
+    ck_dec_layout_t l = ck_dec_layout_of(d, fp8, 0, 0, warps, rows);
+    const uint32_t bulk_total = CK_DEC_BULK_KV(fp8) ? ck_dec_layout_of(d, fp8, 1, 0, warps, rows).total : 0u;
     if (bulk_total > l.total) l.total = bulk_total;
     return l;
 }
@@ -238,9 +245,9 @@ static inline CK_HD ck_dec_layout_t ck_dec_layout(int d, int fp8, int warps)
 
 /* What the host reserves for a tensor-copy decode kernel of kpw keys a tile and `stages` stages (sm_90+ only):
  * its layout plus 1008 bytes to align the ring to 1024. */
-static inline CK_HD uint32_t ck_dec_layout_tma(int d, int fp8, int kpw, int stages, int warps)
+static inline CK_HD uint32_t ck_dec_layout_tma(int d, int fp8, int kpw, int stages, int warps, int rows)
 {
-    return ck_dec_layout_geo(d, fp8, 0, 1, kpw, stages, warps).total + 1008u;
+    return ck_dec_layout_geo(d, fp8, 0, 1, kpw, stages, warps, rows).total + 1008u;
 }
 
 #endif /* ATTNRT_CUDA_KERNEL_ARGS_H */

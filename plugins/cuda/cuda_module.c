@@ -137,7 +137,7 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
                 const int D = mma_dims[di];
                 const int rows = 64; /* the prefill configuration's rows (decode: ck_dec_layout) */
                 const int bn = cfg == CUDA_CFG_PREFILL && D == 256 ? 32 : 64;
-                const uint32_t smem = cfg == CUDA_CFG_DECODE ? ck_dec_layout(D, fp8, CK_DEC_WARPS).total
+                const uint32_t smem = cfg == CUDA_CFG_DECODE ? ck_dec_layout(D, fp8, CK_DEC_WARPS, CK_SPLIT_ROWS).total
                                                              : ck_mma_layout(D, rows, bn, fp8).total;
                 d->k.mma_smem[cfg][fp8][di] = smem;
                 if ((int)smem > optin) continue; /* left NULL: plans of this head dim use the CUDA cores */
@@ -170,27 +170,48 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
      * ATTNRT_CUDA_DEC_TMA=0 leaves them out (an A/B switch) */
     const char *tma_env = secure_getenv("ATTNRT_CUDA_DEC_TMA");
     static const struct {
-        int fp8, di, kpw, stages; /* kpw / stages 0: CK_DEC_KPW / CK_DEC_STAGES */
+        int fp8, di, kpw, stages, rows; /* kpw / stages 0: CK_DEC_KPW / CK_DEC_STAGES; rows 0: CK_SPLIT_ROWS */
         const char *sfx;
     } tma_var[CUDA_DEC_TMA_KINDS] = {
-        [CUDA_DEC_TMA_FP8_D64] = {1, 0, 0, 0, "_t"},
-        [CUDA_DEC_TMA_D64] = {0, 0, 0, 0, "_t"},
-        [CUDA_DEC_TMA_D128] = {0, 1, 0, 0, "_t"},
-        [CUDA_DEC_TMA_D256] = {0, 2, 0, 0, "_t"},
-        [CUDA_DEC_TMA_FP8_D128_T32] = {1, 1, CK_DEC_T32_KPW, CK_DEC_T32_STAGES, "_t32"},
-        [CUDA_DEC_TMA_FP8_D128_T16] = {1, 1, CK_DEC_T16_KPW, CK_DEC_T16_STAGES, "_t16"},
+        [CUDA_DEC_TMA_FP8_D64] = {1, 0, 0, 0, 0, "_t"},
+        [CUDA_DEC_TMA_D64] = {0, 0, 0, 0, 0, "_t"},
+        [CUDA_DEC_TMA_D128] = {0, 1, 0, 0, 0, "_t"},
+        [CUDA_DEC_TMA_D256] = {0, 2, 0, 0, 0, "_t"},
+        [CUDA_DEC_TMA_FP8_D128_T32] = {1, 1, CK_DEC_T32_KPW, CK_DEC_T32_STAGES, 0, "_t32"},
+        [CUDA_DEC_TMA_FP8_D128_T16] = {1, 1, CK_DEC_T16_KPW, CK_DEC_T16_STAGES, 0, "_t16"},
+        [CUDA_DEC_TMA_D64_R32] = {0, 0, 0, 0, CK_DEC_WIDE_ROWS, "_t_r32"},
+        [CUDA_DEC_TMA_D128_R32] = {0, 1, 0, 0, CK_DEC_WIDE_ROWS, "_t_r32"},
     };
     for (int v = 0; v < CUDA_DEC_TMA_KINDS && d->cc_major >= 9 && cuda_drv.TensorMapEncodeTiled && !(tma_env && strcmp(tma_env, "0") == 0); v++) {
         const int D = mma_dims[tma_var[v].di], fp8 = tma_var[v].fp8;
         const int kpw = tma_var[v].kpw ? tma_var[v].kpw : CK_DEC_KPW(D, fp8);
         const int stages = tma_var[v].stages ? tma_var[v].stages : CK_DEC_STAGES(D, fp8);
         d->k.dec_tma_kpw[v] = kpw;
-        d->k.dec_tma_smem[v] = ck_dec_layout_tma(D, fp8, kpw, stages, CK_DEC_WARPS);
+        d->k.dec_tma_smem[v] = ck_dec_layout_tma(D, fp8, kpw, stages, CK_DEC_WARPS, tma_var[v].rows ? tma_var[v].rows : CK_SPLIT_ROWS);
         if ((int)d->k.dec_tma_smem[v] > optin) continue;
         for (int t = 0; t < 2; t++) {
             char name[64];
             snprintf(name, sizeof name, "ck_attn_mma_decode_%s_%s_d%d%s", t_name[t], kv_name[fp8], D, tma_var[v].sfx);
             st = cuda_function_smem(d, CUDA_FAMILY_DECODE, name, d->k.dec_tma_smem[v], &d->k.dec_tma[t][v]);
+            if (st != ATTNRT_OK) {
+                cuda_module_unload(d);
+                return st;
+            }
+        }
+    }
+    /* wide GQA groups (more than 16 query heads a KV head: MQA and its shards), 16-bit caches at D 64 / 128: 32-row
+     * tiles of one token's heads, `_r32` (by tensor copies: `_t_r32` in the table above), picked by the plan's rule.
+     * Loaded either way, so that an A/B loads the same functions; ATTNRT_CUDA_DEC_WIDE=0: never picked, =1: every
+     * such decode on them (A/B and conformance switches) */
+    const char *wide_env = secure_getenv("ATTNRT_CUDA_DEC_WIDE");
+    d->k.dec_wide_mode = !wide_env ? -1 : !strcmp(wide_env, "0") ? 0 : !strcmp(wide_env, "1") ? 1 : -1;
+    for (int di = 0; di < 2 && d->k.mma_ok; di++) {
+        d->k.dec_wide_smem[di] = ck_dec_layout(mma_dims[di], 0, CK_DEC_WARPS, CK_DEC_WIDE_ROWS).total;
+        if ((int)d->k.dec_wide_smem[di] > optin) continue;
+        for (int t = 0; t < 2; t++) {
+            char name[64];
+            snprintf(name, sizeof name, "ck_attn_mma_decode_%s_kv16_d%d_r32", t_name[t], mma_dims[di]);
+            st = cuda_function_smem(d, CUDA_FAMILY_DECODE, name, d->k.dec_wide_smem[di], &d->k.dec_wide[t][di]);
             if (st != ATTNRT_OK) {
                 cuda_module_unload(d);
                 return st;
@@ -211,9 +232,9 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
         [CUDA_DEC_W2_FP8_D128_T32] = {"fp8", "_t32_w2", 128},
         [CUDA_DEC_W2_FP8_D64] = {"fp8", "_t_w2", 64},
     };
-    d->k.dec_w2_smem[CUDA_DEC_W2_FP8_D128_C4] = ck_dec_layout(128, 1, 2).total;
-    d->k.dec_w2_smem[CUDA_DEC_W2_FP8_D128_T32] = ck_dec_layout_tma(128, 1, CK_DEC_T32_KPW, CK_DEC_T32_STAGES, 2);
-    d->k.dec_w2_smem[CUDA_DEC_W2_FP8_D64] = ck_dec_layout_tma(64, 1, CK_DEC_KPW(64, 1), CK_DEC_STAGES(64, 1), 2);
+    d->k.dec_w2_smem[CUDA_DEC_W2_FP8_D128_C4] = ck_dec_layout(128, 1, 2, CK_SPLIT_ROWS).total;
+    d->k.dec_w2_smem[CUDA_DEC_W2_FP8_D128_T32] = ck_dec_layout_tma(128, 1, CK_DEC_T32_KPW, CK_DEC_T32_STAGES, 2, CK_SPLIT_ROWS);
+    d->k.dec_w2_smem[CUDA_DEC_W2_FP8_D64] = ck_dec_layout_tma(64, 1, CK_DEC_KPW(64, 1), CK_DEC_STAGES(64, 1), 2, CK_SPLIT_ROWS);
     for (int t = 0; t < 2; t++)
         for (int v = 0; v < CUDA_DEC_W2_KINDS; v++) {
             if (!cuda_dec_w2_base(d, t, v)) continue; /* no 4-warp kernel of this form either */

@@ -474,6 +474,21 @@ static void directed_attention(cf_builder_t *b)
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-gqa24-e4m3", "1/700 1/33 2/90 1/2100", 48, 2, 128, 128, 16);
     cf_directed_dtypes(c, CF_F16, CF_F32, CF_E4M3);
     c->alibi = c->per_block_scale = c->lse = 1;
+    /* the same groups in the cuda plugin's 32-row tiles of one token's heads (16-bit caches, D 64 / 128): GQA 48 as two
+     * tiles of 24 heads (soft-cap, ALiBi, a window; boxes of 8 rows at block 24), GQA 64 at D 64 in an HND cache of
+     * block 1 (the form without tensor copies), GQA 20 at D 96 (Q and K zero past 96 of 128 columns); splits,
+     * 1-key requests, a 2-token request (a prefill tile) beside them */
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-wide-g24", "1/2100 1/1 2/40 1/700 1/33", 96, 2, 128, 128, 24);
+    cf_directed_dtypes(c, CF_F16, CF_F32, CF_F16);
+    c->alibi = c->lse = 1;
+    c->softcap = 20.0f;
+    c->window_left = 1500;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-wide-g64-d64", "1/1500 1/17 1/1 3/9 1/300", 64, 1, 64, 64, 1);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c->hnd = c->sinks = c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-wide-g20-d96", "1/900 1/65 1/3000", 40, 2, 96, 96, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c->sinks = c->lse = 1;
     /* more fp8 D 128 decode row tiles than the cuda plugin's 4-warp blocks hold at once on an H200 (16 requests x 20
      * KV heads = 320 tiles, none long enough to split): its 2-warp blocks (`_t32_w2`); sequences cut inside a tile */
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-e4m3-w2",

@@ -6,7 +6,8 @@ shared memory, ldmatrix (.x4, with and without .trans) at the kernel's lane addr
 widening (cvt of the low / high 16 bits), prmt 0x3120, movmatrix.trans, mma.m16n8k16 with the PTX
 fragment layouts, Q^T's B fragments (fp8: K's byte order), and the output dim mapping of the combine.
 Checks S^T = K Q^T and O^T = V^T P^T (P = S, no softmax: only the layouts are checked) against plain
-products, for fp8 and 16-bit caches at D 64 / 128 / 256 and 8 or 16 rows.
+products, for fp8 and 16-bit caches at D 64 / 128 / 256 and 8 or 16 rows, and the wide-group form's 32 rows
+(NR 4, 16-bit) whose Q^T fragments come from Q's swizzled rows in shared memory by ldmatrix.x4.
 Run: python3 tests/cuda/model_decode_fragments.py (plain Python, a few seconds). Keep the formulas in
 step with the kernel when it changes.
 """
@@ -54,6 +55,7 @@ def prmt3120(b):
     return [b[0], b[2], b[1], b[3]]
 
 def run(fp8, D, KPW, NR, dqk, dv):
+    WIDE = NR == 4  # attn_decode.cuh's WIDE: Q^T from shared memory
     ES = 1 if fp8 else 2
     ROWB = D * ES; CPR = ROWB // 16; MT = KPW // 16; MO = D // 16
     sw = (lambda r: r & 7) if CPR >= 8 else (lambda r: (r >> 1) & 3)
@@ -85,6 +87,20 @@ def run(fp8, D, KPW, NR, dqk, dv):
                 g, t4 = l >> 2, l & 3
                 ds = [kk * 16 + (4 * t4 + e if fp8 else 2 * t4 + (e & 1) + (e >> 1) * 8) for e in range(4)]
                 qf[nr, kk][l] = ((q[nr * 8 + g][ds[0]], q[nr * 8 + g][ds[1]]), (q[nr * 8 + g][ds[2]], q[nr * 8 + g][ds[3]]))
+    if WIDE:  # Q's rows in shared memory: element (row, d) as its 2-byte index, chunk c of row r at c ^ (r & 7)
+        qmem = [0] * (8 * NR * ROWB)
+        for r in range(8 * NR):
+            for d in range(D):
+                a = r * ROWB + (((d * 2 // 16) ^ (r & 7)) * 16) + (d * 2) % 16
+                qmem[a], qmem[a + 1] = (r * D + d) & 255, (r * D + d) >> 8
+        qel = lambda b0, b1: q[(b0 | b1 << 8) // D][(b0 | b1 << 8) % D]
+        qrow = lambda l: (l >> 4) * 8 + (l & 7)
+        for cp in range(CPR // 2):
+            for pr in range(NR // 2):
+                r4 = ldsm(qmem, lambda l: (pr * 16 + qrow(l)) * ROWB + (((cp * 2 + ((l >> 3) & 1)) ^ (qrow(l) & 7)) * 16), False)
+                for h in range(2):  # n-tile 2 pr + h: registers 2h (dims 0-7 of the k-step), 2h + 1 (dims 8-15)
+                    qf[2 * pr + h, cp] = [((qel(*r4[l][2 * h][0:2]), qel(*r4[l][2 * h][2:4])),
+                                           (qel(*r4[l][2 * h + 1][0:2]), qel(*r4[l][2 * h + 1][2:4]))) for l in range(32)]
     s = {(mt, nr): [[0.0] * 4 for _ in range(32)] for mt in range(MT) for nr in range(NR)}
     for mt in range(MT):
         def kaddr(l, cp):
@@ -161,7 +177,8 @@ def run(fp8, D, KPW, NR, dqk, dv):
 if __name__ == "__main__":
     worst = 0.0
     for fp8, D, KPW, NR, dqk, dv in [(True, 128, 32, 1, 128, 128), (True, 64, 32, 2, 64, 48), (True, 256, 16, 1, 192, 256),
-                                     (False, 128, 16, 2, 128, 128), (False, 64, 32, 1, 64, 64), (False, 256, 16, 1, 256, 200)]:
+                                     (False, 128, 16, 2, 128, 128), (False, 64, 32, 1, 64, 64), (False, 256, 16, 1, 256, 200),
+                                     (False, 128, 16, 4, 96, 128), (False, 64, 32, 4, 64, 64)]:
         e, eo = run(fp8, D, KPW, NR, dqk, dv)
         print(f"fp8={fp8} D={D} KPW={KPW} NR={NR}: S err {e:.2e}, O err {eo:.2e}")
         worst = max(worst, e, eo)

@@ -124,3 +124,27 @@ CK_DEC_W2_KERNELS(bf16, __nv_bfloat16)
 
 CK_DEC_W2_D64_KERNEL(f16, __half, fp8, true)
 CK_DEC_W2_D64_KERNEL(bf16, __nv_bfloat16, fp8, true)
+
+/* Wide GQA groups (more than 16 query heads a KV head: MQA and its tensor-parallel shards), 16-bit caches, D 64 / 128:
+ * 32-row tiles of one token's heads (attn_decode_wide_entry), `_r32` in the plain form (bulk copies on sm_90, cp.async
+ * on sm_80) and `_t_r32` by tensor copies (sm_90; the plan's choice, the plain one its fallback when a run's maps
+ * cannot be encoded). */
+#define CK_DEC_WIDE_KERNELS(tname, T, D)                                                                      \
+    extern "C" __global__ void __launch_bounds__(CK_DEC_WARPS * 32, 2)                                        \
+        ck_attn_mma_decode_##tname##_kv16_d##D##_r32(const __grid_constant__ ck_attn_args_t a)                \
+    {                                                                                                         \
+        attn_decode_wide_entry<T, D, false>(a);                                                               \
+    }                                                                                                         \
+    extern "C" __global__ void __launch_bounds__(CK_DEC_WARPS * 32, 2)                                        \
+        ck_attn_mma_decode_##tname##_kv16_d##D##_t_r32(const __grid_constant__ ck_attn_args_t a)              \
+    {                                                                                                         \
+        if constexpr (CK_DEC_BULK)                                                                            \
+            attn_decode_wide_entry<T, D, true>(a);                                                            \
+        else                                                                                                  \
+            __trap();                                                                                         \
+    }
+
+CK_DEC_WIDE_KERNELS(f16, __half, 64)
+CK_DEC_WIDE_KERNELS(bf16, __nv_bfloat16, 64)
+CK_DEC_WIDE_KERNELS(f16, __half, 128)
+CK_DEC_WIDE_KERNELS(bf16, __nv_bfloat16, 128)

@@ -112,6 +112,12 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     constexpr int MT = KPW / 16, MO = D / 16;                        /* key m-tiles a tile, dim m-tiles */
     constexpr bool BULK = CK_DEC_BULK && CK_DEC_BULK_KV(FP8) && !TMA; /* rows by the bulk copy engine (16-bit KV) */
     constexpr bool MB = BULK || TMA;                                 /* stages complete on mbarriers */
+    /* WIDE (NR 4): the wide-group kernels' 32-row tile, one token's heads (the plan sends only one-token requests'
+     * rows): one key range for every row, and Q^T's fragments read from shared memory at each k-step (in registers
+     * they would be 64 more a thread beside the 128 of the accumulators) */
+    constexpr int ROWS = NR * 8 > CK_SPLIT_ROWS ? NR * 8 : CK_SPLIT_ROWS;
+    constexpr bool WIDE = ROWS > CK_SPLIT_ROWS;
+    static_assert(NR == 1 || NR == 2 || (NR == 4 && ROWS == CK_DEC_WIDE_ROWS && !FP8), "row tiles: 8, 16 or 32 rows (16-bit)");
     static_assert(!TMA || ((ROWB == 64 || ROWB % 128 == 0) && CPS == 0 && !L2W), "tensor copies: 64-byte or 128-byte-block rows");
     constexpr int PITCH = BULK ? ROWB + 16 : ROWB;                   /* bytes between rows in a stage */
     constexpr int TILEB = 2 * KPW * PITCH;                           /* one stage: K rows then V rows */
@@ -122,7 +128,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     extern __shared__ __align__(16) unsigned char dec_smem[];
     /* TMA: the swizzle is a function of address bits 4-9, so the ring starts on 1024 bytes (the host adds the slack) */
     unsigned char *smem = TMA ? dec_smem + ((1024u - (ck_smem(dec_smem) & 1023u)) & 1023u) : dec_smem;
-    const ck_dec_layout_t lay = ck_dec_layout_geo(D, FP8, BULK, TMA, KPW, STAGES, NW);
+    const ck_dec_layout_t lay = ck_dec_layout_geo(D, FP8, BULK, TMA, KPW, STAGES, NW, ROWS);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
     unsigned char *ring = smem + lay.ring + warp * STAGES * TILEB;
     ulonglong2 *addr = (ulonglong2 *)(smem + lay.addr) + warp * KPW;
@@ -134,7 +140,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     const ck_request_t rq = ck_request(a, seq);
     const int64_t q_begin = rq.q_begin, L = rq.L, S = rq.S;
     const int hc = it.head_count;
-    const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / hc), L - it.q_first);
+    const int64_t ntok = min((int64_t)(ROWS / hc), L - it.q_first);
     const int nrows = (int)ntok * hc;
     const int kvh = it.kv_head, hbase = kvh * a.group + it.head_first;
     const int64_t tok0 = q_begin + it.q_first, pq0 = S - L + it.q_first;
@@ -366,7 +372,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     uint16_t qraw[NR][MO][4];
     const uint16_t *q16 = (const uint16_t *)a.q;
 #pragma unroll
-    for (int nr = 0; nr < NR; nr++) {
+    for (int nr = 0; nr < (WIDE ? 0 : NR); nr++) {
         const int row = nr * 8 + g;
         const int64_t qbase = (tok0 + row / hc) * a.q_st[0] + (int64_t)(hbase + row % hc) * a.q_st[1];
 #pragma unroll
@@ -380,10 +386,37 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 #pragma unroll
     for (int j = 0; j < STAGES - 1; j++) fetch(j, j, b0[j], r0[j], j < n_j, 0);
 
+    /* WIDE: Q's rows into shared memory while the first tiles are on their way, 16-byte chunks swizzled by row (chunk
+     * c of row r at c ^ (r & 7), as the ring's), so that the k-steps' ldmatrix reads are conflict-free; zeros past the
+     * rows and dqk. Every warp reads every row: one block barrier. */
+    const uint32_t qs = ck_smem(smem + lay.q);
+    if (WIDE) {
+        const bool vec = (((uintptr_t)a.q | (uintptr_t)((a.q_st[0] | a.q_st[1]) * 2)) & 15u) == 0 && a.dqk % 8 == 0;
+        for (int i = tid; i < ROWS * CPR; i += NW * 32) {
+            const int row = i / CPR, c = i - row * CPR;
+            uint32_t v[4] = {0u, 0u, 0u, 0u};
+            if (row < nrows && c * 8 < a.dqk) {
+                const uint16_t *src = q16 + (tok0 + row / hc) * a.q_st[0] + (int64_t)(hbase + row % hc) * a.q_st[1] + c * 8;
+                if (vec) {
+                    const uint4 x = __ldg((const uint4 *)src);
+                    v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+                } else {
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        if (c * 8 + e < a.dqk) v[e >> 1] |= (uint32_t)src[e] << (16 * (e & 1));
+                }
+            }
+            asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(qs + row * ROWB + ((c ^ (row & 7)) * 16)), "r"(v[0]),
+                         "r"(v[1]), "r"(v[2]), "r"(v[3])
+                         : "memory");
+        }
+        __syncthreads();
+    }
+
     const bool q_bf16 = a.q_dtype == CK_BF16;
     float qv[NR][MO][4];
 #pragma unroll
-    for (int nr = 0; nr < NR; nr++)
+    for (int nr = 0; nr < (WIDE ? 0 : NR); nr++)
 #pragma unroll
         for (int kk = 0; kk < MO; kk++)
 #pragma unroll
@@ -411,27 +444,35 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     }
     uint32_t qf[NR][MO][2];
 #pragma unroll
-    for (int nr = 0; nr < NR; nr++)
+    for (int nr = 0; nr < (WIDE ? 0 : NR); nr++)
 #pragma unroll
         for (int kk = 0; kk < MO; kk++) {
             qf[nr][kk][0] = ck_pack2<TK>(qv[nr][kk][0] * qmul, qv[nr][kk][1] * qmul);
             qf[nr][kk][1] = ck_pack2<TK>(qv[nr][kk][2] * qmul, qv[nr][kk][3] * qmul);
         }
 
-    /* This lane's rows nr * 8 + 2t4 + c: position, key range, ALiBi slope. */
-    int64_t rlo[NR][2], rhi[NR][2], rpq[NR][2];
+    /* This lane's rows nr * 8 + 2t4 + c: position and key range (WIDE: one token, one range; rows past nrows are
+     * zero queries whose results are never written), ALiBi slope. */
+    constexpr int RN = WIDE ? 1 : NR, RC = WIDE ? 1 : 2;
+    int64_t rlo[RN][RC], rhi[RN][RC], rpq[RN][RC];
+#pragma unroll
+    for (int nr = 0; nr < RN; nr++)
+#pragma unroll
+        for (int c = 0; c < RC; c++) {
+            const int row = nr * 8 + 2 * t4 + c;
+            rpq[nr][c] = pq0 + row / hc;
+            ck_key_range(rpq[nr][c], S, a.causal, wl, wr, &rlo[nr][c], &rhi[nr][c]);
+            if (!WIDE && row >= nrows) {
+                rlo[nr][c] = 1;
+                rhi[nr][c] = 0;
+            }
+        }
     float slope[NR][2];
 #pragma unroll
     for (int nr = 0; nr < NR; nr++)
 #pragma unroll
         for (int c = 0; c < 2; c++) {
             const int row = nr * 8 + 2 * t4 + c;
-            rpq[nr][c] = pq0 + row / hc;
-            ck_key_range(rpq[nr][c], S, a.causal, wl, wr, &rlo[nr][c], &rhi[nr][c]);
-            if (row >= nrows) {
-                rlo[nr][c] = 1;
-                rhi[nr][c] = 0;
-            }
             slope[nr][c] = GEN && a.alibi && row < nrows ? a.alibi[(int64_t)(hbase + row % hc) * a.alibi_st] : 0.0f;
         }
     int64_t all_lo, all_hi, unused; /* a tile inside [all_lo, all_hi] with every key present needs no mask */
@@ -493,28 +534,56 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         /* S^T = K Q^T: per m-tile of 16 keys, ldmatrix.x4 of 16 key rows x 32 bytes (fp8: two k-steps,
          * bytes of 4t4..4t4+3 per lane widened by two cvt each; 16-bit: one k-step). */
         float s[MT][NR][4];
+        if constexpr (WIDE) {
+            /* Q^T's B fragments of k-step cp for all 32 rows by two ldmatrix.x4 (matrices: rows 16 pr + 0-7 / 8-15 x
+             * dims 16 cp + 0-7 / 8-15), then every key m-tile's products with them */
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++) {
+            for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-            for (int nr = 0; nr < NR; nr++) s[mt][nr][0] = s[mt][nr][1] = s[mt][nr][2] = s[mt][nr][3] = 0.0f;
-            const int krow = mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+                for (int nr = 0; nr < NR; nr++) s[mt][nr][0] = s[mt][nr][1] = s[mt][nr][2] = s[mt][nr][3] = 0.0f;
+            const int qrow = (lane >> 4) * 8 + (lane & 7), qsel = (lane >> 3) & 1;
 #pragma unroll
             for (int cp = 0; cp < CPR / 2; cp++) {
-                uint32_t kr[4];
-                ck_ldmatrix_x4(kr, chunk_at(rbase, krow, cp * 2 + (lane >> 4)));
-                if (FP8) {
+                uint32_t qb[NR][2];
 #pragma unroll
-                    for (int h = 0; h < 2; h++) { /* k-step 2cp + h: kr[2h] keys 0-7, kr[2h+1] keys 8-15 */
-                        uint32_t af[4]; /* a0 / a2: keys 0-7 lo / hi pair, a1 / a3: keys 8-15 */
-                        ck_fp8x4_to_h2x2<e4m3>(kr[2 * h], af[0], af[2]);
-                        ck_fp8x4_to_h2x2<e4m3>(kr[2 * h + 1], af[1], af[3]);
+                for (int pr = 0; pr < NR / 2; pr++) {
+                    uint32_t r4[4];
+                    ck_ldmatrix_x4(r4, qs + (pr * 16 + qrow) * ROWB + (((cp * 2 + qsel) ^ (qrow & 7)) * 16));
+                    qb[2 * pr][0] = r4[0], qb[2 * pr][1] = r4[1], qb[2 * pr + 1][0] = r4[2], qb[2 * pr + 1][1] = r4[3];
+                }
 #pragma unroll
-                        for (int nr = 0; nr < NR; nr++)
-                            ck_mma16816<__half>(s[mt][nr], af, qf[nr][cp * 2 + h][0], qf[nr][cp * 2 + h][1]);
+                for (int mt = 0; mt < MT; mt++) {
+                    const int krow = mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+                    uint32_t kr[4];
+                    ck_ldmatrix_x4(kr, chunk_at(rbase, krow, cp * 2 + (lane >> 4)));
+#pragma unroll
+                    for (int nr = 0; nr < NR; nr++) ck_mma16816<T>(s[mt][nr], kr, qb[nr][0], qb[nr][1]);
+                }
+            }
+        } else {
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+                for (int nr = 0; nr < NR; nr++) s[mt][nr][0] = s[mt][nr][1] = s[mt][nr][2] = s[mt][nr][3] = 0.0f;
+                const int krow = mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+                for (int cp = 0; cp < CPR / 2; cp++) {
+                    uint32_t kr[4];
+                    ck_ldmatrix_x4(kr, chunk_at(rbase, krow, cp * 2 + (lane >> 4)));
+                    if (FP8) {
+#pragma unroll
+                        for (int h = 0; h < 2; h++) { /* k-step 2cp + h: kr[2h] keys 0-7, kr[2h+1] keys 8-15 */
+                            uint32_t af[4]; /* a0 / a2: keys 0-7 lo / hi pair, a1 / a3: keys 8-15 */
+                            ck_fp8x4_to_h2x2<e4m3>(kr[2 * h], af[0], af[2]);
+                            ck_fp8x4_to_h2x2<e4m3>(kr[2 * h + 1], af[1], af[3]);
+#pragma unroll
+                            for (int nr = 0; nr < NR; nr++)
+                                ck_mma16816<__half>(s[mt][nr], af, qf[nr][cp * 2 + h][0], qf[nr][cp * 2 + h][1]);
+                        }
+                    } else {
+#pragma unroll
+                        for (int nr = 0; nr < NR; nr++) ck_mma16816<T>(s[mt][nr], kr, qf[nr][cp][0], qf[nr][cp][1]);
                     }
-                } else {
-#pragma unroll
-                    for (int nr = 0; nr < NR; nr++) ck_mma16816<T>(s[mt][nr], kr, qf[nr][cp][0], qf[nr][cp][1]);
                 }
             }
         }
@@ -540,13 +609,13 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                 for (int nr = 0; nr < NR; nr++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
-                        const int jk = mt * 16 + g + 8 * (e >> 1), c = e & 1;
-                        const int64_t key = k0 + jk;
+                        const int jk = mt * 16 + g + 8 * (e >> 1), c = e & 1, rn = WIDE ? 0 : nr, rc = WIDE ? 0 : c;
+                        const int64_t key = k0 + jk, pq = rpq[rn][rc];
                         float x = s[mt][nr][e] * (sc_mul * kscl[mt][e >> 1]);
                         if (GEN && a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
-                        if (GEN && a.alibi) x -= slope[nr][c] * (float)(rpq[nr][c] > key ? rpq[nr][c] - key : key - rpq[nr][c]);
+                        if (GEN && a.alibi) x -= slope[nr][c] * (float)(pq > key ? pq - key : key - pq);
                         x *= CK_LOG2E;
-                        if (!interior && (((mt_info.x >> jk) & 1u) || key < rlo[nr][c] || key > rhi[nr][c])) x = -CK_INF;
+                        if (!interior && (((mt_info.x >> jk) & 1u) || key < rlo[rn][rc] || key > rhi[rn][rc])) x = -CK_INF;
                         s[mt][nr][e] = x;
                     }
         }
@@ -691,22 +760,22 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     float ofin = 1.0f; /* the V scale still owed to the accumulators */
     if (FP8) ofin = vpk ? vu : a.v_scale ? a.v_scale[0] : 1.0f;
     __syncthreads();
-    float *cm = (float *)(smem + lay.combine), *cl = cm + NW * 16, *co = cl + NW * 16;
+    float *cm = (float *)(smem + lay.combine), *cl = cm + NW * ROWS, *co = cl + NW * ROWS;
 #pragma unroll
     for (int nr = 0; nr < NR; nr++)
 #pragma unroll
         for (int c = 0; c < 2; c++) {
             const int row = nr * 8 + 2 * t4 + c;
             if (g == 0) {
-                cm[warp * 16 + row] = m_r[nr][c];
-                cl[warp * 16 + row] = lsum[nr][c];
+                cm[warp * ROWS + row] = m_r[nr][c];
+                cl[warp * ROWS + row] = lsum[nr][c];
             }
 #pragma unroll
             for (int m = 0; m < MO; m++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     const int d = FP8 ? m * 16 + 2 * g + h : m * 16 + g + 8 * h;
-                    co[(warp * 16 + row) * D + d] = o[m][nr][2 * h + c] * ofin;
+                    co[(warp * ROWS + row) * D + d] = o[m][nr][2 * h + c] * ofin;
                 }
         }
     __syncthreads();
@@ -714,20 +783,20 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         const int row = idx / a.dv, c = idx - row * a.dv;
         float mm = -CK_INF;
 #pragma unroll
-        for (int w = 0; w < NW; w++) mm = fmaxf(mm, cm[w * 16 + row]);
+        for (int w = 0; w < NW; w++) mm = fmaxf(mm, cm[w * ROWS + row]);
         float l = 0.0f, acc = 0.0f;
         if (mm != -CK_INF) {
 #pragma unroll
             for (int w = 0; w < NW; w++) {
-                const float mw = cm[w * 16 + row];
+                const float mw = cm[w * ROWS + row];
                 if (mw == -CK_INF) continue; /* that warp saw no key: its acc holds nothing */
                 const float f = exp2f(mw - mm);
-                l += cl[w * 16 + row] * f;
-                acc += co[(w * 16 + row) * D + c] * f;
+                l += cl[w * ROWS + row] * f;
+                acc += co[(w * ROWS + row) * D + c] * f;
             }
         }
-        mma_emit<CK_SPLIT_ROWS>(a, it, tok0, hbase, row, c, acc, mm * CK_LN2, l);
-        if (c == 0) mma_emit_lse<CK_SPLIT_ROWS>(a, it, tok0, hbase, row, mm * CK_LN2, l);
+        mma_emit<ROWS>(a, it, tok0, hbase, row, c, acc, mm * CK_LN2, l);
+        if (c == 0) mma_emit_lse<ROWS>(a, it, tok0, hbase, row, mm * CK_LN2, l);
     }
 
     /* Split-KV: the last block of the row tile to get here merges the partials and resets the count. */
@@ -739,7 +808,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         __syncthreads();
         if (!last) return;
         __threadfence(); /* the other splits' partials are read after their arrivals */
-        ck_split_merge_rows(a, it, (float *)smem);
+        ck_split_merge_rows<ROWS>(a, it, (float *)smem);
         if (tid == 0) a.split_count[it.part_index] = 0u;
     }
 }
@@ -777,6 +846,21 @@ __device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
         attn_decode_rows<T, FP8, D, true, CPS, L2W, TMA, TKPW, TSTAGES, NWT>(a, it, ntok * it.head_count <= 8, e5);
     else
         attn_decode_rows<T, FP8, D, false, CPS, L2W, TMA, TKPW, TSTAGES, NWT>(a, it, ntok * it.head_count <= 8, e5);
+}
+
+/* The wide-group kernels (`_r32`): every item is a 32-row tile of one token's heads (GQA groups wider than 16: MQA and
+ * its sharded forms), so each key is read once for all of them where 16-row tiles read it once a head group
+ * (docs/dev/cuda-decode.md, session 17). 16-bit caches; TMA as attn_decode's TMAQ. */
+template <typename T, int D, bool TMA>
+__device__ __forceinline__ void attn_decode_wide_entry(const ck_attn_args_t &a)
+{
+    const ck_work_item_t it = dec_item(a);
+    const ck_request_t rq = ck_request(a, it.seq);
+    if (rq.L - it.q_first <= 0) return; /* the planned rows are not in this batch (every split of the tile agrees) */
+    if (a.softcap > 0.0f || a.alibi)
+        attn_decode<T, false, D, 4, false, true, 0, false, TMA>(a, it);
+    else
+        attn_decode<T, false, D, 4, false, false, 0, false, TMA>(a, it);
 }
 
 #endif /* ATTNRT_ATTN_DECODE_CUH */

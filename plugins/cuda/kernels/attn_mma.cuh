@@ -28,8 +28,8 @@ __device__ __forceinline__ void mma_emit(const ck_attn_args_t &a, const ck_work_
                                          int row, int c, float o_sum, float m, float lsum)
 {
     if (it.num_splits > 1) {
-        const int64_t pi = (int64_t)it.part_index + it.split;
-        a.part_o[(pi * ROWS + row) * a.dv + c] = lsum > 0.0f ? o_sum / lsum : 0.0f;
+        const int64_t pr = (int64_t)it.part_index * CK_SPLIT_ROWS + (int64_t)it.split * ROWS + row; /* slot-row */
+        a.part_o[pr * a.dv + c] = lsum > 0.0f ? o_sum / lsum : 0.0f;
         return;
     }
     const int64_t tok = tok0 + row / it.head_count;
@@ -49,7 +49,7 @@ __device__ __forceinline__ void mma_emit_lse(const ck_attn_args_t &a, const ck_w
 {
     const float lse = lsum > 0.0f ? m + logf(lsum) : -CK_INF;
     if (it.num_splits > 1) {
-        a.part_lse[((int64_t)it.part_index + it.split) * ROWS + row] = lse;
+        a.part_lse[(int64_t)it.part_index * CK_SPLIT_ROWS + (int64_t)it.split * ROWS + row] = lse;
     } else if (a.lse) {
         const int64_t tok = tok0 + row / it.head_count;
         const int h = hbase + row % it.head_count;

@@ -8,10 +8,12 @@
 
 #include "ck_common.cuh"
 
-/* wts: CK_SPLIT_ROWS x CK_MAX_SPLITS floats of shared memory; all threads of the block call it. A merge is
+/* ROWS: the row tile's rows (CK_SPLIT_ROWS, or CK_DEC_WIDE_ROWS: the partials' layout of ck_work_item_t).
+ * wts: ROWS x CK_MAX_SPLITS floats of shared memory; all threads of the block call it. A merge is
  * a chain of L2 round trips, not bytes (B 1 x 4096 at GQA 4: 4 rows of 32 splits, 64 KB): the weights take
  * a warp a row and a lane a split (every lse of a row in flight at once, reduced by shuffles), the outputs
  * a thread four columns with eight splits' loads in flight. */
+template <int ROWS = CK_SPLIT_ROWS>
 __device__ __forceinline__ void ck_split_merge_rows(const ck_attn_args_t &a, const ck_work_item_t &it, float *wts)
 {
     static_assert(CK_MAX_SPLITS <= 64, "a lane holds two splits' weights");
@@ -19,18 +21,18 @@ __device__ __forceinline__ void ck_split_merge_rows(const ck_attn_args_t &a, con
     const ck_request_t rq = ck_request(a, seq);
     const int64_t q_begin = rq.q_begin;
     const int hc = it.head_count, ns = min(it.num_splits, CK_MAX_SPLITS);
-    const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / hc), rq.L - it.q_first);
+    const int64_t ntok = min((int64_t)(ROWS / hc), rq.L - it.q_first);
     if (ntok <= 0) return;
     const int nrows = (int)ntok * hc;
     const int hbase = it.kv_head * a.group + it.head_first;
     const int64_t tok0 = q_begin + it.q_first;
-    const float *plse = a.part_lse + (int64_t)it.part_index * CK_SPLIT_ROWS;
+    const float *plse = a.part_lse + (int64_t)it.part_index * CK_SPLIT_ROWS; /* split s's rows: + s x ROWS */
     const float *po = a.part_o + (int64_t)it.part_index * CK_SPLIT_ROWS * a.dv;
     const int lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
 
     for (int row = threadIdx.x >> 5; row < nrows; row += nwarps) {
-        const float l0 = lane < ns ? __ldcg(plse + lane * CK_SPLIT_ROWS + row) : -CK_INF;
-        const float l1 = lane + 32 < ns ? __ldcg(plse + (lane + 32) * CK_SPLIT_ROWS + row) : -CK_INF;
+        const float l0 = lane < ns ? __ldcg(plse + lane * ROWS + row) : -CK_INF;
+        const float l1 = lane + 32 < ns ? __ldcg(plse + (lane + 32) * ROWS + row) : -CK_INF;
         float m = fmaxf(l0, l1);
 #pragma unroll
         for (int o = 16; o; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
@@ -56,7 +58,7 @@ __device__ __forceinline__ void ck_split_merge_rows(const ck_attn_args_t &a, con
     for (int idx = threadIdx.x; idx < nrows * nq; idx += blockDim.x) {
         const int row = idx / nq, c = (idx - row * nq) * cw;
         const float *w = wts + row * CK_MAX_SPLITS, *src = po + (int64_t)row * dv + c;
-        const int64_t step = (int64_t)CK_SPLIT_ROWS * dv;
+        const int64_t step = (int64_t)ROWS * dv;
         float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (cw == 4) {
 #pragma unroll 8
