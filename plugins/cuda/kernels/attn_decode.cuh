@@ -22,11 +22,11 @@
  * range; Q's columns permuted within each 16 to match the bytes a lane holds), V by ldmatrix.trans +
  * one prmt per register to pair two keys of a dim. Scales: per tensor folded into the score scale
  * and the final output; per (block, KV head) K's scale multiplies the scores and V's the
- * probabilities, divided by the warp's running largest |V scale| so P stays <= 1 in f16.
+ * probabilities, divided by the warp's running largest |V scale| so P stays <= 2^8 in f16.
  *
  * Softmax: scores in the log2 domain; a row's reference maximum only moves when some lane sees a
- * larger score (a warp vote), so most tiles pay no shuffles and no rescale; the row sums stay
- * per lane until the end.
+ * score more than CK_DEC_MAX_SLACK above it (a warp vote), so most tiles pay no shuffles and no rescale;
+ * the row sums stay per lane until the end.
  *
  * Split-KV: each split writes its partial (o, lse); the last block of a row tile to finish (an
  * atomic count per row tile, reset by that block) merges them, so there is no second launch.
@@ -37,6 +37,12 @@
 #include "attn_decode_bulk.cuh"
 #include "attn_mma.cuh"
 #include "split_merge.cuh"
+
+/* How far (log2 units) a score may pass its row's reference maximum before the warp moves the maximum and rescales its
+ * accumulators: P = 2^(s - m) < 2^8 (f16 / bf16 hold it at the same relative precision as below 1; the row sums and
+ * accumulators are f32; the result is normalized by the row sum). Moving it on every new maximum rescaled on two thirds
+ * of the tiles of a 16-row warp (MQA B64 x 4096: 64 multiplies, 16 shuffles and 4 exp2 a lane each time; session 17). */
+#define CK_DEC_MAX_SLACK 8.0f
 
 /* Both fp8 pairs of a register widened to f16x2 (lo: bytes 0-1, hi: bytes 2-3). sm_89+: the 32-bit
  * register split into its 16-bit halves in PTX, so no shift is spent on the high pair. */
@@ -629,7 +635,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) x = fmaxf(x, fmaxf(s[mt][nr][c], s[mt][nr][c + 2]));
                 lm[nr][c] = x;
-                up |= x > m_r[nr][c];
+                up |= x > m_r[nr][c] + CK_DEC_MAX_SLACK;
             }
         /* per-key V scales: a tile whose largest |v scale| passes the warp's running one rescales acc */
         float ofac = 1.0f;
