@@ -134,7 +134,8 @@ static attnrt_status_t build_tiles(const attnrt_attention_args_t *a, const attnr
          * once, but without key splits (64 requests of MQA filled half the chip at 27 % of the copy ceiling) */
         const int cfg = L * G <= DECODE_ROWS || L == 1 ? CUDA_CFG_DECODE : CUDA_CFG_PREFILL;
         const int64_t rows = cfg == CUDA_CFG_DECODE ? dec_rows : prefill_rows;
-        const int64_t hc_full = G <= rows ? G : rows > DECODE_ROWS ? (G + (G + rows - 1) / rows - 1) / ((G + rows - 1) / rows) : rows;
+        const int64_t n_groups = (G + rows - 1) / rows; /* wide decode tiles: equal groups (48 -> 24 + 24) */
+        const int64_t hc_full = G <= rows ? G : cfg == CUDA_CFG_DECODE && rows > DECODE_ROWS ? (G + n_groups - 1) / n_groups : rows;
         for (int64_t h = 0; h < Hkv; h++)
             for (int64_t hf = 0; hf < G; hf += hc_full) {
                 const int64_t hc = G - hf < hc_full ? G - hf : hc_full, tpt = rows / hc;
