@@ -258,18 +258,15 @@ __device__ __forceinline__ bool ck_pf_out_pairs(const ck_attn_args_t &a)
            (((uintptr_t)a.out | (uintptr_t)(a.out_st[0] * 2) | (uintptr_t)(a.out_st[1] * 2)) & 3u) == 0;
 }
 
-/* Epilogue of one row: the quad's sum of l, then o / (l + sink) straight from the accumulators (o(n, e):
- * this lane's element e of n8 group n of the row; m: the row's running max of the raw scores) and the LSE. */
-template <typename T, int NO, class O>
-__device__ __forceinline__ void ck_pf_store_row(const ck_attn_args_t &a, const ck_pf_block_t &b, bool pair16, int row,
-                                                int t4, float l, float m, O o)
+/* A row's finish, shared by every prefill epilogue: the quad's sum of l (every lane of the quad calls it, real row or
+ * not), then for a real row (token tok, head h) the normalizer with the sink after the keys and, from lane t4 0, the LSE
+ * (m: the row's running max of the raw scores). Returns what the row's o is multiplied by (0 for an empty row). */
+__device__ __forceinline__ float ck_pf_row_finish(const ck_attn_args_t &a, bool real, int64_t tok, int h, int t4, float l, float m)
 {
     float lsum = l;
     lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
     lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
-    if (row >= b.nrows) return;
-    const int64_t tok = b.tok0 + row / b.hc;
-    const int h = b.hbase + row % b.hc;
+    if (!real) return 0.0f;
     const float m_nat = m * a.scale; /* natural-log units for the LSE and the sinks */
     float inv = 0.0f;
     if (lsum > 0.0f) {
@@ -277,6 +274,20 @@ __device__ __forceinline__ void ck_pf_store_row(const ck_attn_args_t &a, const c
         if (a.sinks) den += expf(a.sinks[h * a.sinks_st] - m_nat);
         inv = 1.0f / den; /* den inf (a sink far above every key): 0, not NaN */
     }
+    if (t4 == 0 && a.lse) a.lse[tok * a.lse_st[0] + (int64_t)h * a.lse_st[1]] = lsum > 0.0f ? m_nat + logf(lsum) : -CK_INF;
+    return inv;
+}
+
+/* Epilogue of one row: o / (l + sink) straight from the accumulators (o(n, e): this lane's element e of n8 group n of
+ * the row) and the LSE (ck_pf_row_finish). */
+template <typename T, int NO, class O>
+__device__ __forceinline__ void ck_pf_store_row(const ck_attn_args_t &a, const ck_pf_block_t &b, bool pair16, int row,
+                                                int t4, float l, float m, O o)
+{
+    const int64_t tok = b.tok0 + row / b.hc;
+    const int h = b.hbase + row % b.hc;
+    const float inv = ck_pf_row_finish(a, row < b.nrows, tok, h, t4, l, m);
+    if (row >= b.nrows) return;
     const int64_t ob = tok * a.out_st[0] + (int64_t)h * a.out_st[1];
 #pragma unroll
     for (int n = 0; n < NO; n++) {
@@ -289,7 +300,6 @@ __device__ __forceinline__ void ck_pf_store_row(const ck_attn_args_t &a, const c
             ck_store(a.out, ob + c + 1, a.out_dtype, v1);
         }
     }
-    if (t4 == 0 && a.lse) a.lse[tok * a.lse_st[0] + (int64_t)h * a.lse_st[1]] = lsum > 0.0f ? m_nat + logf(lsum) : -CK_INF;
 }
 
 /* acc[i][n], acc[i][n + 1] += a[i] B for the MT m-tiles; B: the two n8 tiles one ldmatrix.x4 brings (bf). */

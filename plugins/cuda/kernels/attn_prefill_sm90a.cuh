@@ -166,24 +166,8 @@ __device__ __forceinline__ void ck_pfw_store_staged(const ck_attn_args_t &a, con
     }
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        const int row = row0 + 8 * r;
-        float lsum = l[r];
-        lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
-        lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
-        float inv = 0.0f;
-        if (row < b.nrows) {
-            const int t = tok_of(row);
-            const int64_t tok = b.tok0 + t;
-            const int h = b.hbase + row - t * b.hc;
-            const float m_nat = m[r] * a.scale; /* natural-log units for the LSE and the sinks */
-            if (lsum > 0.0f) {
-                float den = lsum;
-                if (a.sinks) den += expf(a.sinks[h * a.sinks_st] - m_nat);
-                inv = 1.0f / den; /* den inf (a sink far above every key): 0, not NaN */
-            }
-            if (t4 == 0 && a.lse)
-                a.lse[tok * a.lse_st[0] + (int64_t)h * a.lse_st[1]] = lsum > 0.0f ? m_nat + logf(lsum) : -CK_INF;
-        }
+        const int row = row0 + 8 * r, t = tok_of(row);
+        const float inv = ck_pf_row_finish(a, row < b.nrows, b.tok0 + t, b.hbase + row - t * b.hc, t4, l[r], m[r]);
         /* chunk n of the row (its columns 8 n .. 8 n + 7), this thread's two of them 4 t4 bytes in */
 #pragma unroll
         for (int n = 0; n < CPR; n++) {
