@@ -5,7 +5,8 @@
  * transposed, S^T = K Q^T and O^T = V^T P^T (mma m16n8k16: 16 keys or 16 dims x 8 rows x 16), so a
  * key costs half the mma, exp and softmax work of the 16-row prefill form (half of an n-tile of 8
  * rows is padding at GQA 4, against three quarters of an m-tile of 16). Q^T's fragments stay in
- * registers for the whole block.
+ * registers for the whole block. The wide-group kernels (attn_decode_wide_entry) take 32 rows of one
+ * token's heads, their Q^T read from shared memory at each k-step.
  *
  * Each of the 4 warps streams its own tiles of KPW keys (warp w takes tiles w, w + 4, ...) through a
  * private ring of stages: a lane looks up one key's block (block ids a tile ahead). sm_90+ with a
