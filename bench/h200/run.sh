@@ -7,7 +7,7 @@
 #   with ATTNRT_CUDA_DEC_FP8_TILE=16 and =c4, every fp8 D 128
 #   decode on the 16-key tensor-copy kernel and on _c4, and with ATTNRT_CUDA_DEC_W2=1 on the 2-warp twins of
 #   _t32, _c4 and fp8 D 64's _t, with ATTNRT_CUDA_DEC_WIDE=1 on the wide-group 32-row kernels (with and without
-#   tensor copies); on failure again with every attention on the SIMT
+#   tensor copies), with ATTNRT_CUDA_DEC_W8=1 on the 8-warp 16-bit D 128 kernel; on failure again with every attention on the SIMT
 #   kernel, to tell a tensor-core bug from the rest); the graph-capture proof;
 #   the issue's shapes through attnrt-bench (or bench/h200/attn_timing.c when attnrt-bench is not
 #   built); PyTorch's SDPA (flash, cuDNN) on the same shapes with dense KV; a table in $OUT/h200.md.
@@ -130,6 +130,9 @@ done
 conform_attn "conform-cuda-wide.txt" "ATTNRT_CUDA_DEC_WIDE=1: every wide-group decode on the 32-row kernels" ATTNRT_CUDA_DEC_WIDE=1
 conform_attn "conform-cuda-wide-tma0.txt" "ATTNRT_CUDA_DEC_WIDE=1 ATTNRT_CUDA_DEC_TMA=0: on the plain 32-row kernel" \
     ATTNRT_CUDA_DEC_WIDE=1 ATTNRT_CUDA_DEC_TMA=0
+# 16-bit D 128 decode in 8-warp blocks: the plan takes them for batches of few row tiles (attn-dec-max-splits'
+# first request); forced onto every 16-bit D 128 decode by tensor copies
+conform_attn "conform-cuda-w8.txt" "ATTNRT_CUDA_DEC_W8=1: every 16-bit D 128 decode on the 8-warp kernel" ATTNRT_CUDA_DEC_W8=1
 IFS=';' read -r -a AB_LIST <<< "${AB_ENV:-}"
 ab_sfx() { [ "$1" -eq 0 ] && echo _ab || echo "_ab$(($1 + 1))"; }
 for i in "${!AB_LIST[@]}"; do # the A/B switch's other side(s) (e.g. ATTNRT_CUDA_SPLITS=1)
@@ -315,6 +318,9 @@ if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v comput
             f=${fw%%:*} e=${fw#*:}
             sanitize $tool $f w2 "2-warp blocks${e:+, $e}" $e
         done
+        # 16-bit D 128 in 8-warp blocks: the plan's pick for the long requests (~64 splits), MQA forced
+        sanitize $tool attn-dec-max-splits w8 "8-warp blocks"
+        sanitize $tool attn-dec-max-splits-mqa w8 "8-warp blocks" ATTNRT_CUDA_DEC_W8=1
     done
 fi
 

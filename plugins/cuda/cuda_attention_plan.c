@@ -17,6 +17,7 @@
 #define PREFILL_ROWS 64
 #define DECODE_BN 64
 #define MIN_CHUNK 2      /* key tiles of a split at least */
+#define W8_MAX_KEYS 2048 /* 4-warp decode blocks of at most this many keys give way to 8-warp ones (below) */
 #define SPLIT_OVERHEAD 2 /* a decode block's fixed cost, in key tiles (see the split model below) */
 
 static size_t align_up(size_t n) { return (n + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
@@ -177,6 +178,36 @@ static int64_t resident_blocks(const cuda_dev_t *d, CUfunction f, uint32_t threa
     return (int64_t)(d->sm_count > 0 ? d->sm_count : 1) * occ;
 }
 
+/* The split chunk (key tiles a block) of the rounds model (below, in cuda_attention_plan) for the decode tiles of
+ * `longest` key tiles at most on a kernel that holds `resident` blocks at once; *blocks: the decode blocks it makes */
+static int64_t split_chunk(const row_tile_t *tiles, size_t n_tiles, int64_t longest, int64_t resident, int max_splits,
+                           int64_t *blocks_out)
+{
+    int64_t chunk_tiles = longest > MIN_CHUNK ? longest : MIN_CHUNK, best_cost = -1, prev_c = -1;
+    *blocks_out = 0;
+    for (int64_t cut = 1; cut <= max_splits && longest > 0; cut++) {
+        int64_t c = (longest + cut - 1) / cut;
+        if (c < MIN_CHUNK) c = MIN_CHUNK;
+        if (c == prev_c) continue; /* the same chunk as the last cut: the same cost */
+        prev_c = c;
+        int64_t blocks = 0;
+        for (size_t i = 0; i < n_tiles; i++)
+            if (tiles[i].cfg == CUDA_CFG_DECODE) {
+                const int64_t kt = (tiles[i].keys + DECODE_BN - 1) / DECODE_BN;
+                int64_t ns = (kt + c - 1) / c;
+                blocks += ns < 1 ? 1 : ns > max_splits ? max_splits : ns;
+            }
+        const int64_t cost = (blocks + resident - 1) / resident * ((c < longest ? c : longest) + SPLIT_OVERHEAD);
+        if (best_cost < 0 || cost < best_cost) {
+            best_cost = cost;
+            chunk_tiles = c;
+            *blocks_out = blocks;
+        }
+        if (c == MIN_CHUNK) break;
+    }
+    return chunk_tiles;
+}
+
 /* Makes tensor-copy variant tv (d->k.dec_tma's index; -1: none) the plan's decode kernel where it can read this
  * cache: the device has it, both caches' blocks are the same multiple of 8 rows. A box takes the block size's
  * largest power-of-two factor of rows, at most a warp's tile, so that no box crosses a block; the kernel before
@@ -314,25 +345,28 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
             if (kt > longest) longest = kt;
             dec_tiles++;
         }
-    int64_t chunk_tiles = longest > MIN_CHUNK ? longest : MIN_CHUNK, best_cost = -1, prev_c = -1;
-    for (int64_t cut = 1; cut <= d->max_splits && longest > 0; cut++) {
-        int64_t c = (longest + cut - 1) / cut;
-        if (c < MIN_CHUNK) c = MIN_CHUNK;
-        if (c == prev_c) continue; /* the same chunk as the last cut: the same cost */
-        prev_c = c;
-        int64_t blocks = 0;
-        for (size_t i = 0; i < n_tiles; i++)
-            if (tiles[i].cfg == CUDA_CFG_DECODE) {
-                const int64_t kt = (tiles[i].keys + DECODE_BN - 1) / DECODE_BN;
-                int64_t ns = (kt + c - 1) / c;
-                blocks += ns < 1 ? 1 : ns > d->max_splits ? d->max_splits : ns;
+    int64_t dec_blocks = 0;
+    int64_t chunk_tiles = split_chunk(tiles, n_tiles, longest, resident, d->max_splits, &dec_blocks);
+    /* 16-bit D 128 decode in 8-warp blocks (one an SM) where the 4-warp blocks fit in one round: where they are no
+     * more than the SMs (few row tiles in their most splits: one long request, MQA, a tensor-parallel shard of one KV
+     * head), the same blocks with twice the warps an SM; where they are short (<= W8_MAX_KEYS, so their fixed costs
+     * and the merge weigh), one round of 8-warp blocks in longer splits in place of two blocks an SM (half the
+     * partials). Longer 4-warp blocks stream at the copy rate already, and one 8-warp block an SM streams 1-3 % slower
+     * than two of 4 (docs/dev/cuda-decode.md, session 18). ATTNRT_CUDA_DEC_W8 (d->k.dec_w8_mode): 0 never, 1 always
+     * (the 4-warp plan's splits). */
+    int w8 = 0;
+    if (p->f_decode == d->k.dec_tma[t][CUDA_DEC_TMA_D128] && d->k.dec_w8[t] && d->k.dec_w8_mode != 0 && longest > 0) {
+        if (d->k.dec_w8_mode == 1 || dec_blocks <= d->sm_count)
+            w8 = 1;
+        else if (dec_blocks <= resident && (chunk_tiles < longest ? chunk_tiles : longest) * DECODE_BN <= W8_MAX_KEYS) {
+            int64_t res8 = st == ATTNRT_OK ? resident_blocks(d, d->k.dec_w8[t], 8u * 32u, d->k.dec_w8_smem) : 0, blocks8 = 0;
+            if (res8 <= 0) res8 = d->sm_count > 0 ? d->sm_count : 1;
+            const int64_t chunk8 = split_chunk(tiles, n_tiles, longest, res8, d->max_splits, &blocks8);
+            if (blocks8 <= res8) {
+                w8 = 1;
+                chunk_tiles = chunk8;
             }
-        const int64_t cost = (blocks + resident - 1) / resident * ((c < longest ? c : longest) + SPLIT_OVERHEAD);
-        if (best_cost < 0 || cost < best_cost) {
-            best_cost = cost;
-            chunk_tiles = c;
         }
-        if (c == MIN_CHUNK) break;
     }
     /* fp8 at D 64 in an NHD cache (a key's heads side by side, so a head's 64-byte row is a quarter of a
      * 256-byte L2 fetch whose rest the neighbour heads' blocks read at about the same time): the kernel whose
@@ -392,6 +426,11 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         }
         n_decode += (size_t)ns;
         if ((int)ns > p->max_splits) p->max_splits = (int)ns;
+    }
+    if (w8) {
+        p->f_decode = d->k.dec_w8[t];
+        p->smem_decode = d->k.dec_w8_smem;
+        p->dec_threads = 8u * 32u;
     }
     if (n_tiles > 1) qsort(tiles, n_tiles, sizeof *tiles, by_cost_desc);
 

@@ -37,7 +37,7 @@ enum {
 enum { CUDA_DEC_W2_FP8_D128_C4, CUDA_DEC_W2_FP8_D128_T32, CUDA_DEC_W2_FP8_D64, CUDA_DEC_W2_KINDS };
 
 typedef struct cuda_kernels {
-    CUfunction kv_write, attn_simt, merge_states, split_merge;
+    CUfunction kv_write, attn_simt, merge_states;
     CUfunction mma[2][2][2][CUDA_MMA_DIMS]; /* [cfg][0 f16 / 1 bf16][0 kv16 / 1 fp8][d] */
     uint32_t   mma_smem[2][2][CUDA_MMA_DIMS];  /* dynamic shared memory: [cfg][fp8][d] */
     int        mma_ok;                         /* 0: the device cannot run them (SIMT only) */
@@ -54,6 +54,9 @@ typedef struct cuda_kernels {
     int        dec_c4;                         /* mma[1][t][1][1] is `_c4` (not ATTNRT_CUDA_DEC_CPS=0's kernel) */
     int        dec_w2_mode;                    /* ATTNRT_CUDA_DEC_W2: 0 never, 1 wherever the kernel has a twin, else
                                                   -1: the plan's rule */
+    CUfunction dec_w8[2];                      /* 16-bit D 128 decode by tensor copies in 8-warp blocks: [q type] */
+    uint32_t   dec_w8_smem;
+    int        dec_w8_mode;                    /* ATTNRT_CUDA_DEC_W8: 0 never, 1 always in its place, else -1: the rule */
     int        dec_fp8_force;                  /* ATTNRT_CUDA_DEC_FP8_TILE: fp8 D 128 decode forced onto
                                                   CUDA_DEC_TMA_FP8_D128_T32 / _T16, or -1 (`_c4`); 0: the plan's pick */
     CUfunction prefill[2][CUDA_MMA_DIMS];      /* prefill fast path (cuda_prefill.c): [0 f16 / 1 bf16][d] */

@@ -112,7 +112,6 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
     attnrt_status_t st = cuda_function(d, CUDA_FAMILY_ATTENTION, "ck_kv_write", &d->k.kv_write);
     if (st == ATTNRT_OK) st = cuda_function(d, CUDA_FAMILY_ATTENTION, "ck_attn_simt", &d->k.attn_simt);
     if (st == ATTNRT_OK) st = cuda_function(d, CUDA_FAMILY_ATTENTION, "ck_merge_states", &d->k.merge_states);
-    if (st == ATTNRT_OK) st = cuda_function(d, CUDA_FAMILY_ATTENTION, "ck_attn_split_merge", &d->k.split_merge);
     if (st != ATTNRT_OK) {
         cuda_module_unload(d);
         return st;
@@ -246,6 +245,21 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
                 return st;
             }
         }
+    /* 16-bit D 128 decode by tensor copies in 8-warp blocks (the plan's pick where the 4-warp blocks are no more than
+     * the SMs); ATTNRT_CUDA_DEC_W8=0: never, =1: always in the 4-warp kernel's place; loaded either way (as above) */
+    const char *w8_env = secure_getenv("ATTNRT_CUDA_DEC_W8");
+    d->k.dec_w8_mode = !w8_env ? -1 : !strcmp(w8_env, "0") ? 0 : !strcmp(w8_env, "1") ? 1 : -1;
+    d->k.dec_w8_smem = ck_dec_layout_tma(128, 0, CK_DEC_KPW(128, 0), CK_DEC_STAGES(128, 0), 8, CK_SPLIT_ROWS);
+    for (int t = 0; t < 2; t++) {
+        if (!d->k.dec_tma[t][CUDA_DEC_TMA_D128]) continue;
+        char name[64];
+        snprintf(name, sizeof name, "ck_attn_mma_decode_%s_kv16_d128_t_w8", t_name[t]);
+        st = cuda_function_smem(d, CUDA_FAMILY_DECODE, name, d->k.dec_w8_smem, &d->k.dec_w8[t]);
+        if (st != ATTNRT_OK) {
+            cuda_module_unload(d);
+            return st;
+        }
+    }
     /* ATTNRT_CUDA_DEC_FP8_TILE=32 / 16 / c4: every fp8 D 128 decode on that kernel (an A/B and conformance switch) */
     const char *fp8_tile = secure_getenv("ATTNRT_CUDA_DEC_FP8_TILE");
     d->k.dec_fp8_force = !fp8_tile                  ? 0

@@ -489,6 +489,16 @@ static void directed_attention(cf_builder_t *b)
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-wide-g20-d96", "1/900 1/65 1/3000", 40, 2, 96, 96, 16);
     cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
     c->sinks = c->lse = 1;
+    /* too few row tiles to fill a GPU: the cuda plugin cuts the long requests into its most key splits (64), merged
+     * by the tile's last block (sinks, LSE), beside a 1-key request; MQA the same in two 16-row head groups (32-row
+     * tiles where forced), a window off the split grid */
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-max-splits", "1/8000 1/1 1/3001", 8, 1, 128, 128, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c->sinks = c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-max-splits-mqa", "1/6000 1/1", 32, 1, 128, 128, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F32, CF_F16);
+    c->window_left = 4999;
+    c->sinks = c->lse = 1;
     /* more fp8 D 128 decode row tiles than the cuda plugin's 4-warp blocks hold at once on an H200 (16 requests x 20
      * KV heads = 320 tiles, none long enough to split): its 2-warp blocks (`_t32_w2`); sequences cut inside a tile */
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-e4m3-w2",

@@ -1,15 +1,11 @@
-/* merge.cu — merging partial attention states.
- *   ck_merge_states: the merge_states op, n (<= CK_MERGE_MAX_STATES) states of any layout and format.
- *   ck_attn_split_merge: the split-KV partials of a decode row tile, one block each (split_merge.cuh;
- *   the decode kernel itself merges in the last block of a row tile, so this runs only for lists
- *   of items whose counters are not available).
+/* merge.cu — the merge_states op: n (<= CK_MERGE_MAX_STATES) partial attention states of any layout and
+ * format merged into one (the decode kernel merges its own key splits: split_merge.cuh).
  * m = max lse_i, w_i = e^{lse_i - m}, o = sum w_i o_i / sum w_i, lse = m + ln sum w_i; all states empty
  * gives (0, -inf). A state of weight 0 is never read (its o may be poison). Sinks once, after: the
  * normaliser gains e^{sink - m}. One thread owns each output element and reads every state's element
  * before writing it, and the row's LSE is written after a barrier, so out (and out_lse) may alias a
  * state (an in-place merge). */
 #include "ck_common.cuh"
-#include "split_merge.cuh"
 
 extern "C" __global__ void __launch_bounds__(128) ck_merge_states(const __grid_constant__ ck_merge_args_t a)
 {
@@ -48,10 +44,4 @@ extern "C" __global__ void __launch_bounds__(128) ck_merge_states(const __grid_c
         if (threadIdx.x == 0 && a.out_lse) a.out_lse[t * a.out_lse_st[0] + h * a.out_lse_st[1]] = row_lse;
         __syncthreads(); /* w and row_lse are rewritten for the next row */
     }
-}
-
-extern "C" __global__ void __launch_bounds__(128) ck_attn_split_merge(const __grid_constant__ ck_attn_args_t a)
-{
-    __shared__ float wts[CK_SPLIT_ROWS * CK_MAX_SPLITS];
-    ck_split_merge_rows(a, a.items[blockIdx.x], wts);
 }
