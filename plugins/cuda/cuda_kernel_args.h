@@ -169,7 +169,8 @@ static inline CK_HD ck_mma_layout_t ck_mma_layout(int d, int rows, int bn, int f
 }
 
 /* ---- the decode kernel's shared memory (attn_decode.cuh) ------------------------------------ */
-/* 4 warps (fp8 D 128 / 64 kernels also in blocks of 2: `_w2` in attn_decode.cu); each warp streams its own
+/* 4 warps (fp8 D 128 / 64 kernels also in blocks of 2: `_w2` in attn_decode.cu; 16-bit D 128 by tensor copies also
+ * in blocks of 8, one an SM: `_t_w8`, for batches of few row tiles); each warp streams its own
  * tiles of CK_DEC_KPW keys through a private ring of CK_DEC_STAGES stages (no block barrier in the key loop).
  * Tiles of 8 KB at D 128 (fp8 32 keys, bf16 16), three stages: ~100 KB a block, 2 blocks an SM, each warp
  * with two tiles in flight while it computes one.
