@@ -359,7 +359,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         if (d->k.dec_w8_mode == 1 || dec_blocks <= d->sm_count)
             w8 = 1;
         else if (dec_blocks <= resident && (chunk_tiles < longest ? chunk_tiles : longest) * DECODE_BN <= W8_MAX_KEYS) {
-            int64_t res8 = st == ATTNRT_OK ? resident_blocks(d, d->k.dec_w8[t], 8u * 32u, d->k.dec_w8_smem) : 0, blocks8 = 0;
+            int64_t blocks8 = 0, res8 = st == ATTNRT_OK ? resident_blocks(d, d->k.dec_w8[t], 256, d->k.dec_w8_smem) : 0;
             if (res8 <= 0) res8 = d->sm_count > 0 ? d->sm_count : 1;
             const int64_t chunk8 = split_chunk(tiles, n_tiles, longest, res8, d->max_splits, &blocks8);
             if (blocks8 <= res8) {

@@ -56,7 +56,7 @@ typedef struct cuda_kernels {
                                                   -1: the plan's rule */
     CUfunction dec_w8[2];                      /* 16-bit D 128 decode by tensor copies in 8-warp blocks: [q type] */
     uint32_t   dec_w8_smem;
-    int        dec_w8_mode;                    /* ATTNRT_CUDA_DEC_W8: 0 never, 1 always in its place, else -1: the rule */
+    int        dec_w8_mode;                    /* ATTNRT_CUDA_DEC_W8: 0 never, 1 always, else -1: the plan's rule */
     int        dec_fp8_force;                  /* ATTNRT_CUDA_DEC_FP8_TILE: fp8 D 128 decode forced onto
                                                   CUDA_DEC_TMA_FP8_D128_T32 / _T16, or -1 (`_c4`); 0: the plan's pick */
     CUfunction prefill[2][CUDA_MMA_DIMS];      /* prefill fast path (cuda_prefill.c): [0 f16 / 1 bf16][d] */

@@ -245,8 +245,9 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
                 return st;
             }
         }
-    /* 16-bit D 128 decode by tensor copies in 8-warp blocks (the plan's pick where the 4-warp blocks are no more than
-     * the SMs); ATTNRT_CUDA_DEC_W8=0: never, =1: always in the 4-warp kernel's place; loaded either way (as above) */
+    /* 16-bit D 128 decode by tensor copies in 8-warp blocks (the plan's pick for batches of few row tiles:
+     * cuda_attention_plan.c); ATTNRT_CUDA_DEC_W8=0: never, =1: always in the 4-warp kernel's place; loaded
+     * either way */
     const char *w8_env = secure_getenv("ATTNRT_CUDA_DEC_W8");
     d->k.dec_w8_mode = !w8_env ? -1 : !strcmp(w8_env, "0") ? 0 : !strcmp(w8_env, "1") ? 1 : -1;
     d->k.dec_w8_smem = ck_dec_layout_tma(128, 0, CK_DEC_KPW(128, 0), CK_DEC_STAGES(128, 0), 8, CK_SPLIT_ROWS);

@@ -127,8 +127,14 @@ CK_DEC_W2_D64_KERNEL(bf16, __nv_bfloat16, fp8, true)
 
 /* Blocks of 8 warps, one an SM, for 16-bit D 128 by tensor copies (`_t_w8`): where a batch's 4-warp blocks leave every
  * SM with one block at most (few row tiles in their most key splits: one long request, MQA or a tensor-parallel
- * shard of one KV head), twice the warps stream each block's keys, with no more partials to merge. */
-#define CK_DEC_W8_KERNEL(tname, T)                                                                                extern "C" __global__ void __launch_bounds__(8 * 32, 1)                                                          ck_attn_mma_decode_##tname##_kv16_d128_t_w8(const __grid_constant__ ck_attn_args_t a)                    {                                                                                                                 attn_decode_tma_entry<T, false, 128, 0, 0, 8>(a);                                                         }
+ * shard of one KV head), twice the warps stream each block's keys, with no more partials to merge; where they are
+ * short, one round of these in longer splits (the plan's rule: cuda_attention_plan.c). */
+#define CK_DEC_W8_KERNEL(tname, T)                                                                            \
+    extern "C" __global__ void __launch_bounds__(8 * 32, 1)                                                  \
+        ck_attn_mma_decode_##tname##_kv16_d128_t_w8(const __grid_constant__ ck_attn_args_t a)                \
+    {                                                                                                         \
+        attn_decode_tma_entry<T, false, 128, 0, 0, 8>(a);                                                     \
+    }
 
 CK_DEC_W8_KERNEL(f16, __half)
 CK_DEC_W8_KERNEL(bf16, __nv_bfloat16)
