@@ -3,8 +3,8 @@
 
 A float64 transcription, block by block, of cuda_attention_plan.c (row tiles, decode/prefill
 configurations, split-KV by its rounds model), the block logic of the general prefill kernel
-(attn_mma.cuh: 4 row warps) and of the decode kernel (attn_decode.cuh: 4 warps, warp w taking the key
-tiles w, w + 4, ...): key ranges, splits (ck_item_keys), per-tile block-table lookups, the interior-tile
+(attn_mma.cuh: 4 row warps) and of the decode kernel (attn_decode.cuh: NW = 4, 2 or 8 warps, warp w taking the
+key tiles w, w + NW, ...): key ranges, splits (ck_item_keys), per-tile block-table lookups, the interior-tile
 mask skip, per-warp online softmax, the warps' combine, partial states, and the split merge (done in the
 kernel by a row tile's last block; here after every block, the same arithmetic), checked on random
 batches against a direct implementation of docs/semantics.md (causal, windows, cross-attention,
@@ -237,12 +237,12 @@ def random_case(rng):
     c['force_chunk'] = rng.choice([None, 1, 2])
     return c
 
-def run_case(c, BN_pre=16, BN_dec=16):
+def run_case(c, BN_pre=16, BN_dec=16, WN_dec=4):
     ref = reference(c)
     pre, dec, groups, parts = build_items(c)
     out = {}; part_o = [float('nan')]*(parts*16*c['dv']); part_lse = [float('nan')]*(parts*16)
     for it in pre: block(c, it, 4, 1, BN_pre, out, part_o, part_lse)
-    for it in dec: block(c, it, 1, 4, BN_dec, out, part_o, part_lse)
+    for it in dec: block(c, it, 1, WN_dec, BN_dec, out, part_o, part_lse)
     for g in groups: split_merge(c, g, out, part_o, part_lse)
     worst = 0.0
     for key, (o, lse) in ref.items():
@@ -261,6 +261,8 @@ stats = [0, 0, 0]
 for n in range(300):
     c = random_case(rng)
     # small BN so that tiles, splits and partial tiles happen at these sizes (kernel: 64 / 32)
-    p, d, g = run_case(c, BN_pre=rng.choice([16, 32]), BN_dec=16)
+    # decode blocks of 4 warps, 2 (`_w2`) and 8 (`_t_w8`: twice the block tile, the split grid of NW x KPW keys)
+    WN, BN = rng.choice([(4, 16), (2, 16), (8, 32)])
+    p, d, g = run_case(c, BN_pre=rng.choice([16, 32]), BN_dec=BN, WN_dec=WN)
     stats[0] += p; stats[1] += d; stats[2] += g
 print("300 random cases OK; items prefill %d decode %d split groups %d" % tuple(stats))
