@@ -251,7 +251,7 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
     const char *w8_env = secure_getenv("ATTNRT_CUDA_DEC_W8");
     d->k.dec_w8_mode = !w8_env ? -1 : !strcmp(w8_env, "0") ? 0 : !strcmp(w8_env, "1") ? 1 : -1;
     d->k.dec_w8_smem = ck_dec_layout_tma(128, 0, CK_DEC_KPW(128, 0), CK_DEC_STAGES(128, 0), 8, CK_SPLIT_ROWS);
-    for (int t = 0; t < 2; t++) {
+    for (int t = 0; t < 2 && (int)d->k.dec_w8_smem <= optin; t++) { /* ~198 KB: left NULL where it does not fit */
         if (!d->k.dec_tma[t][CUDA_DEC_TMA_D128]) continue;
         char name[64];
         snprintf(name, sizeof name, "ck_attn_mma_decode_%s_kv16_d128_t_w8", t_name[t]);
