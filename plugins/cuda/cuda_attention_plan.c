@@ -354,8 +354,8 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
      * partials). Longer 4-warp blocks stream at the copy rate already, and one 8-warp block an SM streams 1-3 % slower
      * than two of 4 (docs/dev/cuda-decode.md, session 18). ATTNRT_CUDA_DEC_W8 (d->k.dec_w8_mode): 0 never, 1 always
      * (the 4-warp plan's splits). */
-    int w8 = 0;
     if (p->f_decode == d->k.dec_tma[t][CUDA_DEC_TMA_D128] && d->k.dec_w8[t] && d->k.dec_w8_mode != 0 && longest > 0) {
+        int w8 = 0;
         if (d->k.dec_w8_mode == 1 || dec_blocks <= d->sm_count)
             w8 = 1;
         else if (dec_blocks <= resident && (chunk_tiles < longest ? chunk_tiles : longest) * DECODE_BN <= W8_MAX_KEYS) {
@@ -366,6 +366,11 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
                 w8 = 1;
                 chunk_tiles = chunk8;
             }
+        }
+        if (w8) { /* the same tensor maps and boxes as the 4-warp kernel (f_decode_plain stays its fallback) */
+            p->f_decode = d->k.dec_w8[t];
+            p->smem_decode = d->k.dec_w8_smem;
+            p->dec_threads = 8u * 32u;
         }
     }
     /* fp8 at D 64 in an NHD cache (a key's heads side by side, so a head's 64-byte row is a quarter of a
@@ -426,11 +431,6 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         }
         n_decode += (size_t)ns;
         if ((int)ns > p->max_splits) p->max_splits = (int)ns;
-    }
-    if (w8) {
-        p->f_decode = d->k.dec_w8[t];
-        p->smem_decode = d->k.dec_w8_smem;
-        p->dec_threads = 8u * 32u;
     }
     if (n_tiles > 1) qsort(tiles, n_tiles, sizeof *tiles, by_cost_desc);
 
