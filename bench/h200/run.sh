@@ -7,7 +7,8 @@
 #   with ATTNRT_CUDA_DEC_FP8_TILE=16 and =c4, every fp8 D 128
 #   decode on the 16-key tensor-copy kernel and on _c4, and with ATTNRT_CUDA_DEC_W2=1 on the 2-warp twins of
 #   _t32, _c4 and fp8 D 64's _t, with ATTNRT_CUDA_DEC_WIDE=1 on the wide-group 32-row kernels (with and without
-#   tensor copies), with ATTNRT_CUDA_DEC_W8=1 on the 8-warp 16-bit D 128 kernel; on failure again with every attention on the SIMT
+#   tensor copies), with ATTNRT_CUDA_DEC_W8=1 on the 8-warp 16-bit D 128 kernel, with ATTNRT_CUDA_DEC_WS=1 every pure
+#   decode on the warp-specialized kernel (one block a SM, and two blocks); on failure again with every attention on the SIMT
 #   kernel, to tell a tensor-core bug from the rest); the graph-capture proof;
 #   the issue's shapes through attnrt-bench (or bench/h200/attn_timing.c when attnrt-bench is not
 #   built); PyTorch's SDPA (flash, cuDNN) on the same shapes with dense KV; a table in $OUT/h200.md.
@@ -133,12 +134,22 @@ if [ "${CONFORM:-1}" = 1 ]; then
     # wide GQA groups (more than 16 heads a KV head, 16-bit caches, D 64 / 128): the plan takes the 32-row kernels only for
     # batches of more 16-row tiles than the chip holds at once, which no case is; forced onto every such decode case (the
     # tensor-copy form `_t_r32`, and the plain `_r32` with tensor copies off)
-    conform_attn "conform-cuda-wide.txt" "ATTNRT_CUDA_DEC_WIDE=1: every wide-group decode on the 32-row kernels" ATTNRT_CUDA_DEC_WIDE=1
+    # (ATTNRT_CUDA_DEC_WS=0: pure decode batches of wide groups otherwise go to the warp-specialized kernel, below)
+    conform_attn "conform-cuda-wide.txt" "ATTNRT_CUDA_DEC_WIDE=1: every wide-group decode on the 32-row kernels" ATTNRT_CUDA_DEC_WIDE=1 \
+        ATTNRT_CUDA_DEC_WS=0
     conform_attn "conform-cuda-wide-tma0.txt" "ATTNRT_CUDA_DEC_WIDE=1 ATTNRT_CUDA_DEC_TMA=0: on the plain 32-row kernel" \
-        ATTNRT_CUDA_DEC_WIDE=1 ATTNRT_CUDA_DEC_TMA=0
+        ATTNRT_CUDA_DEC_WIDE=1 ATTNRT_CUDA_DEC_TMA=0 ATTNRT_CUDA_DEC_WS=0
     # 16-bit D 128 decode in 8-warp blocks: the plan takes them for batches of few row tiles (attn-dec-max-splits'
     # first request); forced onto every 16-bit D 128 decode by tensor copies
-    conform_attn "conform-cuda-w8.txt" "ATTNRT_CUDA_DEC_W8=1: every 16-bit D 128 decode on the 8-warp kernel" ATTNRT_CUDA_DEC_W8=1
+    conform_attn "conform-cuda-w8.txt" "ATTNRT_CUDA_DEC_W8=1: every 16-bit D 128 decode on the 8-warp kernel" ATTNRT_CUDA_DEC_W8=1 \
+        ATTNRT_CUDA_DEC_WS=0
+    # pure decode batches on the warp-specialized wgmma kernel in key splits: the plan's pick for groups wider than 16
+    # (attn-dec-ws-*, attn-dec-max-splits-mqa); forced onto every pure decode batch it can take (16-bit, D 64 / 128 /
+    # 256, no soft-cap or ALiBi), also with two blocks walking the items (several splits and merges a block)
+    conform_attn "conform-cuda-decws.txt" "ATTNRT_CUDA_DEC_WS=1: every pure decode batch on the warp-specialized kernel" \
+        ATTNRT_CUDA_DEC_WS=1
+    conform_attn "conform-cuda-decws-b2.txt" "ATTNRT_CUDA_DEC_WS=1 ATTNRT_CUDA_PREFILL_BLOCKS=2: two blocks walking the items" \
+        ATTNRT_CUDA_DEC_WS=1 ATTNRT_CUDA_PREFILL_BLOCKS=2
     for i in "${!AB_LIST[@]}"; do # the A/B switch's other side(s) (e.g. ATTNRT_CUDA_SPLITS=1)
         ab=${AB_LIST[$i]}
         conform_attn "conform-cuda$(ab_sfx "$i").txt" "$ab" ${ab//,/ }
@@ -327,7 +338,13 @@ if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v comput
         done
         # 16-bit D 128 in 8-warp blocks: the plan's pick for the long requests (~64 splits), MQA forced
         sanitize $tool attn-dec-max-splits w8 "8-warp blocks"
-        sanitize $tool attn-dec-max-splits-mqa w8 "8-warp blocks" ATTNRT_CUDA_DEC_W8=1
+        sanitize $tool attn-dec-max-splits-mqa w8 "8-warp blocks" ATTNRT_CUDA_DEC_W8=1 ATTNRT_CUDA_DEC_WS=0
+        # pure decode on the warp-specialized kernel in key splits (partials, the last split's merge in the consumers),
+        # one block a SM, and two blocks walking every item
+        for f in attn-dec-ws-mqa attn-dec-ws-g64-d64 attn-dec-ws-g256-d256; do
+            sanitize $tool $f decws "decode on the warp-specialized kernel"
+        done
+        sanitize $tool attn-dec-ws-mqa decws2 "decode on the warp-specialized kernel, two blocks" ATTNRT_CUDA_PREFILL_BLOCKS=2
     done
 fi
 

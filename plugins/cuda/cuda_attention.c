@@ -81,7 +81,6 @@ static void fill_args(const attnrt_attention_args_t *a, const cuda_attn_plan_t *
     k->causal = a->causal != 0;
     k->window_left = a->window_left < 0 ? -1 : a->window_left;
     k->window_right = a->window_right < 0 ? -1 : a->window_right;
-    k->part_rows = CK_SPLIT_ROWS;
     k->scale = a->scale != 0.0f ? a->scale : (float)(1.0 / sqrt((double)p->head_dim_qk));
     k->softcap = a->softcap;
 }
@@ -168,6 +167,17 @@ static int encode_kv_maps(const attnrt_attention_args_t *a, const cuda_attn_plan
            encode_kv_map(&k->tm_v, k->vc, k->vc_st, a->value_cache, rows, hnd, p->fp8);
 }
 
+/* The SIMT kernel: one warp a query row, no plan, no workspace (layouts the tensor-core kernels do not take). */
+static attnrt_status_t run_simt(cuda_dev_t *d, const cuda_attn_plan_t *p, ck_attn_args_t *k, void *stream)
+{
+    const int64_t rows = p->num_tokens * p->num_q_heads, blocks = (rows + 3) / 4;
+    if (blocks > 0x7fffffff)
+        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda paged attention run: %lld query rows are too many for one launch",
+                           (long long)rows);
+    const attnrt_status_t st = cuda_launch(d->k.attn_simt, (uint32_t)blocks, 128, 0, stream, k, "cuda paged attention (SIMT)");
+    return st == ATTNRT_OK ? cuda_finish(stream, "cuda paged attention") : st;
+}
+
 attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt_attention_args_t *in,
                                    void *workspace, size_t workspace_bytes, void *stream)
 {
@@ -194,14 +204,15 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
     attnrt_status_t st = cuda_enter(d);
     if (st != ATTNRT_OK) return st;
 
-    if (!p->mma || !cache_aligned(&k) || !offsets_fit32(&k)) {
-        const int64_t rows = p->num_tokens * p->num_q_heads, blocks = (rows + 3) / 4;
-        if (blocks > 0x7fffffff)
-            return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda paged attention run: %lld query rows are too many for one launch",
-                               (long long)rows);
-        st = cuda_launch(d->k.attn_simt, (uint32_t)blocks, 128, 0, stream, &k, "cuda paged attention (SIMT)");
-        return st == ATTNRT_OK ? cuda_finish(stream, "cuda paged attention") : st;
-    }
+    if (!p->mma || !cache_aligned(&k) || !offsets_fit32(&k)) return run_simt(d, p, &k, stream);
+
+    /* one pair of tensor maps for the kernels that take tensor copies (the decode kernel's boxes where it has them);
+     * where the driver will not encode them, both launch their plain forms, except a decode batch planned on the
+     * warp-specialized kernel, whose items (key splits) no other tensor-core kernel takes: the SIMT kernel then */
+    const int pf_ws = p->n_prefill && p->f_prefill_ws, dec_tma = p->n_decode && p->tma_rows;
+    const int maps = (pf_ws || dec_tma) && encode_kv_maps(&a, p, p->tma_rows ? p->tma_rows : p->pf_tma_rows, &k);
+    const int q_map = pf_ws && maps && encode_q_map(&k.tm_q, &k, p->pf_hc);
+    if (p->ws_decode && !q_map) return run_simt(d, p, &k, stream);
 
     if (p->list_bytes) {
         CUresult r = cuda_drv.MemcpyHtoDAsync((CUdeviceptr)(uintptr_t)workspace, p->list, p->list_bytes,
@@ -211,13 +222,11 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
     ck_work_item_t *items = workspace;
     k.part_lse = (float *)(void *)((char *)workspace + p->off_part_lse);
     k.part_o = (float *)(void *)((char *)workspace + p->off_part_o);
-    /* one pair of tensor maps for the kernels that take tensor copies (the decode kernel's boxes where it has
-     * them); where the driver will not encode them, both launch their plain forms */
-    const int pf_ws = p->n_prefill && p->f_prefill_ws, dec_tma = p->n_decode && p->tma_rows;
-    const int maps = (pf_ws || dec_tma) && encode_kv_maps(&a, p, p->tma_rows ? p->tma_rows : p->pf_tma_rows, &k);
+    k.part_rows = p->part_rows;
+    k.split_count = (uint32_t *)(uintptr_t)p->split_count; /* split row tiles merged by their last block */
     if (p->n_prefill) {
         k.items = items;
-        if (pf_ws && maps && encode_q_map(&k.tm_q, &k, p->pf_hc)) { /* persistent: one block a SM walks the items */
+        if (q_map) { /* persistent: one block a SM walks the items */
             k.pf_items = (int32_t)p->n_prefill;
             const int cap = d->k.prefill_ws_blocks > 0 ? d->k.prefill_ws_blocks : d->sm_count;
             const uint32_t grid = cap > 0 && (uint32_t)cap < p->n_prefill ? (uint32_t)cap : p->n_prefill;
@@ -226,10 +235,9 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
         } else
             st = cuda_launch(p->f_prefill, p->n_prefill, p->prefill_threads, p->smem_prefill, stream, &k, "cuda paged attention (prefill tiles)");
     }
-    if (st == ATTNRT_OK && p->n_decode) { /* split row tiles merged by their last block (split_count) */
+    if (st == ATTNRT_OK && p->n_decode) {
         k.items = p->dec_splits ? NULL : items + p->n_prefill;
         k.dec_splits = p->dec_splits;
-        k.split_count = (uint32_t *)(uintptr_t)p->split_count;
         CUfunction f = p->f_decode;
         uint32_t smem = p->smem_decode, threads = p->dec_threads;
         if (p->tma_rows && !maps) {

@@ -19,6 +19,7 @@
 #define MIN_CHUNK 2      /* key tiles of a split at least */
 #define W8_MAX_KEYS 2048 /* 4-warp decode blocks of at most this many keys give way to 8-warp ones (below) */
 #define SPLIT_OVERHEAD 2 /* a decode block's fixed cost, in key tiles (see the split model below) */
+#define WS_DEC_MIN_TILES 8 /* row tiles of a pure decode batch of wide groups for the warp-specialized kernel (below) */
 
 static size_t align_up(size_t n) { return (n + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
 
@@ -297,7 +298,29 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
      * never, =1 always (d->k.dec_wide_mode). */
     int64_t dec_rows = DECODE_ROWS;
     const int64_t G = Hq / Hkv;
-    if (G > DECODE_ROWS && !p->fp8 && di <= 1 && d->k.dec_wide[t][di] && d->k.dec_wide_mode != 0) {
+    /* A pure decode batch of GQA groups wider than a 16-row tile on the warp-specialized prefill kernel: each token's
+     * heads are rows of its wgmma tiles (S = Q K^T, m64 x 128 keys: each key read once for the whole group, a few
+     * instructions a key where the decode kernels' warps pay ~30 a key and 16 rows), its items cut into key splits that
+     * fill the chip and merged by the consumers of the last split. Where the batch has at least WS_DEC_MIN_TILES row
+     * tiles: MQA -5..-40 % from 8 requests up, GQA 32 -9..-16 %; at 1-2 requests the 8-warp decode blocks stay 8-13 %
+     * ahead, at 4 they tie (docs/dev/cuda-decode.md, session 19). Its Q boxes take every item's heads (G <= CK_PF_ROWS,
+     * or whole groups of them) and the merge's weights fit the Q slot (G <= D). ATTNRT_CUDA_DEC_WS=0 never, =1 every
+     * pure decode batch it can take, any group (d->k.dec_ws_mode). */
+    if (p->f_prefill_ws && d->k.dec_ws_mode != 0 && (G <= CK_PF_ROWS || G % CK_PF_ROWS == 0) &&
+        (G < CK_PF_ROWS ? G : CK_PF_ROWS) <= p->head_dim_qk && (d->k.dec_ws_mode == 1 || G > DECODE_ROWS)) {
+        int64_t one_token = 0, all_decode = batch.num_seqs > 0;
+        for (int64_t b = 0; b < batch.num_seqs && all_decode; b++) {
+            const int64_t L = (int64_t)batch.query_start_loc[b + 1] - batch.query_start_loc[b];
+            all_decode = L <= 1;
+            one_token += L == 1;
+        }
+        const int64_t ws_tiles = one_token * Hkv * ((G + CK_PF_ROWS - 1) / CK_PF_ROWS);
+        p->ws_decode = all_decode && (d->k.dec_ws_mode == 1 || ws_tiles >= WS_DEC_MIN_TILES);
+    }
+    if (p->ws_decode) {
+        dec_rows = CK_PF_ROWS;
+        p->tma_rows = 0; /* no decode kernel: the run encodes the maps in the prefill kernel's boxes */
+    } else if (G > DECODE_ROWS && !p->fp8 && di <= 1 && d->k.dec_wide[t][di] && d->k.dec_wide_mode != 0) {
         int64_t one_token = 0;
         for (int64_t b = 0; b < batch.num_seqs; b++) one_token += (int64_t)batch.query_start_loc[b + 1] - batch.query_start_loc[b] == 1;
         const int64_t tiles16 = one_token * Hkv * ((G + DECODE_ROWS - 1) / DECODE_ROWS);
@@ -337,6 +360,8 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
      * instead of leaving a partial one (2048 blocks over 396 slots was 5.2 rounds: a sixth, 17% full). */
     st = cuda_enter(d);
     int64_t resident = st == ATTNRT_OK ? resident_blocks(d, p->f_decode, p->dec_threads, p->smem_decode) : 0;
+    if (p->ws_decode) /* its persistent grid (cuda_attention_run): one block a SM, or ATTNRT_CUDA_PREFILL_BLOCKS */
+        resident = d->k.prefill_ws_blocks > 0 && d->k.prefill_ws_blocks < d->sm_count ? d->k.prefill_ws_blocks : d->sm_count;
     if (resident <= 0) resident = d->sm_count > 0 ? d->sm_count : 1; /* one block an SM */
     int64_t longest = 0, dec_tiles = 0;
     for (size_t i = 0; i < n_tiles; i++)
@@ -354,7 +379,8 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
      * partials). Longer 4-warp blocks stream at the copy rate already, and one 8-warp block an SM streams 1-3 % slower
      * than two of 4 (docs/dev/cuda-decode.md, session 18). ATTNRT_CUDA_DEC_W8 (d->k.dec_w8_mode): 0 never, 1 always
      * (the 4-warp plan's splits). */
-    if (p->f_decode == d->k.dec_tma[t][CUDA_DEC_TMA_D128] && d->k.dec_w8[t] && d->k.dec_w8_mode != 0 && longest > 0) {
+    if (!p->ws_decode && p->f_decode == d->k.dec_tma[t][CUDA_DEC_TMA_D128] && d->k.dec_w8[t] && d->k.dec_w8_mode != 0 &&
+        longest > 0) {
         int w8 = 0;
         if (d->k.dec_w8_mode == 1 || dec_blocks <= d->sm_count)
             w8 = 1;
@@ -414,6 +440,9 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         p->smem_decode = d->k.dec_w2_smem[w2v];
         p->dec_threads = 2u * 32u;
     }
+    /* partial states of dec_rows rows in slots of DECODE_ROWS (ck_work_item_t); the warp-specialized kernel's in as many
+     * rows as its items' heads (one token each) */
+    p->part_rows = p->ws_decode ? (int)((p->pf_hc + DECODE_ROWS - 1) / DECODE_ROWS * DECODE_ROWS) : (int)dec_rows;
     size_t n_prefill = 0, n_decode = 0;
     for (size_t i = 0; i < n_tiles; i++) {
         row_tile_t *rt = &tiles[i];
@@ -424,9 +453,9 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         int64_t ns = ((rt->keys + DECODE_BN - 1) / DECODE_BN + chunk_tiles - 1) / chunk_tiles;
         ns = ns < 1 ? 1 : ns > d->max_splits ? d->max_splits : ns;
         rt->w.num_splits = (int32_t)ns;
-        if (ns > 1) { /* ns partial states of dec_rows rows, in slots of DECODE_ROWS (ck_work_item_t) */
+        if (ns > 1) {
             rt->w.part_index = (int32_t)p->num_parts;
-            p->num_parts += ns * (dec_rows / DECODE_ROWS);
+            p->num_parts += ns * (p->part_rows / DECODE_ROWS);
             rt->cost = rt->cost / ns + 1;
         }
         n_decode += (size_t)ns;
@@ -437,7 +466,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     /* A pure decode batch whose requests are each one row tile of all G heads, all with the same split
      * count, needs no list: the kernel derives item (seq, kv head, split) from blockIdx.x (nothing to
      * copy per run). Requests without query tokens get blocks that return at once. */
-    int uniform = n_prefill == 0 && n_tiles > 0 && Hq / Hkv <= DECODE_ROWS;
+    int uniform = n_prefill == 0 && n_tiles > 0 && Hq / Hkv <= DECODE_ROWS && !p->ws_decode;
     for (size_t i = 0; i < n_tiles && uniform; i++)
         uniform = tiles[i].w.num_splits == tiles[0].w.num_splits;
     if (uniform && (int64_t)batch.num_seqs * Hkv * tiles[0].w.num_splits <= 0x7fffffff) {
@@ -446,8 +475,8 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         p->num_parts = p->dec_splits > 1 ? (int64_t)n_decode : 0;
     }
 
-    p->n_prefill = (uint32_t)n_prefill;
-    p->n_decode = (uint32_t)n_decode;
+    p->n_prefill = (uint32_t)(p->ws_decode ? n_decode : n_prefill); /* the warp-specialized kernel's items */
+    p->n_decode = p->ws_decode ? 0u : (uint32_t)n_decode;
     p->list_bytes = p->dec_splits ? 0 : (n_prefill + n_decode) * sizeof(ck_work_item_t);
     if (st == ATTNRT_OK && p->num_parts > 0) {
         /* one arrival count per split row tile (indexed by its first partial); zero now, and the
@@ -479,7 +508,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     /* prefill items, then every split of the decode tiles; costliest first. The head groups of one token
      * and KV head (equal costs: adjacent after the sort) take turns split by split, so that the blocks
      * reading the same keys run side by side and the later ones find them in the L2. */
-    ck_work_item_t *pre = p->list, *dec = p->list ? p->list + n_prefill : NULL;
+    ck_work_item_t *pre = p->list, *dec = p->list ? p->list + n_prefill : NULL; /* ws_decode: no prefill tiles */
     for (size_t i = 0, j; i < n_tiles && p->list; i = j) {
         const row_tile_t *rt = &tiles[i];
         j = i + 1;

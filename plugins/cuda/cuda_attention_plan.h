@@ -43,6 +43,9 @@ typedef struct cuda_attn_plan {
     uint32_t smem_prefill_ws, prefill_ws_threads;
     int      pf_tma_rows;   /* its boxes' rows when the decode kernel takes no tensor copies (else tma_rows) */
     int      pf_hc;         /* its items' query heads (all the same: its Q boxes are encoded for them) */
+    int      ws_decode;     /* 1: a pure decode batch planned as f_prefill_ws's items in key splits (no fallback to
+                               f_prefill, which has no splits: the run takes the SIMT kernel where the maps fail) */
+    int      part_rows;     /* rows of one split's partial state (ck_attn_args_t.part_rows) */
     CUdeviceptr split_count; /* [num_parts] arrival counts of the split row tiles (device, zero between runs) */
     size_t   off_part_lse, off_part_o, workspace_bytes;
     /* what the plan decided, for notes and tests */

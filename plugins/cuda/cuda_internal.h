@@ -63,6 +63,8 @@ typedef struct cuda_kernels {
     uint32_t   prefill_smem[CUDA_MMA_DIMS], prefill_threads[CUDA_MMA_DIMS]; /* of the kernel in prefill[][d] */
     CUfunction prefill_ws[2][CUDA_MMA_DIMS];   /* the warp-specialized wgmma prefill (tensor copies), or NULL */
     uint32_t   prefill_ws_smem[CUDA_MMA_DIMS];
+    int        dec_ws_mode;                    /* ATTNRT_CUDA_DEC_WS: 0 never, 1 every decode batch it can take, else -1:
+                                                  the plan's rule (decode on the warp-specialized prefill kernel) */
     int        prefill_ws_blocks;              /* ATTNRT_CUDA_PREFILL_BLOCKS: its grid at most (0: one block a SM); tests
                                                   make few blocks walk many items */
 } cuda_kernels_t;

@@ -15,7 +15,9 @@ static const int pf_dims[CUDA_MMA_DIMS] = {64, 128, 256};
 
 attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
 {
-    const char *env = secure_getenv("ATTNRT_CUDA_PREFILL");
+    const char *env = secure_getenv("ATTNRT_CUDA_PREFILL"), *dec_env = secure_getenv("ATTNRT_CUDA_DEC_WS");
+    /* pure decode batches of wide GQA groups on the warp-specialized kernel (cuda_attention_plan.c) */
+    d->k.dec_ws_mode = !dec_env ? -1 : !strcmp(dec_env, "0") ? 0 : !strcmp(dec_env, "1") ? 1 : -1;
     if (!d->k.mma_ok || (env && strcmp(env, "mma") == 0)) return ATTNRT_OK;
     const int wgmma = d->modules[CUDA_FAMILY_SM90A] != NULL && !(env && strcmp(env, "fa2") == 0);
     const char *blocks = secure_getenv("ATTNRT_CUDA_PREFILL_BLOCKS");

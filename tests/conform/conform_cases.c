@@ -499,6 +499,20 @@ static void directed_attention(cf_builder_t *b)
     cf_directed_dtypes(c, CF_F16, CF_F32, CF_F16);
     c->window_left = 4999;
     c->sinks = c->lse = 1;
+    /* pure decode batches of wide groups on the cuda plugin's warp-specialized wgmma kernel (sm_90), each token's heads
+     * rows of its tiles, the requests cut into key splits merged by the consumers of the last one: MQA beside a 1-key
+     * and an empty request (block 16, sinks); GQA 64 at D 64 (block 32, a window off the split grid); GQA 256 at D 256
+     * (two head groups of 128 a token, f32 out) */
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-ws-mqa", "1/5000 1/1 0/7 1/300 1/2049 1/17", 32, 1, 128, 128, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c->sinks = c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-ws-g64-d64", "1/3000 1/129 1/1 1/700", 128, 2, 64, 64, 32);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_F16);
+    c->window_left = 2222;
+    c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-ws-g256-d256", "1/1100 1/40 1/1", 256, 1, 256, 256, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_F32, CF_BF16);
+    c->sinks = c->lse = 1;
     /* more fp8 D 128 decode row tiles than the cuda plugin's 4-warp blocks hold at once on an H200 (16 requests x 20
      * KV heads = 320 tiles, none long enough to split): its 2-warp blocks (`_t32_w2`); sequences cut inside a tile */
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-dec-e4m3-w2",

@@ -22,6 +22,10 @@
  * present block land as stale cache bytes, so a tile holding such keys has them masked in S and their V rows
  * zeroed by the consumers before P V (0 x NaN would be NaN). Tiles start on the box grid (kbeg rounded down
  * to a.kv_tma_rows; the keys before the first row's range are masked by the rows' own ranges).
+ * Pure decode batches of wide GQA groups come here too (cuda_attention_plan.c): an item is one token's heads of a KV
+ * head in a key split; each split writes its partial state and the consumers of the row tile's last split to finish
+ * merge them (split_merge.cuh, an arrival count a row tile), the merge's weights in the item's Q slot. An item of at most
+ * 64 rows leaves warpgroup 1 without products: it keeps the protocol only (docs/dev/cuda-decode.md, session 19).
  * One block a SM (384 threads, ~100-200 KB): the plan takes this kernel wherever it can run (cuda_attention_plan.c);
  * shapes in cuda_prefill_wg_cfg.h (CK_PFS_*); the host encodes the maps and falls back to the other kernel where it
  * cannot (cuda_attention.c). The output leaves through the Q slot (ck_pfw_store_staged). docs/dev/cuda-prefill.md,
@@ -32,9 +36,50 @@
 
 #include "attn_decode_bulk.cuh" /* mbarriers, ck_tma_load_4d */
 #include "attn_prefill_sm90a.cuh"
+#include "split_merge.cuh"
 
 /* Named barrier 1 over the two consumer warpgroups (the producer never joins it). */
 __device__ __forceinline__ void ck_pfs_bar_consumers() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+
+/* An item's tiles on the box grid (kbeg rounded down to R; the keys before a row's range are masked by the rows' own
+ * ranges), and a decode item's key split: split s of ns takes tiles [s c, s c + c) of the row tile's, c = ceil(tiles /
+ * ns), its keys and the every-row range clamped to them (a split past the keys has no tile: its partial is empty). */
+template <int BN> __device__ __forceinline__ void ck_pfs_item_keys(ck_pf_block_t &b, int R)
+{
+    if (b.n_tiles <= 0) return;
+    b.kbeg -= b.kbeg % R;
+    if (b.num_splits > 1) {
+        const int64_t nt = (b.kend - b.kbeg + BN) / BN, c = (nt + b.num_splits - 1) / b.num_splits;
+        const int64_t lo = b.kbeg + (int64_t)b.split * c * BN, hi = min(b.kend, lo + c * BN - 1);
+        b.kbeg = lo;
+        b.kend = hi;
+        b.all_lo = max(b.all_lo, lo);
+        b.all_hi = min(b.all_hi, hi);
+    }
+    b.n_tiles = b.kend >= b.kbeg ? (int)((b.kend - b.kbeg + BN) / BN) : 0;
+}
+
+/* A decode item's partial state (split b.split of its row tile, ck_split_merge_tile's layout, a.part_rows rows a split)
+ * from this thread's rows row0, row0 + 8: o / l and the LSE of the raw scores' max m (every lane of a quad calls it). */
+template <int D>
+__device__ __forceinline__ void ck_pfs_store_partial(const ck_attn_args_t &a, const ck_pf_block_t &b, int row0, int t4,
+                                                     const float (&o)[D / 2], const float (&l)[2], const float (&m)[2])
+{
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float lsum = l[r];
+        lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
+        lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
+        const int row = row0 + 8 * r;
+        if (row >= b.nrows) continue;
+        const int64_t pr = (int64_t)b.part_index * CK_SPLIT_ROWS + (int64_t)b.split * a.part_rows + row; /* slot-row */
+        const float inv = lsum > 0.0f ? 1.0f / lsum : 0.0f;
+        float *dst = a.part_o + pr * a.dv + 2 * t4;
+#pragma unroll
+        for (int n = 0; n < D / 8; n++) *(float2 *)(dst + 8 * n) = make_float2(o[4 * n + 2 * r] * inv, o[4 * n + 2 * r + 1] * inv);
+        if (t4 == 0) a.part_lse[pr] = lsum > 0.0f ? m[r] * a.scale + logf(lsum) : -CK_INF;
+    }
+}
 
 template <typename T, int D>
 __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
@@ -43,7 +88,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
     constexpr int CPR = D / 8, NS = BN / 8, CB = D / 64; /* 16-byte chunks a row; n8 groups of S; column blocks */
     constexpr uint32_t Q_BYTES = ROWS * D * 2, KV_BYTES = BN * D * 2;
     static_assert(ROWS == 128 && BN % 64 == 0 && D % 64 == 0, "two consumer warpgroups of 64 rows; whole column blocks");
-    static_assert(sizeof(ck_pf_block_t) == 112, "ck_pfs_smem_bytes counts an item's description as 112 bytes");
+    static_assert(sizeof(ck_pf_block_t) == 120, "ck_pfs_smem_bytes counts an item's description as 120 bytes");
     static_assert(CK_PFS_PRODUCER_REGS + 2 * CK_PFS_CONSUMER_REGS <= 3 * CK_PFS_LAUNCH_REGS &&
                       CK_PFS_LAUNCH_REGS * CK_PFS_THREADS <= 65536, "registers moved within the launch's allocation");
 
@@ -67,6 +112,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
     int2 *rrange = (int2 *)(anyabs + ((KST + VST + 1) & ~1)); /* [QST][ROWS] each row's key range, relative to kbeg */
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, R = a.kv_tma_rows;
+    __shared__ int pfs_last; /* a decode item's consumers finish its row tile's last split */
     if (tid == 0) {
         for (int st = 0; st < KST; st++) {
             ck_mbar_init(bar(0, st), 64);  /* every lane of the ring's two producer warps (their first: the boxes' bytes) */
@@ -144,10 +190,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
         int j = 0;
         for (int item = (int)blockIdx.x; item < a.pf_items; item += (int)gridDim.x) {
             if (!ck_pf_block_at<BN>(a, item, b)) continue;
-            if (b.n_tiles > 0) { /* tiles on the box grid */
-                b.kbeg -= b.kbeg % R;
-                b.n_tiles = (int)((b.kend - b.kbeg + BN) / BN);
-            }
+            ck_pfs_item_keys<BN>(b, R);
             if (warp == 0) publish(j, true);
             /* two tiles an iteration, so that each id goes from its load to its use without a register copy (a copy
              * would wait for the load where it stands) */
@@ -262,7 +305,20 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
         };
 
         const int nt = b.n_tiles;
-        if (nt > 0) {
+        /* warpgroup 1 without a live row (an item of at most 64 rows: a decode item's heads, a short prompt) computes
+         * nothing: it only keeps the rings' and turns' protocol (its waits, arrivals and the absent V rows' zeros), so
+         * the tensor cores run warpgroup 0's products alone */
+        if (nt > 0 && wg * 64 >= b.nrows) {
+            asm volatile("bar.arrive 2, 256;\n" ::: "memory");
+            for (int kt = 0; kt <= nt; kt++) {
+                if (kt > 0) wait_v(kt);
+                if (kt < nt) wait_k(kt);
+                turn_wait();
+                turn_pass(kt == nt);
+                if (kt < nt) asm volatile("{ .reg .b64 x;\n mbarrier.arrive.shared::cta.b64 x, [%0];\n}\n" ::"r"(bar(2, (g0 + kt) % KST)) : "memory");
+                if (kt > 0) release_v(kt);
+            }
+        } else if (nt > 0) {
             if (wg == 1) asm volatile("bar.arrive 2, 256;\n" ::: "memory"); /* warpgroup 0 issues first */
             /* tile 0: S and its softmax */
             wait_k(0);
@@ -317,8 +373,25 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
         }
 
         /* the output through this warpgroup's rows of the Q slot, then the slot back to warp 0 (its next Q is a tensor
-         * copy: the reads of the slot ordered before it) */
-        ck_pfw_store_staged<T, D, ROWS>(a, b, ctid & 127, wg * 64, cw * 16 + g, t4, o, l, m, q_slot, 4 + wg);
+         * copy: the reads of the slot ordered before it). A decode item's key split writes its partial state instead, and
+         * the consumers that finish a row tile's last split merge its partials (the slot holds the merge's weights). */
+        if (b.num_splits > 1) {
+            ck_pfs_store_partial<D>(a, b, cw * 16 + g, t4, o, l, m);
+            __threadfence(); /* the partial, device-wide, before this split's arrival is counted */
+            ck_pfs_bar_consumers();
+            if (ctid == 0) pfs_last = atomicAdd(a.split_count + b.part_index, 1u) == (uint32_t)b.num_splits - 1u;
+            ck_pfs_bar_consumers();
+            if (pfs_last) {
+                __threadfence(); /* the other splits' partials are read after their arrivals */
+                ck_split_tile_t t;
+                t.tok0 = b.tok0, t.hc = b.hc, t.hbase = b.hbase, t.nrows = b.nrows;
+                t.ns = b.num_splits, t.part_index = b.part_index, t.rows = a.part_rows;
+                ck_split_merge_tile(a, t, (float *)(smem + (q_slot - smem0)), ctid, 256, [] { ck_pfs_bar_consumers(); });
+                if (ctid == 0) a.split_count[b.part_index] = 0u;
+            }
+        } else {
+            ck_pfw_store_staged<T, D, ROWS>(a, b, ctid & 127, wg * 64, cw * 16 + g, t4, o, l, m, q_slot, 4 + wg);
+        }
         ck_fence_proxy_async();
         asm volatile("{ .reg .b64 x;\n mbarrier.arrive.shared::cta.b64 x, [%0];\n}\n" ::"r"(barq(1, qs)) : "memory");
         g0 += nt;
