@@ -1,7 +1,6 @@
 /* cuda_attention.c — paged attention run: the args decoded into ck_attn_args_t, then either
- *   tensor cores: copy the plan's work list into the workspace (cuMemcpyHtoDAsync from pinned memory,
- *                 on the run's stream; none for a pure decode batch), the prefill launch, the decode
- *                 launch (which merges its own key splits); or
+ *   tensor cores: the prefill launch, the decode launch (which merges its own key splits), both on the
+ *                 plan's work list in device memory (none for a pure decode batch); or
  *   SIMT:         one launch, one warp per query row.
  * Nothing is allocated, nothing waits (except on the NULL stream, whose calls complete before they
  * return), and no device memory is read on the host: the run can be captured in a CUDA graph. The
@@ -214,14 +213,11 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
     const int q_map = pf_ws && maps && encode_q_map(&k.tm_q, &k, p->pf_hc);
     if (p->ws_decode && !q_map) return run_simt(d, p, &k, stream);
 
-    if (p->list_bytes) {
-        CUresult r = cuda_drv.MemcpyHtoDAsync((CUdeviceptr)(uintptr_t)workspace, p->list, p->list_bytes,
-                                              cuda_stream_of(stream));
-        if (r != CUDA_SUCCESS) return cuda_fail(r, "cuda paged attention run: copying the work list (%zu bytes)", p->list_bytes);
+    ck_work_item_t *items = (ck_work_item_t *)(uintptr_t)p->list_dev; /* the plan's (NULL: none) */
+    if (p->num_parts) { /* the split partial states (else the plan asked for no workspace) */
+        k.part_lse = (float *)(void *)((char *)workspace + p->off_part_lse);
+        k.part_o = (float *)(void *)((char *)workspace + p->off_part_o);
     }
-    ck_work_item_t *items = workspace;
-    k.part_lse = (float *)(void *)((char *)workspace + p->off_part_lse);
-    k.part_o = (float *)(void *)((char *)workspace + p->off_part_o);
     k.part_rows = p->part_rows;
     k.split_count = (uint32_t *)(uintptr_t)p->split_count; /* split row tiles merged by their last block */
     if (p->n_prefill) {

@@ -1,7 +1,7 @@
 /* cuda_attention_plan.c — picks the kernels for a batch and, for the tensor-core path, splits it into
  * work items: row tiles of (tokens x query heads of one KV head), the decode ones cut into key splits
  * from the batch and the SM count, so that small batches of long sequences still fill the chip. The
- * list lives in pinned host memory; attention_run copies it into the workspace on its stream. */
+ * list is uploaded once into device memory the plan owns; attention_run only points the kernels at it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,8 +112,8 @@ void cuda_attention_plan_destroy(cuda_dev_t *d, void *plan)
 {
     cuda_attn_plan_t *p = plan;
     if (!p) return;
-    if ((p->list || p->split_count) && cuda_enter(d) == ATTNRT_OK) {
-        if (p->list) cuda_drv.MemFreeHost(p->list);
+    if ((p->list_dev || p->split_count) && cuda_enter(d) == ATTNRT_OK) {
+        if (p->list_dev) cuda_drv.MemFree(p->list_dev);
         if (p->split_count) cuda_drv.MemFree(p->split_count);
     }
     free(p);
@@ -493,23 +493,24 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         if (r != CUDA_SUCCESS)
             st = cuda_fail(r, "cuda paged attention plan: %zu bytes of split counters", bytes);
     }
+    ck_work_item_t *list = NULL; /* built here, then uploaded into the plan's device copy */
     if (st == ATTNRT_OK && p->list_bytes) {
-        void *host = NULL;
-        CUresult r = cuda_drv.MemAllocHost(&host, p->list_bytes);
-        if (r != CUDA_SUCCESS)
-            st = cuda_fail(r, "cuda paged attention plan: cuMemAllocHost(%zu bytes) for the work list", p->list_bytes);
-        p->list = host;
+        list = malloc(p->list_bytes);
+        CUresult r = cuda_drv.MemAlloc(&p->list_dev, p->list_bytes);
+        if (!list) st = plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cuda paged attention plan: out of memory");
+        else if (r != CUDA_SUCCESS) st = cuda_fail(r, "cuda paged attention plan: %zu bytes for the work list", p->list_bytes);
     }
     if (st != ATTNRT_OK) {
         free(tiles);
+        free(list);
         cuda_attention_plan_destroy(d, p);
         return st;
     }
     /* prefill items, then every split of the decode tiles; costliest first. The head groups of one token
      * and KV head (equal costs: adjacent after the sort) take turns split by split, so that the blocks
      * reading the same keys run side by side and the later ones find them in the L2. */
-    ck_work_item_t *pre = p->list, *dec = p->list ? p->list + n_prefill : NULL; /* ws_decode: no prefill tiles */
-    for (size_t i = 0, j; i < n_tiles && p->list; i = j) {
+    ck_work_item_t *pre = list, *dec = list ? list + n_prefill : NULL; /* ws_decode: no prefill tiles */
+    for (size_t i = 0, j; i < n_tiles && list; i = j) {
         const row_tile_t *rt = &tiles[i];
         j = i + 1;
         if (rt->cfg == CUDA_CFG_PREFILL) {
@@ -528,11 +529,20 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
             }
     }
     free(tiles);
-    if (p->list && n_prefill > 1 && p->f_prefill_ws) group_prefill_items(p->list, n_prefill, Hkv, batch.num_seqs);
+    if (list && n_prefill > 1 && p->f_prefill_ws) group_prefill_items(list, n_prefill, Hkv, batch.num_seqs);
+    if (list) { /* once, here: a run copied it into the workspace every time, ~8-10 us before its first kernel */
+        CUresult r = cuda_drv.MemcpyHtoDAsync(p->list_dev, list, p->list_bytes, NULL);
+        if (r == CUDA_SUCCESS) r = cuda_drv.StreamSynchronize(NULL);
+        free(list);
+        if (r != CUDA_SUCCESS) {
+            cuda_attention_plan_destroy(d, p);
+            return cuda_fail(r, "cuda paged attention plan: uploading the work list (%zu bytes)", p->list_bytes);
+        }
+    }
 
-    p->off_part_lse = align_up(p->list_bytes);
+    p->off_part_lse = 0;
     p->off_part_o = p->off_part_lse + align_up((size_t)p->num_parts * DECODE_ROWS * sizeof(float));
-    p->workspace_bytes = p->list_bytes == 0 && p->num_parts == 0 ? 0
+    p->workspace_bytes = p->num_parts == 0 ? 0
                          : p->off_part_o + (size_t)p->num_parts * DECODE_ROWS * (size_t)p->head_dim_v * sizeof(float);
     *plan_out = p;
     *workspace_bytes = p->workspace_bytes;

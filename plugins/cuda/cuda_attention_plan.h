@@ -2,14 +2,14 @@
  *
  * Tensor-core path: a pure decode batch (every request one row tile, one split count) needs no list:
  * the decode kernel derives its item from blockIdx. Otherwise the plan builds the work list on the
- * host (one ck_work_item_t per block of each launch) in PINNED memory; run copies it into the head of
- * the caller's workspace with cuMemcpyHtoDAsync on the run's stream (capturable: a graph replays the
- * copy from the plan's buffer), then launches. The workspace also holds the split-KV partial states;
- * the plan owns one arrival counter per split row tile (device memory), which the decode kernel's
- * last block of the tile uses to merge the partials and resets, so runs of ONE plan must not overlap
- * in time (on two streams at once).
+ * host (one ck_work_item_t per block of each launch: prefill items, then decode items) and uploads it
+ * once into device memory it owns; runs only pass its address (no copy on the run's stream: a run
+ * that copied it into the workspace waited ~8-10 us for it before its first kernel; a captured graph
+ * refers to the plan's list). The workspace holds the split-KV partial states; the plan owns one
+ * arrival counter per split row tile (device memory), which the last block of the tile uses to merge
+ * the partials and resets, so runs of ONE plan must not overlap in time (on two streams at once).
  *
- *   workspace: [prefill items | decode items] [part_lse] [part_o]
+ *   workspace: [part_lse] [part_o]
  */
 #ifndef ATTNRT_CUDA_ATTENTION_PLAN_H
 #define ATTNRT_CUDA_ATTENTION_PLAN_H
@@ -29,7 +29,7 @@ typedef struct cuda_attn_plan {
     uint32_t smem_prefill, smem_decode;
     uint32_t dec_threads, dec_threads_plain; /* threads a block of f_decode / f_decode_plain */
     uint32_t prefill_threads; /* 128, or the fast path's (cuda_prefill.c) */
-    ck_work_item_t *list;   /* pinned host memory (cuMemAllocHost), list_bytes long */
+    CUdeviceptr list_dev;   /* the work list in device memory (0: none), list_bytes long */
     size_t   list_bytes;
     uint32_t n_prefill, n_decode;
     int64_t  num_parts;     /* split partial states */
