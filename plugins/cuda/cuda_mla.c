@@ -7,11 +7,11 @@
  * group of query heads) — a token's heads share its latent rows, so as many as an item holds — and
  * cuts the keys of each item into splits when the batch has too few items to fill the chip (sized for
  * one or two waves of resident blocks, or none, by an estimate of the time), so that a few long requests
- * still use every SM. The lists live in pinned
- * host memory; run picks the kernel (the tensor-core one needs 16-byte aligned latent rows, known only
- * at run), copies its list into the head of the caller's workspace with cuMemcpyHtoDAsync on the run's
- * stream (capturable: a graph replays the copy), then launches the items and, when there are splits,
- * the merge. The workspace: [items | merge groups] [part_lse] [part_o], sized for the larger config.
+ * still use every SM. The lists are uploaded once into device memory the plan owns (a run that copied
+ * its list into the workspace waited ~9 us for it before its first kernel: docs/dev/cuda-decode.md,
+ * session 19); run picks the kernel (the tensor-core one needs 16-byte aligned latent rows, known only
+ * at run) and launches its items and, when there are splits, the merge, on its list. The workspace:
+ * [part_lse] [part_o], sized for the larger config.
  * On compute capability 9.0 the tensor-core config takes the wgmma kernel (kernels/mla_sm90a.cu, the
  * sm_90a module) for a 16-bit or fp8 latent: the same items, so the same plan.
  */
@@ -30,15 +30,14 @@
 
 static size_t align_up(size_t n) { return (n + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
 
-/* One kernel's work: its list (inside the plan's pinned buffer) and its workspace layout. */
+/* One kernel's work: its list (inside the plan's device buffer) and its workspace layout. */
 typedef struct mla_cfg {
     int        ok;              /* 0: this kernel is not used for the plan's shapes */
     CUfunction f_main;
     uint32_t   smem;
     int        rows;            /* query rows per item */
     int        wgmma;           /* f_main is the sm_90a kernel (kernels/mla_sm90a.cu) */
-    size_t     list_at;         /* element index of its list in the pinned buffer */
-    size_t     list_bytes;
+    size_t     list_at;         /* element index of its list in the plan's buffer */
     uint32_t   n_items, n_groups;
     int64_t    num_parts;
     size_t     off_part_lse, off_part_o, workspace_bytes;
@@ -52,14 +51,14 @@ typedef struct cuda_mla_plan {
     int     sparse;
     CUfunction f_merge;
     mla_cfg_t  cfg[2];
-    ck_mla_item_t *list;           /* pinned host memory: each config's items, then its merge groups */
+    CUdeviceptr list_dev;          /* device memory: each config's items, then its merge groups */
     size_t   workspace_bytes;
 } cuda_mla_plan_t;
 
 static void mla_plan_free(cuda_dev_t *d, cuda_mla_plan_t *p)
 {
     if (!p) return;
-    if (p->list && cuda_enter(d) == ATTNRT_OK) cuda_drv.MemFreeHost(p->list);
+    if (p->list_dev && cuda_enter(d) == ATTNRT_OK) cuda_drv.MemFree(p->list_dev);
     p->head.magic = 0;
     free(p);
 }
@@ -346,17 +345,17 @@ attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, c
             p->cfg[c].list_at = total;
             total += (size_t)p->cfg[c].n_items + p->cfg[c].n_groups;
         }
+    ck_mla_item_t *list = NULL; /* built here, then uploaded into the plan's device copy */
     if (st == ATTNRT_OK && total) {
-        void *host = NULL;
-        CUresult r = cuda_drv.MemAllocHost(&host, total * sizeof(ck_mla_item_t));
-        if (r != CUDA_SUCCESS) st = cuda_fail(r, "cuda mla plan: cuMemAllocHost(%zu bytes) for the work lists",
-                                              total * sizeof(ck_mla_item_t));
-        p->list = host;
+        list = malloc(total * sizeof(ck_mla_item_t));
+        CUresult r = cuda_drv.MemAlloc(&p->list_dev, total * sizeof(ck_mla_item_t));
+        if (!list) st = plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cuda mla plan: out of memory");
+        else if (r != CUDA_SUCCESS) st = cuda_fail(r, "cuda mla plan: %zu bytes for the work lists", total * sizeof(ck_mla_item_t));
     }
     for (int c = 0; c < 2; c++) {
         if (st == ATTNRT_OK && p->cfg[c].ok) {
             mla_cfg_t *cf = &p->cfg[c];
-            ck_mla_item_t *it = p->list + cf->list_at, *grp = it + cf->n_items;
+            ck_mla_item_t *it = list + cf->list_at, *grp = it + cf->n_items;
             for (size_t i = 0; i < n_tiles[c]; i++) {
                 for (int32_t s = 0; s < tiles[c][i].w.num_splits; s++) {
                     *it = tiles[c][i].w;
@@ -365,15 +364,20 @@ attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, c
                 }
                 if (tiles[c][i].w.num_splits > 1) *grp++ = tiles[c][i].w;
             }
-            cf->list_bytes = ((size_t)cf->n_items + cf->n_groups) * sizeof(ck_mla_item_t);
-            cf->off_part_lse = align_up(cf->list_bytes);
-            cf->off_part_o = cf->off_part_lse + align_up((size_t)cf->num_parts * (size_t)cf->rows * sizeof(float));
-            cf->workspace_bytes = cf->list_bytes == 0 ? 0
+            cf->off_part_lse = 0;
+            cf->off_part_o = align_up((size_t)cf->num_parts * (size_t)cf->rows * sizeof(float));
+            cf->workspace_bytes = cf->num_parts == 0 ? 0
                                   : cf->off_part_o + (size_t)cf->num_parts * (size_t)cf->rows * (size_t)sh.Dv * sizeof(float);
             if (cf->workspace_bytes > p->workspace_bytes) p->workspace_bytes = cf->workspace_bytes;
         }
         free(tiles[c]);
     }
+    if (st == ATTNRT_OK && list) {
+        CUresult r = cuda_drv.MemcpyHtoDAsync(p->list_dev, list, total * sizeof(ck_mla_item_t), NULL);
+        if (r == CUDA_SUCCESS) r = cuda_drv.StreamSynchronize(NULL);
+        if (r != CUDA_SUCCESS) st = cuda_fail(r, "cuda mla plan: uploading the work lists (%zu bytes)", total * sizeof(ck_mla_item_t));
+    }
+    free(list);
     if (st != ATTNRT_OK) {
         mla_plan_free(d, p);
         return st;
@@ -461,12 +465,11 @@ attnrt_status_t cuda_mla_run(cuda_dev_t *d, const void *plan, const attnrt_mla_a
 
     st = cuda_enter(d);
     if (st != ATTNRT_OK) return st;
-    CUresult r = cuda_drv.MemcpyHtoDAsync((CUdeviceptr)(uintptr_t)workspace, p->list + cf->list_at, cf->list_bytes,
-                                          cuda_stream_of(stream));
-    if (r != CUDA_SUCCESS) return cuda_fail(r, "cuda mla run: copying the work list (%zu bytes)", cf->list_bytes);
-    const ck_mla_item_t *items = workspace;
-    k.part_lse = (float *)(void *)((char *)workspace + cf->off_part_lse);
-    k.part_o = (float *)(void *)((char *)workspace + cf->off_part_o);
+    const ck_mla_item_t *items = (const ck_mla_item_t *)(uintptr_t)p->list_dev + cf->list_at;
+    if (cf->num_parts) { /* the split partial states (else the plan asked for no workspace for them) */
+        k.part_lse = (float *)(void *)((char *)workspace + cf->off_part_lse);
+        k.part_o = (float *)(void *)((char *)workspace + cf->off_part_o);
+    }
     k.part_rows = cf->rows;
     k.items = items;
     st = cuda_launch(cf->f_main, cf->n_items, CK_MLA_THREADS, cf->smem, stream, &k,
