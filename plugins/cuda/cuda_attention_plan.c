@@ -306,7 +306,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
      * ahead, at 4 they tie (docs/dev/cuda-decode.md, session 19). Its Q boxes take every item's heads (G <= CK_PF_ROWS,
      * or whole groups of them) and the merge's weights fit the Q slot (G <= D). ATTNRT_CUDA_DEC_WS=0 never, =1 every
      * pure decode batch it can take, any group (d->k.dec_ws_mode). */
-    if (p->f_prefill_ws && d->k.dec_ws_mode != 0 && (G <= CK_PF_ROWS || G % CK_PF_ROWS == 0) &&
+    if (p->f_prefill_ws && d->k.prefill_ws_dec[t][di] && d->k.dec_ws_mode != 0 && (G <= CK_PF_ROWS || G % CK_PF_ROWS == 0) &&
         (G < CK_PF_ROWS ? G : CK_PF_ROWS) <= p->head_dim_qk && (d->k.dec_ws_mode == 1 || G > DECODE_ROWS)) {
         int64_t one_token = 0, all_decode = batch.num_seqs > 0;
         for (int64_t b = 0; b < batch.num_seqs && all_decode; b++) {
@@ -318,6 +318,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         p->ws_decode = all_decode && (d->k.dec_ws_mode == 1 || ws_tiles >= WS_DEC_MIN_TILES);
     }
     if (p->ws_decode) {
+        p->f_prefill_ws = d->k.prefill_ws_dec[t][di]; /* its decode form: the same shared memory and threads */
         dec_rows = CK_PF_ROWS;
         p->tma_rows = 0; /* no decode kernel: the run encodes the maps in the prefill kernel's boxes */
     } else if (G > DECODE_ROWS && !p->fp8 && di <= 1 && d->k.dec_wide[t][di] && d->k.dec_wide_mode != 0) {

@@ -62,6 +62,7 @@ typedef struct cuda_kernels {
     CUfunction prefill[2][CUDA_MMA_DIMS];      /* prefill fast path (cuda_prefill.c): [0 f16 / 1 bf16][d] */
     uint32_t   prefill_smem[CUDA_MMA_DIMS], prefill_threads[CUDA_MMA_DIMS]; /* of the kernel in prefill[][d] */
     CUfunction prefill_ws[2][CUDA_MMA_DIMS];   /* the warp-specialized wgmma prefill (tensor copies), or NULL */
+    CUfunction prefill_ws_dec[2][CUDA_MMA_DIMS]; /* its decode form (`_dec`: key splits; the same shared memory) */
     uint32_t   prefill_ws_smem[CUDA_MMA_DIMS];
     int        dec_ws_mode;                    /* ATTNRT_CUDA_DEC_WS: 0 never, 1 every decode batch it can take, else -1:
                                                   the plan's rule (decode on the warp-specialized prefill kernel) */

@@ -45,12 +45,14 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
         const uint32_t smem_ws = ck_pfs_smem_bytes(D);
         if (!use_wg || (env && strcmp(env, "wg") == 0) || (int)smem_ws > optin) continue;
         d->k.prefill_ws_smem[di] = smem_ws;
-        for (int t = 0; t < 2; t++) {
-            char name[48];
-            snprintf(name, sizeof name, "ck_attn_prefill_ws_%s_d%d", t_name[t], D);
-            attnrt_status_t st = cuda_function_smem(d, CUDA_FAMILY_SM90A, name, smem_ws, &d->k.prefill_ws[t][di]);
-            if (st != ATTNRT_OK) return st;
-        }
+        for (int t = 0; t < 2; t++)
+            for (int dec = 0; dec < 2; dec++) { /* the prefill form and the decode form (key splits) */
+                char name[48];
+                snprintf(name, sizeof name, "ck_attn_prefill_ws_%s%s_d%d", dec ? "dec_" : "", t_name[t], D);
+                attnrt_status_t st = cuda_function_smem(d, CUDA_FAMILY_SM90A, name, smem_ws,
+                                                        dec ? &d->k.prefill_ws_dec[t][di] : &d->k.prefill_ws[t][di]);
+                if (st != ATTNRT_OK) return st;
+            }
     }
     return ATTNRT_OK;
 }

@@ -46,12 +46,12 @@ static inline uint32_t ck_pfw_smem_bytes(int d)
 #define CK_PFS_QST(d) ((d) == 256 ? 1 : 2)
 
 /* the kernel's layout: Q slots, K and V rings, mbarriers (full and empty of each stage and slot), the slots' item
- * descriptions (ck_pf_block_t: 120 bytes), the stages' key counts and flags, the slots' row ranges */
+ * descriptions (ck_pf_block_t: 112 bytes), the stages' key counts and flags, the slots' row ranges and key splits */
 static inline uint32_t ck_pfs_smem_bytes(int d)
 {
     const uint32_t st = CK_PFS_KST + CK_PFS_VST, qst = CK_PFS_QST(d);
     return 1024u + (uint32_t)((int)qst * CK_PF_ROWS + (int)st * CK_PFS_BN(d)) * (uint32_t)d * 2u + 16u * (st + qst) +
-           120u * qst + 32u * st + 4u * ((st + 1u) & ~1u) + qst * CK_PF_ROWS * 8u;
+           112u * qst + 32u * st + 4u * ((st + 1u) & ~1u) + qst * CK_PF_ROWS * 8u + qst * 16u;
 }
 
 #endif /* ATTNRT_CUDA_PREFILL_WG_CFG_H */

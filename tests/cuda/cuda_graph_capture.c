@@ -137,7 +137,7 @@ int main(void)
     CHECK_CU(cu.nodes(graph, NULL, &num_nodes), "cuGraphGetNodes");
     CUgraphExec exec = NULL;
     CHECK_CU(cu.instantiate(&exec, graph, 0), "cuGraphInstantiate");
-    printf("  captured graph: %zu nodes (work-list copy, kernels)\n", num_nodes);
+    printf("  captured graph: %zu nodes (kv_write and the attention kernels)\n", num_nodes);
     CHECK_AT(attnrt_mem_set(ctx, d_out, 0xff, out_bytes, stream), "poison out");
     CHECK_AT(attnrt_mem_set(ctx, d_lse, 0xff, lse_bytes, stream), "poison lse");
     CHECK_CU(cu.launch(exec, cs), "cuGraphLaunch");

@@ -118,7 +118,7 @@ def check_budgets(fails, m):
         fails.append('CK_PFS_LAUNCH_REGS %d is not what ptxas gives %d threads' % (launch, threads))
     if prod + 2 * cons > 3 * launch or prod % 8 or cons % 8 or not 24 <= prod <= 256 or not 24 <= cons <= 256:
         fails.append('setmaxnreg %d / %d / %d outside the launch allocation of %d' % (prod, cons, cons, launch))
-    desc = 120  # sizeof(ck_pf_block_t), static_assert in the kernel
+    desc = 112  # sizeof(ck_pf_block_t), static_assert in the kernel
     for D in (64, 128, 256):
         bn, qst = m['CK_PFS_BN'](D), m['CK_PFS_QST'](D)
         st = kst + vst
@@ -128,8 +128,9 @@ def check_budgets(fails, m):
         end += qst * desc + st * 32                   # item descriptions, key counts
         end += 4 * ((st + 1) & ~1)                    # absent flags
         end += qst * ROWS * 8                         # row ranges
+        end += qst * 16                               # key splits
         host = (1024 + (qst * ROWS + st * bn) * D * 2 + 16 * (st + qst) + desc * qst + 32 * st + 4 * ((st + 1) & ~1)
-                + qst * ROWS * 8)                     # ck_pfs_smem_bytes
+                + qst * ROWS * 8 + qst * 16)          # ck_pfs_smem_bytes
         if 1023 + end > host:
             fails.append('D %d: the layout needs %d bytes after alignment, the host asks %d' % (D, 1023 + end, host))
         if host > 227 * 1024:

@@ -46,7 +46,6 @@ __device__ __forceinline__ void ck_pf_cp16_row(uint32_t dst, uint64_t row, uint3
 struct ck_pf_block_t {
     int64_t seq, S, tok0, pq0, ntok, wl, wr, kbeg, kend, all_lo, all_hi; /* wl, wr: the window */
     int     hc, nrows, kvh, hbase, n_tiles;
-    int     split, num_splits, part_index; /* the item's key split (the warp-specialized kernel's decode items) */
 };
 template <int BN> __device__ __forceinline__ bool ck_pf_block_at(const ck_attn_args_t &a, int item, ck_pf_block_t &b)
 {
@@ -65,7 +64,6 @@ template <int BN> __device__ __forceinline__ bool ck_pf_block_at(const ck_attn_a
     ck_key_range(b.pq0, b.S, a.causal, b.wl, b.wr, &b.kbeg, &b.all_hi);            /* the first token's range */
     ck_key_range(b.pq0 + b.ntok - 1, b.S, a.causal, b.wl, b.wr, &b.all_lo, &b.kend); /* the last token's */
     b.n_tiles = b.kend >= b.kbeg ? (int)((b.kend - b.kbeg + BN) / BN) : 0;
-    b.split = it.split, b.num_splits = it.num_splits, b.part_index = it.part_index;
     return true;
 }
 template <int BN> __device__ __forceinline__ bool ck_pf_block(const ck_attn_args_t &a, ck_pf_block_t &b)

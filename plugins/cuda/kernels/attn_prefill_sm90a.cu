@@ -15,7 +15,12 @@
     extern "C" __global__ void __launch_bounds__(CK_PFS_THREADS, 1)                                       \
         ck_attn_prefill_ws_##tname##_d##D(const __grid_constant__ ck_attn_args_t a)                        \
     {                                                                                                     \
-        attn_prefill_ws<T, D>(a);                                                                         \
+        attn_prefill_ws<T, D, false>(a);                                                                  \
+    }                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(CK_PFS_THREADS, 1)                                       \
+        ck_attn_prefill_ws_dec_##tname##_d##D(const __grid_constant__ ck_attn_args_t a)                    \
+    {                                                                                                     \
+        attn_prefill_ws<T, D, true>(a);                                                                   \
     }
 /* both kernels for each query type and head dim */
 #define CK_PF_SM90A_KERNELS(tname, T, D) CK_PFW_KERNEL(tname, T, D) CK_PFS_KERNEL(tname, T, D)

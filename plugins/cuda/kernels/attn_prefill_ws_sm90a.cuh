@@ -44,13 +44,13 @@ __device__ __forceinline__ void ck_pfs_bar_consumers() { asm volatile("bar.sync 
 /* An item's tiles on the box grid (kbeg rounded down to R; the keys before a row's range are masked by the rows' own
  * ranges), and a decode item's key split: split s of ns takes tiles [s c, s c + c) of the row tile's, c = ceil(tiles /
  * ns), its keys and the every-row range clamped to them (a split past the keys has no tile: its partial is empty). */
-template <int BN> __device__ __forceinline__ void ck_pfs_item_keys(ck_pf_block_t &b, int R)
+template <int BN> __device__ __forceinline__ void ck_pfs_item_keys(ck_pf_block_t &b, int R, int split, int ns)
 {
     if (b.n_tiles <= 0) return;
     b.kbeg -= b.kbeg % R;
-    if (b.num_splits > 1) {
-        const int64_t nt = (b.kend - b.kbeg + BN) / BN, c = (nt + b.num_splits - 1) / b.num_splits;
-        const int64_t lo = b.kbeg + (int64_t)b.split * c * BN, hi = min(b.kend, lo + c * BN - 1);
+    if (ns > 1) {
+        const int64_t nt = (b.kend - b.kbeg + BN) / BN, c = (nt + ns - 1) / ns;
+        const int64_t lo = b.kbeg + (int64_t)split * c * BN, hi = min(b.kend, lo + c * BN - 1);
         b.kbeg = lo;
         b.kend = hi;
         b.all_lo = max(b.all_lo, lo);
@@ -59,11 +59,12 @@ template <int BN> __device__ __forceinline__ void ck_pfs_item_keys(ck_pf_block_t
     b.n_tiles = b.kend >= b.kbeg ? (int)((b.kend - b.kbeg + BN) / BN) : 0;
 }
 
-/* A decode item's partial state (split b.split of its row tile, ck_split_merge_tile's layout, a.part_rows rows a split)
- * from this thread's rows row0, row0 + 8: o / l and the LSE of the raw scores' max m (every lane of a quad calls it). */
+/* A decode item's partial state (split `split` of its row tile, whose partials start at part_index: ck_split_merge_tile's
+ * layout, a.part_rows rows a split) from this thread's rows row0, row0 + 8: o / l and the LSE of the raw scores' max m
+ * (every lane of a quad calls it). */
 template <int D>
-__device__ __forceinline__ void ck_pfs_store_partial(const ck_attn_args_t &a, const ck_pf_block_t &b, int row0, int t4,
-                                                     const float (&o)[D / 2], const float (&l)[2], const float (&m)[2])
+__device__ __forceinline__ void ck_pfs_store_partial(const ck_attn_args_t &a, int nrows, int split, int part_index, int row0,
+                                                     int t4, const float (&o)[D / 2], const float (&l)[2], const float (&m)[2])
 {
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -71,8 +72,8 @@ __device__ __forceinline__ void ck_pfs_store_partial(const ck_attn_args_t &a, co
         lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
         lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
         const int row = row0 + 8 * r;
-        if (row >= b.nrows) continue;
-        const int64_t pr = (int64_t)b.part_index * CK_SPLIT_ROWS + (int64_t)b.split * a.part_rows + row; /* slot-row */
+        if (row >= nrows) continue;
+        const int64_t pr = (int64_t)part_index * CK_SPLIT_ROWS + (int64_t)split * a.part_rows + row; /* slot-row */
         const float inv = lsum > 0.0f ? 1.0f / lsum : 0.0f;
         float *dst = a.part_o + pr * a.dv + 2 * t4;
 #pragma unroll
@@ -81,14 +82,17 @@ __device__ __forceinline__ void ck_pfs_store_partial(const ck_attn_args_t &a, co
     }
 }
 
-template <typename T, int D>
+/* DEC: the decode form (`_dec`: items in key splits, partial states and their merge, warpgroup 1 idle on items of at most
+ * 64 rows); the prefill form leaves all of it out (it cost the prefill's consumers 50-300 bytes of spills at D 128 /
+ * 256: docs/dev/cuda-decode.md, session 19). */
+template <typename T, int D, bool DEC>
 __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
 {
     constexpr int ROWS = CK_PF_ROWS, BN = CK_PFS_BN(D), KST = CK_PFS_KST, VST = CK_PFS_VST, QST = CK_PFS_QST(D);
     constexpr int CPR = D / 8, NS = BN / 8, CB = D / 64; /* 16-byte chunks a row; n8 groups of S; column blocks */
     constexpr uint32_t Q_BYTES = ROWS * D * 2, KV_BYTES = BN * D * 2;
     static_assert(ROWS == 128 && BN % 64 == 0 && D % 64 == 0, "two consumer warpgroups of 64 rows; whole column blocks");
-    static_assert(sizeof(ck_pf_block_t) == 120, "ck_pfs_smem_bytes counts an item's description as 120 bytes");
+    static_assert(sizeof(ck_pf_block_t) == 112, "ck_pfs_smem_bytes counts an item's description as 112 bytes");
     static_assert(CK_PFS_PRODUCER_REGS + 2 * CK_PFS_CONSUMER_REGS <= 3 * CK_PFS_LAUNCH_REGS &&
                       CK_PFS_LAUNCH_REGS * CK_PFS_THREADS <= 65536, "registers moved within the launch's allocation");
 
@@ -110,6 +114,9 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
     uint8_t *cnt = (uint8_t *)(tail + QST * sizeof(ck_pf_block_t));
     int *anyabs = (int *)(cnt + (KST + VST) * 32);            /* [KST + VST]: the tile has an absent key */
     int2 *rrange = (int2 *)(anyabs + ((KST + VST + 1) & ~1)); /* [QST][ROWS] each row's key range, relative to kbeg */
+    /* [QST][4] a decode item's key split: split, splits, first partial (the decode form only; the consumers read it for
+     * their epilogue) */
+    int *dsplit = (int *)(rrange + QST * ROWS);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, R = a.kv_tma_rows;
     __shared__ int pfs_last; /* a decode item's consumers finish its row tile's last split */
@@ -138,6 +145,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
         const void *map = kv ? (const void *)&a.tm_v : (const void *)&a.tm_k;
         const int64_t bs = a.block_size;
         ck_pf_block_t b = {};
+        int split = 0, nsplit = 1, part_index = -1; /* the item's key split */
         int g0 = 0; /* the sequence number of the item's first tile: the rings' stages and phases run on over the items */
         /* lane's segment of tile kt: its key and the block table's entry (-1: none), loaded a tile before its use */
         auto seg_key = [&](int kt) { return b.kbeg + (int64_t)kt * BN + (int64_t)lane * R; };
@@ -178,6 +186,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             if (lane == 0) {
                 meta[qs] = b;
                 if (!live) meta[qs].nrows = -1;
+                if (DEC) dsplit[qs * 4] = split, dsplit[qs * 4 + 1] = nsplit, dsplit[qs * 4 + 2] = part_index;
             }
             if (live) ck_pf_row_ranges<32>(a, b, lane, rrange + qs * ROWS);
             const uint32_t qbytes = live ? (uint32_t)(CB * b.hc * (ROWS / b.hc) * 128) : 0u;
@@ -190,7 +199,8 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
         int j = 0;
         for (int item = (int)blockIdx.x; item < a.pf_items; item += (int)gridDim.x) {
             if (!ck_pf_block_at<BN>(a, item, b)) continue;
-            ck_pfs_item_keys<BN>(b, R);
+            if (DEC) split = a.items[item].split, nsplit = a.items[item].num_splits, part_index = a.items[item].part_index;
+            ck_pfs_item_keys<BN>(b, R, split, nsplit);
             if (warp == 0) publish(j, true);
             /* two tiles an iteration, so that each id goes from its load to its use without a register copy (a copy
              * would wait for the load where it stands) */
@@ -305,10 +315,10 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
         };
 
         const int nt = b.n_tiles;
-        /* warpgroup 1 without a live row (an item of at most 64 rows: a decode item's heads, a short prompt) computes
-         * nothing: it only keeps the rings' and turns' protocol (its waits, arrivals and the absent V rows' zeros), so
-         * the tensor cores run warpgroup 0's products alone */
-        if (nt > 0 && wg * 64 >= b.nrows) {
+        /* (DEC) warpgroup 1 without a live row (an item of at most 64 rows: a decode item's heads) computes nothing: it
+         * only keeps the rings' and turns' protocol (its waits, arrivals and the absent V rows' zeros), so the tensor
+         * cores run warpgroup 0's products alone */
+        if (DEC && nt > 0 && wg * 64 >= b.nrows) {
             asm volatile("bar.arrive 2, 256;\n" ::: "memory");
             for (int kt = 0; kt <= nt; kt++) {
                 if (kt > 0) wait_v(kt);
@@ -375,19 +385,21 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
         /* the output through this warpgroup's rows of the Q slot, then the slot back to warp 0 (its next Q is a tensor
          * copy: the reads of the slot ordered before it). A decode item's key split writes its partial state instead, and
          * the consumers that finish a row tile's last split merge its partials (the slot holds the merge's weights). */
-        if (b.num_splits > 1) {
-            ck_pfs_store_partial<D>(a, b, cw * 16 + g, t4, o, l, m);
+        const int ns = DEC ? dsplit[qs * 4 + 1] : 1;
+        if (DEC && ns > 1) {
+            const int part_index = dsplit[qs * 4 + 2];
+            ck_pfs_store_partial<D>(a, b.nrows, dsplit[qs * 4], part_index, cw * 16 + g, t4, o, l, m);
             __threadfence(); /* the partial, device-wide, before this split's arrival is counted */
             ck_pfs_bar_consumers();
-            if (ctid == 0) pfs_last = atomicAdd(a.split_count + b.part_index, 1u) == (uint32_t)b.num_splits - 1u;
+            if (ctid == 0) pfs_last = atomicAdd(a.split_count + part_index, 1u) == (uint32_t)ns - 1u;
             ck_pfs_bar_consumers();
             if (pfs_last) {
                 __threadfence(); /* the other splits' partials are read after their arrivals */
                 ck_split_tile_t t;
                 t.tok0 = b.tok0, t.hc = b.hc, t.hbase = b.hbase, t.nrows = b.nrows;
-                t.ns = b.num_splits, t.part_index = b.part_index, t.rows = a.part_rows;
+                t.ns = ns, t.part_index = part_index, t.rows = a.part_rows;
                 ck_split_merge_tile(a, t, (float *)(smem + (q_slot - smem0)), ctid, 256, [] { ck_pfs_bar_consumers(); });
-                if (ctid == 0) a.split_count[b.part_index] = 0u;
+                if (ctid == 0) a.split_count[part_index] = 0u;
             }
         } else {
             ck_pfw_store_staged<T, D, ROWS>(a, b, ctid & 127, wg * 64, cw * 16 + g, t4, o, l, m, q_slot, 4 + wg);
