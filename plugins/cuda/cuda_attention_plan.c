@@ -536,8 +536,9 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         if (r == CUDA_SUCCESS) r = cuda_drv.StreamSynchronize(NULL);
         free(list);
         if (r != CUDA_SUCCESS) {
+            st = cuda_fail(r, "cuda paged attention plan: uploading the work list (%zu bytes)", p->list_bytes);
             cuda_attention_plan_destroy(d, p);
-            return cuda_fail(r, "cuda paged attention plan: uploading the work list (%zu bytes)", p->list_bytes);
+            return st;
         }
     }
 
