@@ -315,7 +315,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
             one_token += L == 1;
         }
         const int64_t ws_tiles = one_token * Hkv * ((G + CK_PF_ROWS - 1) / CK_PF_ROWS);
-        p->ws_decode = all_decode && (d->k.dec_ws_mode == 1 || ws_tiles >= WS_DEC_MIN_TILES);
+        p->ws_decode = all_decode && ws_tiles > 0 && (d->k.dec_ws_mode == 1 || ws_tiles >= WS_DEC_MIN_TILES);
     }
     if (p->ws_decode) {
         p->f_prefill_ws = d->k.prefill_ws_dec[t][di]; /* its decode form: the same shared memory and threads */
