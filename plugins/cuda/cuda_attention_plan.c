@@ -495,15 +495,10 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
             st = cuda_fail(r, "cuda paged attention plan: %zu bytes of split counters", bytes);
     }
     ck_work_item_t *list = NULL; /* built here, then uploaded into the plan's device copy */
-    if (st == ATTNRT_OK && p->list_bytes) {
-        list = malloc(p->list_bytes);
-        CUresult r = cuda_drv.MemAlloc(&p->list_dev, p->list_bytes);
-        if (!list) st = plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cuda paged attention plan: out of memory");
-        else if (r != CUDA_SUCCESS) st = cuda_fail(r, "cuda paged attention plan: %zu bytes for the work list", p->list_bytes);
-    }
+    if (st == ATTNRT_OK && p->list_bytes && !(list = malloc(p->list_bytes)))
+        st = plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cuda paged attention plan: out of memory");
     if (st != ATTNRT_OK) {
         free(tiles);
-        free(list);
         cuda_attention_plan_destroy(d, p);
         return st;
     }
@@ -532,11 +527,9 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     free(tiles);
     if (list && n_prefill > 1 && p->f_prefill_ws) group_prefill_items(list, n_prefill, Hkv, batch.num_seqs);
     if (list) { /* once, here: a run copied it into the workspace every time, ~8-10 us before its first kernel */
-        CUresult r = cuda_drv.MemcpyHtoDAsync(p->list_dev, list, p->list_bytes, NULL);
-        if (r == CUDA_SUCCESS) r = cuda_drv.StreamSynchronize(NULL);
+        st = cuda_upload(&p->list_dev, list, p->list_bytes, "cuda paged attention plan: the work list");
         free(list);
-        if (r != CUDA_SUCCESS) {
-            st = cuda_fail(r, "cuda paged attention plan: uploading the work list (%zu bytes)", p->list_bytes);
+        if (st != ATTNRT_OK) {
             cuda_attention_plan_destroy(d, p);
             return st;
         }

@@ -104,6 +104,9 @@ attnrt_status_t cuda_enter(const cuda_dev_t *d);
 static inline CUstream cuda_stream_of(void *stream) { return stream ? ((cuda_stream_t *)stream)->stream : NULL; }
 /* After work queued on the NULL stream: wait for it (the ABI's default stream completes every call). */
 attnrt_status_t cuda_finish(void *stream, const char *what);
+/* A plan's host data into new device memory (*dst, which the caller frees; 0 where the allocation failed), copied
+ * before it returns: runs then only pass its address (nothing copied on their streams). */
+attnrt_status_t cuda_upload(CUdeviceptr *dst, const void *host, size_t bytes, const char *what);
 /* cuLaunchKernel with one by-value argument struct. */
 attnrt_status_t cuda_launch(CUfunction f, uint32_t grid, uint32_t block, uint32_t smem, void *stream, void *args,
                             const char *what);

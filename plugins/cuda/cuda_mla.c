@@ -346,12 +346,8 @@ attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, c
             total += (size_t)p->cfg[c].n_items + p->cfg[c].n_groups;
         }
     ck_mla_item_t *list = NULL; /* built here, then uploaded into the plan's device copy */
-    if (st == ATTNRT_OK && total) {
-        list = malloc(total * sizeof(ck_mla_item_t));
-        CUresult r = cuda_drv.MemAlloc(&p->list_dev, total * sizeof(ck_mla_item_t));
-        if (!list) st = plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cuda mla plan: out of memory");
-        else if (r != CUDA_SUCCESS) st = cuda_fail(r, "cuda mla plan: %zu bytes for the work lists", total * sizeof(ck_mla_item_t));
-    }
+    if (st == ATTNRT_OK && total && !(list = malloc(total * sizeof(ck_mla_item_t))))
+        st = plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cuda mla plan: out of memory");
     for (int c = 0; c < 2; c++) {
         if (st == ATTNRT_OK && p->cfg[c].ok) {
             mla_cfg_t *cf = &p->cfg[c];
@@ -372,11 +368,7 @@ attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, c
         }
         free(tiles[c]);
     }
-    if (st == ATTNRT_OK && list) {
-        CUresult r = cuda_drv.MemcpyHtoDAsync(p->list_dev, list, total * sizeof(ck_mla_item_t), NULL);
-        if (r == CUDA_SUCCESS) r = cuda_drv.StreamSynchronize(NULL);
-        if (r != CUDA_SUCCESS) st = cuda_fail(r, "cuda mla plan: uploading the work lists (%zu bytes)", total * sizeof(ck_mla_item_t));
-    }
+    if (st == ATTNRT_OK && list) st = cuda_upload(&p->list_dev, list, total * sizeof(ck_mla_item_t), "cuda mla plan: the work lists");
     free(list);
     if (st != ATTNRT_OK) {
         mla_plan_free(d, p);

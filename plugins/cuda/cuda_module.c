@@ -52,6 +52,14 @@ attnrt_status_t cuda_finish(void *stream, const char *what)
     return r == CUDA_SUCCESS ? ATTNRT_OK : cuda_fail(r, "%s: cuStreamSynchronize (default stream)", what);
 }
 
+attnrt_status_t cuda_upload(CUdeviceptr *dst, const void *host, size_t bytes, const char *what)
+{
+    CUresult r = cuda_drv.MemAlloc(dst, bytes);
+    if (r == CUDA_SUCCESS) r = cuda_drv.MemcpyHtoDAsync(*dst, host, bytes, NULL);
+    if (r == CUDA_SUCCESS) r = cuda_drv.StreamSynchronize(NULL);
+    return r == CUDA_SUCCESS ? ATTNRT_OK : cuda_fail(r, "%s: uploading %zu bytes", what, bytes);
+}
+
 attnrt_status_t cuda_launch(CUfunction f, uint32_t grid, uint32_t block, uint32_t smem, void *stream, void *args,
                             const char *what)
 {
