@@ -360,9 +360,11 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
      * into 1 .. max_splits pieces (at least MIN_CHUNK tiles each). This keeps the last round full
      * instead of leaving a partial one (2048 blocks over 396 slots was 5.2 rounds: a sixth, 17% full). */
     st = cuda_enter(d);
-    int64_t resident = st == ATTNRT_OK ? resident_blocks(d, p->f_decode, p->dec_threads, p->smem_decode) : 0;
-    if (p->ws_decode) /* its persistent grid (cuda_attention_run): one block a SM, or ATTNRT_CUDA_PREFILL_BLOCKS */
-        resident = d->k.prefill_ws_blocks > 0 && d->k.prefill_ws_blocks < d->sm_count ? d->k.prefill_ws_blocks : d->sm_count;
+    /* the warp-specialized kernel: its persistent grid (cuda_attention_run: one block a SM, or ATTNRT_CUDA_PREFILL_BLOCKS) */
+    const int ws_grid = d->k.prefill_ws_blocks > 0 && d->k.prefill_ws_blocks < d->sm_count ? d->k.prefill_ws_blocks : d->sm_count;
+    int64_t resident = p->ws_decode      ? ws_grid
+                       : st == ATTNRT_OK ? resident_blocks(d, p->f_decode, p->dec_threads, p->smem_decode)
+                                         : 0;
     if (resident <= 0) resident = d->sm_count > 0 ? d->sm_count : 1; /* one block an SM */
     int64_t longest = 0, dec_tiles = 0;
     for (size_t i = 0; i < n_tiles; i++)
