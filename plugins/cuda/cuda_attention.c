@@ -215,7 +215,7 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
 
     ck_work_item_t *items = (ck_work_item_t *)(uintptr_t)p->list_dev; /* the plan's (NULL: none) */
     if (p->num_parts) { /* the split partial states (else the plan asked for no workspace) */
-        k.part_lse = (float *)(void *)((char *)workspace + p->off_part_lse);
+        k.part_lse = (float *)workspace; /* the workspace: [part_lse] [part_o] */
         k.part_o = (float *)(void *)((char *)workspace + p->off_part_o);
     }
     k.part_rows = p->part_rows;

@@ -537,8 +537,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         }
     }
 
-    p->off_part_lse = 0;
-    p->off_part_o = p->off_part_lse + align_up((size_t)p->num_parts * DECODE_ROWS * sizeof(float));
+    p->off_part_o = align_up((size_t)p->num_parts * DECODE_ROWS * sizeof(float));
     p->workspace_bytes = p->num_parts == 0 ? 0
                          : p->off_part_o + (size_t)p->num_parts * DECODE_ROWS * (size_t)p->head_dim_v * sizeof(float);
     *plan_out = p;

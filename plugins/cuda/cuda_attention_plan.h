@@ -47,7 +47,7 @@ typedef struct cuda_attn_plan {
                                f_prefill, which has no splits: the run takes the SIMT kernel where the maps fail) */
     int      part_rows;     /* rows of one split's partial state (ck_attn_args_t.part_rows) */
     CUdeviceptr split_count; /* [num_parts] arrival counts of the split row tiles (device, zero between runs) */
-    size_t   off_part_lse, off_part_o, workspace_bytes;
+    size_t   off_part_o, workspace_bytes; /* part_lse at the workspace's start */
     /* what the plan decided, for notes and tests */
     int      max_splits;
 } cuda_attn_plan_t;

@@ -40,7 +40,7 @@ typedef struct mla_cfg {
     size_t     list_at;         /* element index of its list in the plan's buffer */
     uint32_t   n_items, n_groups;
     int64_t    num_parts;
-    size_t     off_part_lse, off_part_o, workspace_bytes;
+    size_t     off_part_o, workspace_bytes; /* part_lse at the workspace's start */
 } mla_cfg_t;
 
 enum { MLA_SIMT = 0, MLA_MMA = 1 };
@@ -360,7 +360,6 @@ attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, c
                 }
                 if (tiles[c][i].w.num_splits > 1) *grp++ = tiles[c][i].w;
             }
-            cf->off_part_lse = 0;
             cf->off_part_o = align_up((size_t)cf->num_parts * (size_t)cf->rows * sizeof(float));
             cf->workspace_bytes = cf->num_parts == 0 ? 0
                                   : cf->off_part_o + (size_t)cf->num_parts * (size_t)cf->rows * (size_t)sh.Dv * sizeof(float);
@@ -459,7 +458,7 @@ attnrt_status_t cuda_mla_run(cuda_dev_t *d, const void *plan, const attnrt_mla_a
     if (st != ATTNRT_OK) return st;
     const ck_mla_item_t *items = (const ck_mla_item_t *)(uintptr_t)p->list_dev + cf->list_at;
     if (cf->num_parts) { /* the split partial states (else the plan asked for no workspace for them) */
-        k.part_lse = (float *)(void *)((char *)workspace + cf->off_part_lse);
+        k.part_lse = (float *)workspace; /* the workspace: [part_lse] [part_o] */
         k.part_o = (float *)(void *)((char *)workspace + cf->off_part_o);
     }
     k.part_rows = cf->rows;
