@@ -280,6 +280,9 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
         /* O times the last softmax's factors, before its P V is issued (every row, every tile: no branch near the
          * products in flight, which would serialize them) */
         auto scale_o = [&] { ck_pfw_scale_o<D>(o, alpha); };
+        auto release_k = [&](int kt) { /* the stage of tile kt may take the next K tile */
+            asm volatile("{ .reg .b64 x;\n mbarrier.arrive.shared::cta.b64 x, [%0];\n}\n" ::"r"(bar(2, (g0 + kt) % KST)) : "memory");
+        };
         /* tile kt's softmax once S is in: masks, the running max (lazy rescale), P into pa's successor */
         auto softmax = [&](int kt, uint32_t (&pn)[BN / 16][4]) {
             const int st = (g0 + kt) % KST;
@@ -306,8 +309,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
                             if (gone || jj < rlo[r] || jj > rhi[r]) s[4 * n + 2 * r + e] = -CK_INF;
                     }
             }
-            /* S has read K and the flags are read: the stage may take the next K tile */
-            asm volatile("{ .reg .b64 x;\n mbarrier.arrive.shared::cta.b64 x, [%0];\n}\n" ::"r"(bar(2, st)) : "memory");
+            release_k(kt); /* S has read K and the flags are read */
             ck_pfw_softmax<T, BN>(s, m, l, scale2, alpha, pn);
         };
         auto release_v = [&](int kt) { /* P V of tile kt - 1 has read V: the stage may take the next V tile */
@@ -325,7 +327,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
                 if (kt < nt) wait_k(kt);
                 turn_wait();
                 turn_pass(kt == nt);
-                if (kt < nt) asm volatile("{ .reg .b64 x;\n mbarrier.arrive.shared::cta.b64 x, [%0];\n}\n" ::"r"(bar(2, (g0 + kt) % KST)) : "memory");
+                if (kt < nt) release_k(kt);
                 if (kt > 0) release_v(kt);
             }
         } else if (nt > 0) {
