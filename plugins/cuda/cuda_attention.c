@@ -207,11 +207,12 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
 
     /* one pair of tensor maps for the kernels that take tensor copies (the decode kernel's boxes where it has them);
      * where the driver will not encode them, both launch their plain forms, except a decode batch planned on the
-     * warp-specialized kernel, whose items (key splits) no other tensor-core kernel takes: the SIMT kernel then */
+     * warp-specialized kernel, whose items (key splits) no other tensor-core kernel takes, and prefill tiles planned on
+     * its fp8-cache form (128 rows, which the general kernel does not take): the SIMT kernel then */
     const int pf_ws = p->n_prefill && p->f_prefill_ws, dec_tma = p->n_decode && p->tma_rows;
     const int maps = (pf_ws || dec_tma) && encode_kv_maps(&a, p, p->tma_rows ? p->tma_rows : p->pf_tma_rows, &k);
     const int q_map = pf_ws && maps && encode_q_map(&k.tm_q, &k, p->pf_hc);
-    if (p->ws_decode && !q_map) return run_simt(d, p, &k, stream);
+    if ((p->ws_decode || (p->ws_fp8 && p->n_prefill)) && !q_map) return run_simt(d, p, &k, stream);
 
     ck_work_item_t *items = (ck_work_item_t *)(uintptr_t)p->list_dev; /* the plan's (NULL: none) */
     if (p->num_parts) { /* the split partial states (else the plan asked for no workspace) */

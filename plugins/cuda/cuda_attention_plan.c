@@ -278,6 +278,13 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         p->f_prefill = fast;
         prefill_rows = CK_PF_ROWS;
         p->f_prefill_ws = cuda_prefill_ws_kernel(d, &a, t, di, &p->smem_prefill_ws, &p->prefill_ws_threads, &p->pf_tma_rows);
+    } else if (p->fp8) { /* the warp-specialized kernel's fp8-cache form: 4-5x the general kernel's rate (session 20) */
+        p->f_prefill_ws = cuda_prefill_ws_fp8_kernel(d, &a, t, di, &p->smem_prefill_ws, &p->prefill_ws_threads, &p->pf_tma_rows);
+        if (Hq / Hkv > CK_PF_ROWS && (Hq / Hkv) % CK_PF_ROWS) p->f_prefill_ws = NULL; /* as below, decided before the items */
+        if (p->f_prefill_ws) {
+            prefill_rows = CK_PF_ROWS;
+            p->ws_fp8 = 1;
+        }
     }
 
     /* Decode by tensor copies (sm_90; attn_decode.cuh's TMAQ) at D 64 (fp8: 64-byte rows; 16-bit: 128) and
@@ -306,7 +313,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
      * ahead, at 4 they tie (docs/dev/cuda-decode.md, session 19). Its Q boxes take every item's heads (G <= CK_PF_ROWS,
      * or whole groups of them) and the merge's weights fit the Q slot (G <= D). ATTNRT_CUDA_DEC_WS=0 never, =1 every
      * pure decode batch it can take, any group (d->k.dec_ws_mode). */
-    if (p->f_prefill_ws && d->k.prefill_ws_dec[t][di] && d->k.dec_ws_mode != 0 && (G <= CK_PF_ROWS || G % CK_PF_ROWS == 0) &&
+    if (p->f_prefill_ws && !p->fp8 && d->k.prefill_ws_dec[t][di] && d->k.dec_ws_mode != 0 && (G <= CK_PF_ROWS || G % CK_PF_ROWS == 0) &&
         (G < CK_PF_ROWS ? G : CK_PF_ROWS) <= p->head_dim_qk && (d->k.dec_ws_mode == 1 || G > DECODE_ROWS)) {
         int64_t one_token = 0, all_decode = batch.num_seqs > 0;
         for (int64_t b = 0; b < batch.num_seqs && all_decode; b++) {

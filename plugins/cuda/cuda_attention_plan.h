@@ -45,6 +45,8 @@ typedef struct cuda_attn_plan {
     int      pf_hc;         /* its items' query heads (all the same: its Q boxes are encoded for them) */
     int      ws_decode;     /* 1: a pure decode batch planned as f_prefill_ws's items in key splits (no fallback to
                                f_prefill, which has no splits: the run takes the SIMT kernel where the maps fail) */
+    int      ws_fp8;        /* 1: the prefill tiles are f_prefill_ws's fp8-cache form's (CK_PF_ROWS rows, which f_prefill does
+                               not take: the SIMT kernel where the maps fail) */
     int      part_rows;     /* rows of one split's partial state (ck_attn_args_t.part_rows) */
     CUdeviceptr split_count; /* [num_parts] arrival counts of the split row tiles (device, zero between runs) */
     size_t   off_part_o, workspace_bytes; /* part_lse at the workspace's start */

@@ -42,7 +42,7 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
             if (st != ATTNRT_OK) return st;
         }
         /* the warp-specialized kernel beside it (ATTNRT_CUDA_PREFILL=wg: the wgmma kernel alone) */
-        const uint32_t smem_ws = ck_pfs_smem_bytes(D);
+        const uint32_t smem_ws = ck_pfs_smem_bytes(D, 0);
         if (!use_wg || (env && strcmp(env, "wg") == 0) || (int)smem_ws > optin) continue;
         d->k.prefill_ws_smem[di] = smem_ws;
         for (int t = 0; t < 2; t++)
@@ -53,24 +53,59 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
                                                         dec ? &d->k.prefill_ws_dec[t][di] : &d->k.prefill_ws[t][di]);
                 if (st != ATTNRT_OK) return st;
             }
+        /* its fp8-cache form (D 64 / 128) */
+        const uint32_t smem_fp8 = ck_pfs_smem_bytes(D, 1);
+        if (D > 128 || (int)smem_fp8 > optin) continue;
+        d->k.prefill_ws_fp8_smem[di] = smem_fp8;
+        for (int t = 0; t < 2; t++)
+            for (int f = 0; f < 2; f++) {
+                char name[48];
+                snprintf(name, sizeof name, "ck_attn_prefill_ws_%s_%s_d%d", t_name[t], f ? "e5m2" : "e4m3", D);
+                attnrt_status_t st = cuda_function_smem(d, CUDA_FAMILY_SM90A, name, smem_fp8, &d->k.prefill_ws_fp8[t][f][di]);
+                if (st != ATTNRT_OK) return st;
+            }
     }
     return ATTNRT_OK;
+}
+
+/* A per-tensor scale: absent, or one element. */
+static int per_tensor(const attnrt_tensor_t *scale) { return !scale || !scale->data || scale->ndim < 2; }
+
+/* The box rows of the warp-specialized kernel's tensor maps for this cache, or 0 where it cannot take it: the block
+ * size's largest power-of-two factor of rows (no box crosses a block), at least 8 and at most 32; where the batch's
+ * decode kernel takes tensor copies too, the run encodes its boxes (16 or 32 rows), which the kernel reads from its
+ * arguments. */
+static int ws_box_rows(const attnrt_attention_args_t *a)
+{
+    const int64_t bs = a->key_cache->shape[1], low = bs & -bs;
+    if (low < 8 || a->value_cache->shape[1] != bs) return 0;
+    return (int)(low < 32 ? low : 32);
 }
 
 CUfunction cuda_prefill_ws_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int t, int di, uint32_t *smem,
                                   uint32_t *threads, int *box_rows)
 {
     uint32_t s0, t0;
-    if (!cuda_prefill_kernel(d, a, t, di, &s0, &t0) || !d->k.prefill_ws[t][di]) return NULL;
-    /* a box is the block size's largest power-of-two factor of rows (no box crosses a block), at least 8 and at most
-     * 32; where the batch's decode kernel takes tensor copies too, the run encodes its boxes (16 or 32 rows), which the
-     * kernel reads from its arguments */
-    const int64_t bs = a->key_cache->shape[1], low = bs & -bs;
-    if (low < 8 || a->value_cache->shape[1] != bs) return NULL;
+    if (!cuda_prefill_kernel(d, a, t, di, &s0, &t0) || !d->k.prefill_ws[t][di] || !(*box_rows = ws_box_rows(a))) return NULL;
     *smem = d->k.prefill_ws_smem[di];
     *threads = CK_PFS_THREADS;
-    *box_rows = (int)(low < 32 ? low : 32);
     return d->k.prefill_ws[t][di];
+}
+
+CUfunction cuda_prefill_ws_fp8_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int t, int di, uint32_t *smem,
+                                      uint32_t *threads, int *box_rows)
+{
+    const int qk = cuda_ck_dtype(a->query->dtype), kv = cuda_ck_dtype(a->key_cache->dtype);
+    const int64_t dqk = a->query->shape[2], dv = a->value_cache->shape[3];
+    if (di < 0 || di > 1 || dqk != dv || dqk != pf_dims[di] || (qk != CK_F16 && qk != CK_BF16) || (kv != CK_E4M3 && kv != CK_E5M2))
+        return NULL;
+    CUfunction f = d->k.prefill_ws_fp8[t][kv == CK_E5M2][di];
+    if (!f || a->softcap > 0.0f || a->alibi_slopes || !(a->scale >= 0.0f) || !per_tensor(a->key_scale) ||
+        !per_tensor(a->value_scale) || !(*box_rows = ws_box_rows(a)))
+        return NULL;
+    *smem = d->k.prefill_ws_fp8_smem[di];
+    *threads = CK_PFS_THREADS;
+    return f;
 }
 
 CUfunction cuda_prefill_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int t, int di, uint32_t *smem,

@@ -44,14 +44,19 @@ static inline uint32_t ck_pfw_smem_bytes(int d)
 #define CK_PFS_CONSUMER_REGS 216
 /* Q slots: two (the next item's Q comes in while this one is computed and written), one at D 256 (two do not fit) */
 #define CK_PFS_QST(d) ((d) == 256 ? 1 : 2)
+/* Over an fp8 cache (D 64 / 128; `fp8` below) each ring has a staging slot of one tile's fp8 rows, which the producer
+ * widens into the ring: one Q slot at D 128 (two and the staging do not fit) */
+#define CK_PFS_QST_FP8(d) ((d) == 128 ? 1 : 2)
 
-/* the kernel's layout: Q slots, K and V rings, mbarriers (full and empty of each stage and slot), the slots' item
- * descriptions (ck_pf_block_t: 112 bytes), the stages' key counts and flags, the slots' row ranges and key splits */
-static inline uint32_t ck_pfs_smem_bytes(int d)
+/* the kernel's layout: Q slots, K and V rings, the fp8 staging slots, mbarriers (full and empty of each stage and slot,
+ * the staging slots' full), the slots' item descriptions (ck_pf_block_t: 112 bytes), the stages' key counts and flags,
+ * the slots' row ranges and key splits, the fp8 form's Q exponents (8 ints) */
+static inline uint32_t ck_pfs_smem_bytes(int d, int fp8)
 {
-    const uint32_t st = CK_PFS_KST + CK_PFS_VST, qst = CK_PFS_QST(d);
+    const uint32_t st = CK_PFS_KST + CK_PFS_VST, qst = fp8 ? CK_PFS_QST_FP8(d) : CK_PFS_QST(d);
     return 1024u + (uint32_t)((int)qst * CK_PF_ROWS + (int)st * CK_PFS_BN(d)) * (uint32_t)d * 2u + 16u * (st + qst) +
-           112u * qst + 32u * st + 4u * ((st + 1u) & ~1u) + qst * CK_PF_ROWS * 8u + qst * 16u;
+           112u * qst + 32u * st + 4u * ((st + 1u) & ~1u) + qst * CK_PF_ROWS * 8u + qst * 16u +
+           (fp8 ? 2u * (uint32_t)CK_PFS_BN(d) * (uint32_t)d + 16u + 32u : 0u);
 }
 
 #endif /* ATTNRT_CUDA_PREFILL_WG_CFG_H */

@@ -566,6 +566,15 @@ static void directed_attention(cf_builder_t *b)
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-ws-f32out", "150/150 64/200", 8, 2, 128, 128, 32);
     cf_directed_dtypes(c, CF_F16, CF_F32, CF_F16);
     c->sinks = c->lse = 1;
+    /* its fp8-cache form (per-tensor scales, D 64 / 128: tiles widened to f16 in shared memory, Q rewritten as f16): a
+     * group of 3, chunked prefill beside decodes, sinks; e5m2 at D 64 in an HND cache with a window and f32 out */
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-ws-e4m3", "170/170 60/300 1/40 45/45 1/700", 6, 2, 128, 128, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
+    c->sinks = c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-ws-e5m2-d64-hnd", "150/150 64/200 1/77", 8, 2, 64, 64, 32);
+    cf_directed_dtypes(c, CF_F16, CF_F32, CF_E5M2);
+    c->hnd = c->lse = 1;
+    c->window_left = 120;
 }
 
 static void directed_cascade(cf_builder_t *b)

@@ -119,28 +119,30 @@ def check_budgets(fails, m):
     if prod + 2 * cons > 3 * launch or prod % 8 or cons % 8 or not 24 <= prod <= 256 or not 24 <= cons <= 256:
         fails.append('setmaxnreg %d / %d / %d outside the launch allocation of %d' % (prod, cons, cons, launch))
     desc = 112  # sizeof(ck_pf_block_t), static_assert in the kernel
-    for D in (64, 128, 256):
-        bn, qst = m['CK_PFS_BN'](D), m['CK_PFS_QST'](D)
+    for D, fp8 in ((64, 0), (128, 0), (256, 0), (64, 1), (128, 1)):
+        bn, qst = m['CK_PFS_BN'](D), m['CK_PFS_QST_FP8' if fp8 else 'CK_PFS_QST'](D)
         st = kst + vst
-        # the kernel's layout from its 1024-aligned base (attn_prefill_ws: sQ0, sK0, sV0, bar0, tail, ...)
+        # the kernel's layout from its 1024-aligned base (attn_prefill_ws: sQ0, sK0, sV0, sS0, bar0, tail, ...)
         end = (qst * ROWS + st * bn) * D * 2          # Q slots, K ring, V ring
-        end += 8 * (2 * st + 2 * qst)                 # mbarriers
+        end += fp8 * 2 * bn * D                       # fp8 staging slots (K, V)
+        end += 8 * (2 * st + 2 * qst) + fp8 * 16      # mbarriers (fp8: the staging slots' full)
         end += qst * desc + st * 32                   # item descriptions, key counts
         end += 4 * ((st + 1) & ~1)                    # absent flags
         end += qst * ROWS * 8                         # row ranges
         end += qst * 16                               # key splits
+        end += fp8 * 32                               # fp8: the consumer warps' Q exponents
         host = (1024 + (qst * ROWS + st * bn) * D * 2 + 16 * (st + qst) + desc * qst + 32 * st + 4 * ((st + 1) & ~1)
-                + qst * ROWS * 8 + qst * 16)          # ck_pfs_smem_bytes
+                + qst * ROWS * 8 + qst * 16 + (2 * bn * D + 16 + 32 if fp8 else 0))  # ck_pfs_smem_bytes
         if 1023 + end > host:
-            fails.append('D %d: the layout needs %d bytes after alignment, the host asks %d' % (D, 1023 + end, host))
+            fails.append('D %d fp8 %d: the layout needs %d bytes after alignment, the host asks %d' % (D, fp8, 1023 + end, host))
         if host > 227 * 1024:
-            fails.append('D %d: %d bytes of shared memory exceed 227 KB a block' % (D, host))
+            fails.append('D %d fp8 %d: %d bytes of shared memory exceed 227 KB a block' % (D, fp8, host))
 
 
 def main():
     fails = []
     m = cfg_macros()
-    for name in ('CK_PFS_KST', 'CK_PFS_VST', 'CK_PFS_BN', 'CK_PFS_QST', 'CK_PFS_THREADS', 'CK_PFS_LAUNCH_REGS',
+    for name in ('CK_PFS_KST', 'CK_PFS_VST', 'CK_PFS_BN', 'CK_PFS_QST', 'CK_PFS_QST_FP8', 'CK_PFS_THREADS', 'CK_PFS_LAUNCH_REGS',
                  'CK_PFS_PRODUCER_REGS', 'CK_PFS_CONSUMER_REGS'):
         if name not in m:
             fails.append('%s not found in %s' % (name, CFG))

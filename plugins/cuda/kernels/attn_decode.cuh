@@ -45,23 +45,6 @@
  * of the tiles of a 16-row warp (MQA B64 x 4096: 64 multiplies, 16 shuffles and 4 exp2 a lane each time; session 17). */
 #define CK_DEC_MAX_SLACK 8.0f
 
-/* Both fp8 pairs of a register widened to f16x2 (lo: bytes 0-1, hi: bytes 2-3). sm_89+: the 32-bit
- * register split into its 16-bit halves in PTX, so no shift is spent on the high pair. */
-template <bool E4M3> __device__ __forceinline__ void ck_fp8x4_to_h2x2(uint32_t x, uint32_t &lo, uint32_t &hi)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-    if (E4M3)
-        asm("{ .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e4m3x2 %0, l;\n cvt.rn.f16x2.e4m3x2 %1, h;\n}"
-            : "=r"(lo), "=r"(hi) : "r"(x));
-    else
-        asm("{ .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e5m2x2 %0, l;\n cvt.rn.f16x2.e5m2x2 %1, h;\n}"
-            : "=r"(lo), "=r"(hi) : "r"(x));
-#else
-    lo = ck_fp8x2_to_h2bits((uint16_t)(x & 0xffffu), E4M3);
-    hi = ck_fp8x2_to_h2bits((uint16_t)(x >> 16), E4M3);
-#endif
-}
-
 __device__ __forceinline__ uint32_t ck_movmatrix_trans(uint32_t x)
 {
     uint32_t y;

@@ -261,33 +261,35 @@ __device__ __forceinline__ bool ck_pf_out_pairs(const ck_attn_args_t &a)
 
 /* A row's finish, shared by every prefill epilogue: the quad's sum of l (every lane of the quad calls it, real row or
  * not), then for a real row (token tok, head h) the normalizer with the sink after the keys and, from lane t4 0, the LSE
- * (m: the row's running max of the raw scores). Returns what the row's o is multiplied by (0 for an empty row). */
-__device__ __forceinline__ float ck_pf_row_finish(const ck_attn_args_t &a, bool real, int64_t tok, int h, int t4, float l, float m)
+ * (m: the row's running max of the raw scores, sc_nat: a raw score's natural-log units, a.scale where the products are the
+ * scores). Returns what the row's o is multiplied by (0 for an empty row), times vmul (a product of V's scale). */
+__device__ __forceinline__ float ck_pf_row_finish(const ck_attn_args_t &a, bool real, int64_t tok, int h, int t4, float l, float m,
+                                                  float sc_nat, float vmul)
 {
     float lsum = l;
     lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
     lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
     if (!real) return 0.0f;
-    const float m_nat = m * a.scale; /* natural-log units for the LSE and the sinks */
+    const float m_nat = m * sc_nat; /* natural-log units for the LSE and the sinks */
     float inv = 0.0f;
     if (lsum > 0.0f) {
         float den = lsum;
         if (a.sinks) den += expf(a.sinks[h * a.sinks_st] - m_nat);
-        inv = 1.0f / den; /* den inf (a sink far above every key): 0, not NaN */
+        inv = vmul / den; /* den inf (a sink far above every key): 0, not NaN */
     }
     if (t4 == 0 && a.lse) a.lse[tok * a.lse_st[0] + (int64_t)h * a.lse_st[1]] = lsum > 0.0f ? m_nat + logf(lsum) : -CK_INF;
     return inv;
 }
 
 /* Epilogue of one row: o / (l + sink) straight from the accumulators (o(n, e): this lane's element e of n8 group n of
- * the row) and the LSE (ck_pf_row_finish). */
+ * the row) and the LSE (ck_pf_row_finish, sc_nat and vmul as there). */
 template <typename T, int NO, class O>
 __device__ __forceinline__ void ck_pf_store_row(const ck_attn_args_t &a, const ck_pf_block_t &b, bool pair16, int row,
-                                                int t4, float l, float m, O o)
+                                                int t4, float l, float m, float sc_nat, float vmul, O o)
 {
     const int64_t tok = b.tok0 + row / b.hc;
     const int h = b.hbase + row % b.hc;
-    const float inv = ck_pf_row_finish(a, row < b.nrows, tok, h, t4, l, m);
+    const float inv = ck_pf_row_finish(a, row < b.nrows, tok, h, t4, l, m, sc_nat, vmul);
     if (row >= b.nrows) return;
     const int64_t ob = tok * a.out_st[0] + (int64_t)h * a.out_st[1];
 #pragma unroll
@@ -492,7 +494,7 @@ __device__ __forceinline__ void attn_prefill(const ck_attn_args_t &a)
     for (int i = 0; i < MT; i++)
 #pragma unroll
         for (int r = 0; r < 2; r++)
-            ck_pf_store_row<T, NO>(a, b, pair16, (warp * MT + i) * 16 + g + 8 * r, t4, l[i][r], m[i][r],
+            ck_pf_store_row<T, NO>(a, b, pair16, (warp * MT + i) * 16 + g + 8 * r, t4, l[i][r], m[i][r], a.scale, 1.0f,
                                    [&](int n, int e) { return o[i][n][2 * r + e]; });
 }
 

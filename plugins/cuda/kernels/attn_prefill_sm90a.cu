@@ -1,7 +1,8 @@
 /* attn_prefill_sm90a.cu — the wgmma prefill kernels, part of the sm_90a fatbin (fatbin_sm90a.cu: `-gencode
  * arch=compute_90a,code=sm_90a`, loaded on compute capability 9.0 devices only), picked by name by the host
  * (cuda_prefill.c): ck_attn_prefill_wg_<f16|bf16>_d<D> (attn_prefill_sm90a.cuh: two blocks a SM) and
- * ck_attn_prefill_ws_<f16|bf16>_d<D> (attn_prefill_ws_sm90a.cuh: warp-specialized, one block a SM). */
+ * ck_attn_prefill_ws_<f16|bf16>_d<D> (attn_prefill_ws_sm90a.cuh: warp-specialized, one block a SM; its fp8-cache
+ * form below). */
 #include "attn_prefill_sm90a.cuh"
 #include "attn_prefill_ws_sm90a.cuh"
 
@@ -31,3 +32,19 @@ CK_PF_SM90A_KERNELS(f16, __half, 256)
 CK_PF_SM90A_KERNELS(bf16, __nv_bfloat16, 64)
 CK_PF_SM90A_KERNELS(bf16, __nv_bfloat16, 128)
 CK_PF_SM90A_KERNELS(bf16, __nv_bfloat16, 256)
+
+/* The warp-specialized kernel over fp8 caches (per-tensor scales; D 64 / 128): ck_attn_prefill_ws_<f16|bf16>_<e4m3|e5m2>_d<D> */
+#define CK_PFS_FP8_KERNEL(tname, T, kvname, KV, D)                                                        \
+    extern "C" __global__ void __launch_bounds__(CK_PFS_THREADS, 1)                                       \
+        ck_attn_prefill_ws_##tname##_##kvname##_d##D(const __grid_constant__ ck_attn_args_t a)             \
+    {                                                                                                     \
+        attn_prefill_ws<T, D, false, KV>(a);                                                              \
+    }
+#define CK_PFS_FP8_KERNELS(tname, T)                                                                      \
+    CK_PFS_FP8_KERNEL(tname, T, e4m3, CK_E4M3, 64)                                                        \
+    CK_PFS_FP8_KERNEL(tname, T, e4m3, CK_E4M3, 128)                                                       \
+    CK_PFS_FP8_KERNEL(tname, T, e5m2, CK_E5M2, 64)                                                        \
+    CK_PFS_FP8_KERNEL(tname, T, e5m2, CK_E5M2, 128)
+
+CK_PFS_FP8_KERNELS(f16, __half)
+CK_PFS_FP8_KERNELS(bf16, __nv_bfloat16)

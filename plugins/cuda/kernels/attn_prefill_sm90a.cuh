@@ -131,15 +131,18 @@ template <int D> __device__ __forceinline__ void ck_pfw_scale_o(float (&o)[D / 2
         }
 }
 
-/* Epilogue of this thread's rows row0, row0 + 8: as attn_prefill (ck_pf_store_row) from the accumulators. */
+/* Epilogue of this thread's rows row0, row0 + 8: as attn_prefill (ck_pf_store_row, sc_nat and vmul as there) from the
+ * accumulators. */
 template <typename T, int D>
 __device__ __forceinline__ void ck_pfw_store(const ck_attn_args_t &a, const ck_pf_block_t &b, int row0, int t4,
-                                             const float (&o)[D / 2], const float (&l)[2], const float (&m)[2])
+                                             const float (&o)[D / 2], const float (&l)[2], const float (&m)[2], float sc_nat,
+                                             float vmul)
 {
     const bool pair16 = ck_pf_out_pairs(a);
 #pragma unroll
     for (int r = 0; r < 2; r++)
-        ck_pf_store_row<T, D / 8>(a, b, pair16, row0 + 8 * r, t4, l[r], m[r], [&](int n, int e) { return o[4 * n + 2 * r + e]; });
+        ck_pf_store_row<T, D / 8>(a, b, pair16, row0 + 8 * r, t4, l[r], m[r], sc_nat, vmul,
+                                  [&](int n, int e) { return o[4 * n + 2 * r + e]; });
 }
 
 /* The epilogue of one warpgroup (wtid 0 .. 127 of it; its 64 rows from rbase, this thread's rows row0, row0 + 8) through
@@ -148,11 +151,11 @@ __device__ __forceinline__ void ck_pfw_store(const ck_attn_args_t &a, const ck_p
  * row's 2 D bytes by consecutive threads. The direct epilogue (ck_pfw_store) wrote 4 bytes a thread and row, 32 stores
  * a thread at D 128 whose code (both output forms unrolled) ran cold once a block: 30 % of the consumers' samples at
  * 512-token prompts (docs/dev/cuda-prefill.md, session 16). Outputs of another type or not 16-byte aligned keep
- * the direct form. bar_id: a named barrier of the warpgroup's 128 threads. */
+ * the direct form. bar_id: a named barrier of the warpgroup's 128 threads; sc_nat and vmul: ck_pf_row_finish's. */
 template <typename T, int D, int ROWS>
 __device__ __forceinline__ void ck_pfw_store_staged(const ck_attn_args_t &a, const ck_pf_block_t &b, int wtid, int rbase,
                                                     int row0, int t4, const float (&o)[D / 2], const float (&l)[2],
-                                                    const float (&m)[2], uint32_t tile, int bar_id)
+                                                    const float (&m)[2], uint32_t tile, int bar_id, float sc_nat, float vmul)
 {
     constexpr int CPR = D / 8;
     /* a row's token and head without a division: row < 128 and hc <= 128, so (row x ceil(2^16 / hc)) >> 16 is row / hc */
@@ -161,13 +164,13 @@ __device__ __forceinline__ void ck_pfw_store_staged(const ck_attn_args_t &a, con
     const bool fast = a.out_dtype == a.q_dtype &&
                       (((uintptr_t)a.out | (uintptr_t)(a.out_st[0] * 2) | (uintptr_t)(a.out_st[1] * 2)) & 15u) == 0;
     if (!fast) {
-        ck_pfw_store<T, D>(a, b, row0, t4, o, l, m);
+        ck_pfw_store<T, D>(a, b, row0, t4, o, l, m, sc_nat, vmul);
         return;
     }
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         const int row = row0 + 8 * r, t = tok_of(row);
-        const float inv = ck_pf_row_finish(a, row < b.nrows, b.tok0 + t, b.hbase + row - t * b.hc, t4, l[r], m[r]);
+        const float inv = ck_pf_row_finish(a, row < b.nrows, b.tok0 + t, b.hbase + row - t * b.hc, t4, l[r], m[r], sc_nat, vmul);
         /* chunk n of the row (its columns 8 n .. 8 n + 7), this thread's two of them 4 t4 bytes in */
 #pragma unroll
         for (int n = 0; n < CPR; n++) {
@@ -296,7 +299,8 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
     }
     ck_cp_async_wait<0>();
 
-    ck_pfw_store_staged<T, D, ROWS>(a, b, tid & 127, (warp >> 2) * 64, warp * 16 + g, t4, o, l, m, sQ0, 4 + (warp >> 2));
+    ck_pfw_store_staged<T, D, ROWS>(a, b, tid & 127, (warp >> 2) * 64, warp * 16 + g, t4, o, l, m, sQ0, 4 + (warp >> 2), a.scale,
+                                    1.0f);
 }
 
 #endif /* ATTNRT_ATTN_PREFILL_SM90A_CUH */

@@ -82,16 +82,89 @@ __device__ __forceinline__ void ck_pfs_store_partial(const ck_attn_args_t &a, in
     }
 }
 
+/* The fp8 form's Q (FP8 below): each warpgroup's 64 rows of the slot at q_wg (T, column blocks ROWS x 128 bytes apart)
+ * rewritten in place as f16 times qmul, a power of two bringing the largest finite |q| of the rows to [2^13, 2^14) (as
+ * attn_mma.cuh's fp8 Q), with the sign of K's scale (so the raw scores' order is the true scores'); returns qmul. The
+ * warps' largest exponents meet in qexp[4] (each warp's slot written once an item, read behind the first barrier and
+ * rewritten only behind the second). wt: the thread within the warpgroup; bar_id: the warpgroup's named barrier. */
+template <typename T> __device__ __forceinline__ void ck_unpack2(uint32_t w, float &lo, float &hi);
+template <> __device__ __forceinline__ void ck_unpack2<__half>(uint32_t w, float &lo, float &hi)
+{
+    lo = ck_f16_bits_to_f32((uint16_t)(w & 0xffffu));
+    hi = ck_f16_bits_to_f32((uint16_t)(w >> 16));
+}
+template <> __device__ __forceinline__ void ck_unpack2<__nv_bfloat16>(uint32_t w, float &lo, float &hi)
+{
+    lo = __uint_as_float(w << 16);
+    hi = __uint_as_float(w & 0xffff0000u);
+}
+
+template <typename T, int D, int ROWS>
+__device__ __forceinline__ float ck_pfs_q_to_f16(uint32_t q_wg, int wt, int *qexp, int bar_id, float k_scale)
+{
+    constexpr int CB = D / 64, CH = 64 * 128 / 16; /* column blocks; 16-byte chunks of 64 rows of one */
+    uint32_t ex = 0; /* the largest biased f32 exponent of this thread's finite elements */
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+        for (int i = wt; i < CH; i += 128) {
+            uint32_t w[4];
+            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "r"(q_wg + (uint32_t)(cb * ROWS * 128 + i * 16)));
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                float lo, hi;
+                ck_unpack2<T>(w[k], lo, hi);
+                const uint32_t el = (__float_as_uint(lo) >> 23) & 0xffu, eh = (__float_as_uint(hi) >> 23) & 0xffu;
+                ex = max(ex, max(el < 255u ? el : 0u, eh < 255u ? eh : 0u));
+            }
+        }
+    ex = __reduce_max_sync(0xffffffffu, ex);
+    if ((wt & 31) == 0) qexp[wt >> 5] = (int)ex;
+    asm volatile("bar.sync %0, 128;\n" ::"r"(bar_id) : "memory");
+    const uint32_t e = (uint32_t)max(max(qexp[0], qexp[1]), max(qexp[2], qexp[3]));
+    float qmul = 1.0f;
+    if (e > 0) /* max |q| in [2^(e-127), 2^(e-126)): times 2^(140-e), at most 2^60 up so that scales / qmul stay normal */
+        qmul = __uint_as_float((uint32_t)min(max(127 - ((int)e - 140), 1), 187) << 23);
+    if (k_scale < 0.0f) qmul = -qmul;
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+        for (int i = wt; i < CH; i += 128) {
+            const uint32_t at = q_wg + (uint32_t)(cb * ROWS * 128 + i * 16);
+            uint32_t w[4];
+            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "r"(at));
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                float lo, hi;
+                ck_unpack2<T>(w[k], lo, hi);
+                w[k] = ck_pack2<__half>(lo * qmul, hi * qmul);
+            }
+            asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]) : "memory");
+        }
+    ck_fence_proxy_async(); /* the generic writes, before the warpgroup's products read the rows */
+    asm volatile("bar.sync %0, 128;\n" ::"r"(bar_id) : "memory");
+    return qmul;
+}
+
 /* DEC: the decode form (`_dec`: items in key splits, partial states and their merge, warpgroup 1 idle on items of at most
  * 64 rows); the prefill form leaves all of it out (it cost the prefill's consumers 50-300 bytes of spills at D 128 /
- * 256: docs/dev/cuda-decode.md, session 19). */
-template <typename T, int D, bool DEC>
+ * 256: docs/dev/cuda-decode.md, session 19).
+ * FP8: the cache's fp8 format (0: the cache holds T; CK_E4M3 / CK_E5M2, D 64 / 128, per-tensor scales, the prefill form):
+ * the producer's tensor copies bring a tile's fp8 rows into a staging slot and its two warps widen them into the ring as
+ * f16 (exact: every fp8 value is an f16 value), the consumers rewrite each item's Q as f16 times a power of two
+ * (ck_pfs_q_to_f16) and take the products in f16; K's scale joins the score scale, V's the output's factor. */
+template <typename T, int D, bool DEC, int FP8 = 0>
 __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
 {
-    constexpr int ROWS = CK_PF_ROWS, BN = CK_PFS_BN(D), KST = CK_PFS_KST, VST = CK_PFS_VST, QST = CK_PFS_QST(D);
+    constexpr bool F8 = FP8 != 0;
+    typedef typename ck_qk_type<T, F8>::type TM; /* the products' operands */
+    constexpr int ROWS = CK_PF_ROWS, BN = CK_PFS_BN(D), KST = CK_PFS_KST, VST = CK_PFS_VST;
+    constexpr int QST = F8 ? CK_PFS_QST_FP8(D) : CK_PFS_QST(D);
     constexpr int CPR = D / 8, NS = BN / 8, CB = D / 64; /* 16-byte chunks a row; n8 groups of S; column blocks */
-    constexpr uint32_t Q_BYTES = ROWS * D * 2, KV_BYTES = BN * D * 2;
+    constexpr uint32_t Q_BYTES = ROWS * D * 2, KV_BYTES = BN * D * 2, SG_BYTES = F8 ? BN * D : 0; /* SG: a staging slot */
     static_assert(ROWS == 128 && BN % 64 == 0 && D % 64 == 0, "two consumer warpgroups of 64 rows; whole column blocks");
+    static_assert(!F8 || (!DEC && D <= 128), "the fp8 form: the prefill form at D 64 / 128 (one 128-byte box column a row)");
     static_assert(sizeof(ck_pf_block_t) == 112, "ck_pfs_smem_bytes counts an item's description as 112 bytes");
     static_assert(CK_PFS_PRODUCER_REGS + 2 * CK_PFS_CONSUMER_REGS <= 3 * CK_PFS_LAUNCH_REGS &&
                       CK_PFS_LAUNCH_REGS * CK_PFS_THREADS <= 65536, "registers moved within the launch's allocation");
@@ -99,14 +172,16 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
     extern __shared__ __align__(1024) unsigned char pfs_smem[];
     const uint32_t smem_raw = ck_smem(pfs_smem), smem0 = (smem_raw + 1023u) & ~1023u;
     unsigned char *smem = pfs_smem + (smem0 - smem_raw);
-    const uint32_t sQ0 = smem0, sK0 = sQ0 + QST * Q_BYTES, sV0 = sK0 + KST * KV_BYTES;
-    /* mbarriers, 8 bytes each: full K [KST], full V [VST], empty K [KST], empty V [VST], full Q [QST], empty Q [QST] */
-    const uint32_t bar0 = sV0 + VST * KV_BYTES;
+    const uint32_t sQ0 = smem0, sK0 = sQ0 + QST * Q_BYTES, sV0 = sK0 + KST * KV_BYTES, sS0 = sV0 + VST * KV_BYTES;
+    /* mbarriers, 8 bytes each: full K [KST], full V [VST], empty K [KST], empty V [VST], full Q [QST], empty Q [QST], and
+     * (F8) full staging K, V */
+    const uint32_t bar0 = sS0 + 2 * SG_BYTES;
     auto bar = [&](int kind, int st) -> uint32_t {
         return bar0 + 8u * (uint32_t)((kind >> 1) * (KST + VST) + ((kind & 1) ? KST : 0) + st);
     };
     auto barq = [&](int empty, int qs) -> uint32_t { return bar0 + 8u * (uint32_t)(2 * (KST + VST) + empty * QST + qs); };
-    unsigned char *tail = smem + (bar0 - smem0) + 16 * (KST + VST + QST);
+    auto bars = [&](int kv) -> uint32_t { return bar0 + 8u * (uint32_t)(2 * (KST + VST + QST) + kv); };
+    unsigned char *tail = smem + (bar0 - smem0) + 16 * (KST + VST + QST) + (F8 ? 16 : 0);
     /* [QST] the item whose Q a slot holds (nrows < 0: no more items), from the producer */
     ck_pf_block_t *meta = (ck_pf_block_t *)tail;
     /* [KST + VST][32] (K ring, V ring): the present keys at the head of each block segment of the stage's tile (a
@@ -117,6 +192,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
     /* [QST][4] a decode item's key split: split, splits, first partial (the decode form only; the consumers read it for
      * their epilogue) */
     int *dsplit = (int *)(rrange + QST * ROWS);
+    int *qexp = dsplit + QST * 4; /* (F8) [2][4] each consumer warp's largest Q exponent (ck_pfs_q_to_f16) */
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, R = a.kv_tma_rows;
     __shared__ int pfs_last; /* a decode item's consumers finish its row tile's last split */
@@ -132,6 +208,10 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
         for (int qs = 0; qs < QST; qs++) {
             ck_mbar_init(barq(0, qs), 32);  /* every lane of producer warp 0 (its first: Q's bytes) */
             ck_mbar_init(barq(1, qs), 256); /* every consumer thread, once the item's output has left the slot */
+        }
+        if (F8) {
+            ck_mbar_init(bars(0), 1); /* lane 0 of the ring's first producer warp (the boxes' bytes) */
+            ck_mbar_init(bars(1), 1);
         }
         ck_mbar_init_fence();
     }
@@ -154,28 +234,79 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             if (kt >= b.n_tiles || lane >= nseg || key > b.kend) return -1;
             return a.block_table[b.seq * a.bt_st[0] + ck_div_bs(key, bs) * a.bt_st[1]];
         };
-        auto produce = [&](int kt, int32_t id) {
-            const int gt = g0 + kt, st = gt % ns;
-            if (gt >= ns) ck_mbar_wait(bar(2 + kv, st), (uint32_t)(gt / ns - 1) & 1u);
+        /* lane's box of tile kt: its block (absent: a block outside the map, zeros) and the map's two middle coordinates
+         * (by the maps' stride order); false where the segment has no present block */
+        auto box = [&](int kt, int32_t id, int32_t &cb, int32_t &c1, int32_t &c2) {
             const int64_t key = seg_key(kt);
             const bool live = lane < nseg && id >= 0 && id < a.num_blocks;
-            const int32_t cb = live ? id : (int32_t)a.num_blocks; /* absent: a block outside the map (zeros) */
             const int32_t cr = live ? (int32_t)(key - ck_div_bs(key, bs) * bs) : 0;
-            const int n = live ? (int)min((int64_t)R, b.kend - key + 1) : 0;
+            cb = live ? id : (int32_t)a.num_blocks;
+            c1 = a.kv_tma_hnd ? cr : b.kvh;
+            c2 = a.kv_tma_hnd ? b.kvh : cr;
+            return live;
+        };
+        /* stage st's flags for tile kt: each segment's present keys, whether any key is absent (warp half 0 writes them) */
+        auto flags = [&](int kt, bool live, int st) {
+            const int n = live ? (int)min((int64_t)R, b.kend - seg_key(kt) + 1) : 0;
             const uint32_t gone = __ballot_sync(0xffffffffu, lane < nseg && n < R);
             if (half == 0) {
                 if (lane < nseg) cnt[(kv * KST + st) * 32 + lane] = (uint8_t)n;
                 if (lane == 0) anyabs[kv * KST + st] = gone != 0u;
             }
+        };
+        auto arrive_full = [&](int st) {
+            asm volatile("{ .reg .b64 s;\n mbarrier.arrive.shared::cta.b64 s, [%0];\n}\n" ::"r"(bar(kv, st)) : "memory");
+        };
+        auto produce = [&](int kt, int32_t id) {
+            const int gt = g0 + kt, st = gt % ns;
+            if (gt >= ns) ck_mbar_wait(bar(2 + kv, st), (uint32_t)(gt / ns - 1) & 1u);
+            int32_t cb, c1, c2;
+            const bool live = box(kt, id, cb, c1, c2);
+            flags(kt, live, st);
             /* each lane's arrival publishes its flags; the first also expects its warp's bytes */
             if (lane == 0 && wbytes) ck_mbar_arrive_expect_tx(bar(kv, st), wbytes);
-            else asm volatile("{ .reg .b64 s;\n mbarrier.arrive.shared::cta.b64 s, [%0];\n}\n" ::"r"(bar(kv, st)) : "memory");
+            else arrive_full(st);
             if (lane < nseg) {
-                const int32_t c1 = a.kv_tma_hnd ? cr : b.kvh, c2 = a.kv_tma_hnd ? b.kvh : cr; /* maps by stride order */
                 const uint32_t dst = ring + st * KV_BYTES + (uint32_t)(lane * R * 128);
 #pragma unroll
                 for (int x = half; x < CB; x += 2) ck_tma_load_4d(dst + x * BN * 128, map, x * 64, c1, c2, cb, bar(kv, st));
             }
+        };
+        /* (F8) tile kt's fp8 rows into the ring's staging slot by warp half 0 (one box a segment, D bytes a row), its lane 0
+         * expecting the tile's bytes */
+        const uint32_t stg = sS0 + (uint32_t)kv * SG_BYTES;
+        auto stage = [&](int kt, int32_t id) {
+            int32_t cb, c1, c2;
+            box(kt, id, cb, c1, c2);
+            if (half) return;
+            if (lane == 0) ck_mbar_arrive_expect_tx(bars(kv), SG_BYTES);
+            if (lane < nseg) ck_tma_load_4d(stg + (uint32_t)(lane * R * D), map, 0, c1, c2, cb, bars(kv));
+        };
+        /* (F8) tile kt's fp8 rows, once in the staging slot, widened into ring stage st as f16 by both warps (16-byte chunk
+         * fc of row r where the copy engine swizzled it: 128-byte rows at D 128, 64-byte ones at D 64; two f16 chunks
+         * where the consumers' descriptors read them), then the slot free for the next box once both warps are done */
+        auto widen = [&](int kt, int st) {
+            constexpr int FC = D / 16;
+            ck_mbar_wait(bars(kv), (uint32_t)(g0 + kt) & 1u);
+            const uint32_t dst = ring + st * KV_BYTES;
+#pragma unroll 2
+            for (int i = half * 32 + lane; i < BN * FC; i += 64) {
+                const int r = i / FC, fc = i % FC, sw = D == 128 ? (r & 7) : ((r >> 1) & 3);
+                uint32_t x[4], h[8];
+                asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                             : "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3]) : "r"(stg + (uint32_t)(r * D + ((fc ^ sw) << 4))));
+#pragma unroll
+                for (int k = 0; k < 4; k++) ck_fp8x4_to_h2x2<FP8 == CK_E4M3>(x[k], h[2 * k], h[2 * k + 1]);
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int c = 2 * fc + e;
+                    const uint32_t at = dst + (uint32_t)((c >> 3) * BN * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+                    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "r"(h[4 * e]), "r"(h[4 * e + 1]),
+                                 "r"(h[4 * e + 2]), "r"(h[4 * e + 3]) : "memory");
+                }
+            }
+            ck_fence_proxy_async(); /* the generic writes, before the consumers' products read the stage */
+            asm volatile("bar.sync %0, 64;\n" ::"r"(6 + kv) : "memory");
         };
         /* warp 0: item j's description, its rows' key ranges and its Q (one box a column block: its heads x its tokens)
          * into Q slot j % QST, once the consumers have written the output of item j - QST out of it; past the last
@@ -202,15 +333,30 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             if (DEC) split = a.items[item].split, nsplit = a.items[item].num_splits, part_index = a.items[item].part_index;
             ck_pfs_item_keys<BN>(b, R, split, nsplit);
             if (warp == 0) publish(j, true);
-            /* two tiles an iteration, so that each id goes from its load to its use without a register copy (a copy
-             * would wait for the load where it stands) */
-            int32_t id0 = load_id(0), id1;
-            for (int kt = 0; kt < b.n_tiles; kt += 2) {
-                id1 = load_id(kt + 1);
-                produce(kt, id0);
-                if (kt + 1 >= b.n_tiles) break;
-                id0 = load_id(kt + 2);
-                produce(kt + 1, id1);
+            if constexpr (F8) { /* a tile's boxes one ahead of its widening; its stage full once widened (64 arrivals) */
+                int32_t idc = load_id(0);
+                if (b.n_tiles > 0) stage(0, idc);
+                for (int kt = 0; kt < b.n_tiles; kt++) {
+                    const int32_t idn = load_id(kt + 1);
+                    const int gt = g0 + kt, st = gt % ns;
+                    if (gt >= ns) ck_mbar_wait(bar(2 + kv, st), (uint32_t)(gt / ns - 1) & 1u);
+                    widen(kt, st);
+                    if (kt + 1 < b.n_tiles) stage(kt + 1, idn);
+                    flags(kt, lane < nseg && idc >= 0 && idc < a.num_blocks, st);
+                    arrive_full(st);
+                    idc = idn;
+                }
+            } else {
+                /* two tiles an iteration, so that each id goes from its load to its use without a register copy (a copy
+                 * would wait for the load where it stands) */
+                int32_t id0 = load_id(0), id1;
+                for (int kt = 0; kt < b.n_tiles; kt += 2) {
+                    id1 = load_id(kt + 1);
+                    produce(kt, id0);
+                    if (kt + 1 >= b.n_tiles) break;
+                    id0 = load_id(kt + 2);
+                    produce(kt + 1, id1);
+                }
             }
             g0 += b.n_tiles;
             j++;
@@ -229,6 +375,8 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
         return (uint32_t)((c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
     };
     const float scale2 = a.scale * CK_LOG2E;
+    /* (F8) the per-tensor scales: K's joins the scores' scale, V's the output's factor */
+    const float k_sc = F8 && a.k_scale ? a.k_scale[0] : 1.0f, v_sc = F8 && a.v_scale ? a.v_scale[0] : 1.0f;
     int g0 = 0; /* the item's first tile in the rings' sequence */
     for (int j = 0;; j++) {
         const int qs = j % QST;
@@ -237,6 +385,9 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
         if (b.nrows < 0) break;
         const int2 *rr = rrange + qs * ROWS;
         const uint32_t q_slot = sQ0 + (uint32_t)qs * Q_BYTES, q_wg = q_slot + (uint32_t)wg * 64u * 128u;
+        /* (F8) Q as f16 times qmul: a raw score is qmul / k_sc times the product of Q and the cache's values */
+        const float qmul = F8 ? ck_pfs_q_to_f16<T, D, ROWS>(q_wg, ctid & 127, qexp + 4 * wg, 4 + wg, k_sc) : 1.0f;
+        const float sc2 = F8 ? scale2 * k_sc / qmul : scale2, sc_nat = F8 ? a.scale * k_sc / qmul : a.scale;
 
         float o[D / 2];
 #pragma unroll
@@ -273,9 +424,9 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             if (wg == 0) asm volatile("bar.arrive 3, 256;\n" ::: "memory");
             else if (!last) asm volatile("bar.arrive 2, 256;\n" ::: "memory");
         };
-        auto issue_s = [&](int kt) { ck_pfw_issue_s<T, D, BN, ROWS>(s, q_wg, sK0 + (uint32_t)((g0 + kt) % KST) * KV_BYTES); };
+        auto issue_s = [&](int kt) { ck_pfw_issue_s<TM, D, BN, ROWS>(s, q_wg, sK0 + (uint32_t)((g0 + kt) % KST) * KV_BYTES); };
         auto issue_pv = [&](int kt) { /* tile kt - 1's */
-            ck_pfw_issue_pv<T, D, BN>(o, pa, sV0 + (uint32_t)((g0 + kt - 1) % VST) * KV_BYTES);
+            ck_pfw_issue_pv<TM, D, BN>(o, pa, sV0 + (uint32_t)((g0 + kt - 1) % VST) * KV_BYTES);
         };
         /* O times the last softmax's factors, before its P V is issued (every row, every tile: no branch near the
          * products in flight, which would serialize them) */
@@ -310,7 +461,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
                     }
             }
             release_k(kt); /* S has read K and the flags are read */
-            ck_pfw_softmax<T, BN>(s, m, l, scale2, alpha, pn);
+            ck_pfw_softmax<TM, BN>(s, m, l, sc2, alpha, pn);
         };
         auto release_v = [&](int kt) { /* P V of tile kt - 1 has read V: the stage may take the next V tile */
             asm volatile("{ .reg .b64 x;\n mbarrier.arrive.shared::cta.b64 x, [%0];\n}\n" ::"r"(bar(3, (g0 + kt - 1) % VST)) : "memory");
@@ -404,7 +555,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
                 if (ctid == 0) a.split_count[part_index] = 0u;
             }
         } else {
-            ck_pfw_store_staged<T, D, ROWS>(a, b, ctid & 127, wg * 64, cw * 16 + g, t4, o, l, m, q_slot, 4 + wg);
+            ck_pfw_store_staged<T, D, ROWS>(a, b, ctid & 127, wg * 64, cw * 16 + g, t4, o, l, m, q_slot, 4 + wg, sc_nat, v_sc);
         }
         ck_fence_proxy_async();
         asm volatile("{ .reg .b64 x;\n mbarrier.arrive.shared::cta.b64 x, [%0];\n}\n" ::"r"(barq(1, qs)) : "memory");

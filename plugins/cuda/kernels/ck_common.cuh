@@ -45,6 +45,23 @@ __device__ __forceinline__ uint32_t ck_fp8x2_to_h2bits(uint16_t pair, bool e4m3)
     return (uint32_t)h.x | ((uint32_t)h.y << 16);
 }
 
+/* Both fp8 pairs of a register widened to f16x2 (lo: bytes 0-1, hi: bytes 2-3). sm_89+: the 32-bit
+ * register split into its 16-bit halves in PTX, so no shift is spent on the high pair. */
+template <bool E4M3> __device__ __forceinline__ void ck_fp8x4_to_h2x2(uint32_t x, uint32_t &lo, uint32_t &hi)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    if (E4M3)
+        asm("{ .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e4m3x2 %0, l;\n cvt.rn.f16x2.e4m3x2 %1, h;\n}"
+            : "=r"(lo), "=r"(hi) : "r"(x));
+    else
+        asm("{ .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e5m2x2 %0, l;\n cvt.rn.f16x2.e5m2x2 %1, h;\n}"
+            : "=r"(lo), "=r"(hi) : "r"(x));
+#else
+    lo = ck_fp8x2_to_h2bits((uint16_t)(x & 0xffffu), E4M3);
+    hi = ck_fp8x2_to_h2bits((uint16_t)(x >> 16), E4M3);
+#endif
+}
+
 /* A value of format `kind` from its raw bits (a 16-bit format's in the low 16, an fp8's in the low 8). */
 __device__ __forceinline__ float ck_from_bits(uint32_t r, int kind)
 {
