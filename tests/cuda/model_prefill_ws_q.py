@@ -120,19 +120,21 @@ def check_budgets(fails, m):
         fails.append('setmaxnreg %d / %d / %d outside the launch allocation of %d' % (prod, cons, cons, launch))
     desc = 112  # sizeof(ck_pf_block_t), static_assert in the kernel
     for D, fp8 in ((64, 0), (128, 0), (256, 0), (64, 1), (128, 1)):
-        bn, qst = m['CK_PFS_BN'](D), m['CK_PFS_QST_FP8' if fp8 else 'CK_PFS_QST'](D)
+        bn, qst = m['CK_PFS_BN'](D), m['CK_PFS_QST'](D)
+        land = m['CK_PFS_FP8_LAND'](D) if fp8 else 0
+        staging = fp8 * (D != 128)                    # fp8 at D 64: a staging slot a ring (D 128 lands in the ring)
         st = kst + vst
         # the kernel's layout from its 1024-aligned base (attn_prefill_ws: sQ0, sK0, sV0, sS0, bar0, tail, ...)
         end = (qst * ROWS + st * bn) * D * 2          # Q slots, K ring, V ring
-        end += fp8 * 2 * bn * D                       # fp8 staging slots (K, V)
-        end += 8 * (2 * st + 2 * qst) + fp8 * 16      # mbarriers (fp8: the staging slots' full)
+        end += staging * 2 * bn * D                   # fp8 staging slots (K, V)
+        end += 8 * (2 * st + 2 * qst) + 16 * land     # mbarriers (fp8: the landing slots', K and V)
         end += qst * desc + st * 32                   # item descriptions, key counts
         end += 4 * ((st + 1) & ~1)                    # absent flags
         end += qst * ROWS * 8                         # row ranges
         end += qst * 16                               # key splits
         end += fp8 * 32                               # fp8: the consumer warps' Q exponents
         host = (1024 + (qst * ROWS + st * bn) * D * 2 + 16 * (st + qst) + desc * qst + 32 * st + 4 * ((st + 1) & ~1)
-                + qst * ROWS * 8 + qst * 16 + (2 * bn * D + 16 + 32 if fp8 else 0))  # ck_pfs_smem_bytes
+                + qst * ROWS * 8 + qst * 16 + (staging * 2 * bn * D + 16 * land + 32 if fp8 else 0))  # ck_pfs_smem_bytes
         if 1023 + end > host:
             fails.append('D %d fp8 %d: the layout needs %d bytes after alignment, the host asks %d' % (D, fp8, 1023 + end, host))
         if host > 227 * 1024:
@@ -142,7 +144,7 @@ def check_budgets(fails, m):
 def main():
     fails = []
     m = cfg_macros()
-    for name in ('CK_PFS_KST', 'CK_PFS_VST', 'CK_PFS_BN', 'CK_PFS_QST', 'CK_PFS_QST_FP8', 'CK_PFS_THREADS', 'CK_PFS_LAUNCH_REGS',
+    for name in ('CK_PFS_KST', 'CK_PFS_VST', 'CK_PFS_BN', 'CK_PFS_QST', 'CK_PFS_FP8_LAND', 'CK_PFS_THREADS', 'CK_PFS_LAUNCH_REGS',
                  'CK_PFS_PRODUCER_REGS', 'CK_PFS_CONSUMER_REGS'):
         if name not in m:
             fails.append('%s not found in %s' % (name, CFG))

@@ -151,8 +151,9 @@ __device__ __forceinline__ float ck_pfs_q_to_f16(uint32_t q_wg, int wt, int *qex
  * 64 rows); the prefill form leaves all of it out (it cost the prefill's consumers 50-300 bytes of spills at D 128 /
  * 256: docs/dev/cuda-decode.md, session 19).
  * FP8: the cache's fp8 format (0: the cache holds T; CK_E4M3 / CK_E5M2, D 64 / 128, per-tensor scales, the prefill form):
- * the producer's tensor copies bring a tile's fp8 rows into a staging slot and its two warps widen them into the ring as
- * f16 (exact: every fp8 value is an f16 value), the consumers rewrite each item's Q as f16 times a power of two
+ * the producer's tensor copies land a tile's fp8 rows (at D 128 in the upper half of its own ring stage, at D 64 in a
+ * staging slot: CK_PFS_FP8_LAND) and the ring's two warps widen them into the stage as f16 (exact: every fp8 value is an
+ * f16 value), the next tile's copies in flight meanwhile; the consumers rewrite each item's Q as f16 times a power of two
  * (ck_pfs_q_to_f16) and take the products in f16; K's scale joins the score scale, V's the output's factor. */
 template <typename T, int D, bool DEC, int FP8 = 0>
 __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
@@ -160,11 +161,15 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
     constexpr bool F8 = FP8 != 0;
     typedef typename ck_qk_type<T, F8>::type TM; /* the products' operands */
     constexpr int ROWS = CK_PF_ROWS, BN = CK_PFS_BN(D), KST = CK_PFS_KST, VST = CK_PFS_VST;
-    constexpr int QST = F8 ? CK_PFS_QST_FP8(D) : CK_PFS_QST(D);
+    constexpr int QST = CK_PFS_QST(D);
     constexpr int CPR = D / 8, NS = BN / 8, CB = D / 64; /* 16-byte chunks a row; n8 groups of S; column blocks */
-    constexpr uint32_t Q_BYTES = ROWS * D * 2, KV_BYTES = BN * D * 2, SG_BYTES = F8 ? BN * D : 0; /* SG: a staging slot */
+    /* (F8) in place: a tile's fp8 rows land in their stage's second column block; else in a staging slot (SG_BYTES) */
+    constexpr bool INPLACE = F8 && D == 128;
+    constexpr int NL = F8 ? CK_PFS_FP8_LAND(D) : 1, NLB = F8 ? 2 * NL : 0; /* landing slots a ring; their mbarriers */
+    constexpr uint32_t Q_BYTES = ROWS * D * 2, KV_BYTES = BN * D * 2, SG_BYTES = F8 && !INPLACE ? BN * D : 0;
     static_assert(ROWS == 128 && BN % 64 == 0 && D % 64 == 0, "two consumer warpgroups of 64 rows; whole column blocks");
     static_assert(!F8 || (!DEC && D <= 128), "the fp8 form: the prefill form at D 64 / 128 (one 128-byte box column a row)");
+    static_assert(!INPLACE || (NL == KST && NL == VST && BN * D == BN * 128), "a stage's landing slot is its second column block");
     static_assert(sizeof(ck_pf_block_t) == 112, "ck_pfs_smem_bytes counts an item's description as 112 bytes");
     static_assert(CK_PFS_PRODUCER_REGS + 2 * CK_PFS_CONSUMER_REGS <= 3 * CK_PFS_LAUNCH_REGS &&
                       CK_PFS_LAUNCH_REGS * CK_PFS_THREADS <= 65536, "registers moved within the launch's allocation");
@@ -174,14 +179,14 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
     unsigned char *smem = pfs_smem + (smem0 - smem_raw);
     const uint32_t sQ0 = smem0, sK0 = sQ0 + QST * Q_BYTES, sV0 = sK0 + KST * KV_BYTES, sS0 = sV0 + VST * KV_BYTES;
     /* mbarriers, 8 bytes each: full K [KST], full V [VST], empty K [KST], empty V [VST], full Q [QST], empty Q [QST], and
-     * (F8) full staging K, V */
+     * (F8) landed K [NL], V [NL] */
     const uint32_t bar0 = sS0 + 2 * SG_BYTES;
     auto bar = [&](int kind, int st) -> uint32_t {
         return bar0 + 8u * (uint32_t)((kind >> 1) * (KST + VST) + ((kind & 1) ? KST : 0) + st);
     };
     auto barq = [&](int empty, int qs) -> uint32_t { return bar0 + 8u * (uint32_t)(2 * (KST + VST) + empty * QST + qs); };
-    auto bars = [&](int kv) -> uint32_t { return bar0 + 8u * (uint32_t)(2 * (KST + VST + QST) + kv); };
-    unsigned char *tail = smem + (bar0 - smem0) + 16 * (KST + VST + QST) + (F8 ? 16 : 0);
+    auto land = [&](int kv, int ls) -> uint32_t { return bar0 + 8u * (uint32_t)(2 * (KST + VST + QST) + kv * NL + ls); };
+    unsigned char *tail = smem + (bar0 - smem0) + 16 * (KST + VST + QST) + 8 * NLB;
     /* [QST] the item whose Q a slot holds (nrows < 0: no more items), from the producer */
     ck_pf_block_t *meta = (ck_pf_block_t *)tail;
     /* [KST + VST][32] (K ring, V ring): the present keys at the head of each block segment of the stage's tile (a
@@ -209,10 +214,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             ck_mbar_init(barq(0, qs), 32);  /* every lane of producer warp 0 (its first: Q's bytes) */
             ck_mbar_init(barq(1, qs), 256); /* every consumer thread, once the item's output has left the slot */
         }
-        if (F8) {
-            ck_mbar_init(bars(0), 1); /* lane 0 of the ring's first producer warp (the boxes' bytes) */
-            ck_mbar_init(bars(1), 1);
-        }
+        for (int ls = 0; ls < NLB; ls++) ck_mbar_init(land(ls / NL, ls % NL), 1); /* the ring's first lane (the boxes' bytes) */
         ck_mbar_init_fence();
     }
     __syncthreads();
@@ -272,37 +274,57 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
                 for (int x = half; x < CB; x += 2) ck_tma_load_4d(dst + x * BN * 128, map, x * 64, c1, c2, cb, bar(kv, st));
             }
         };
-        /* (F8) tile kt's fp8 rows into the ring's staging slot by warp half 0 (one box a segment, D bytes a row), its lane 0
-         * expecting the tile's bytes */
-        const uint32_t stg = sS0 + (uint32_t)kv * SG_BYTES;
+        /* (F8) where tile g of the ring's sequence lands (INPLACE: the second column block of its ring stage) */
+        auto land_at = [&](int g) -> uint32_t {
+            return INPLACE ? ring + (uint32_t)(g % ns) * KV_BYTES + BN * 128u : sS0 + (uint32_t)kv * SG_BYTES;
+        };
+        /* (F8) tile kt's fp8 rows to their landing slot by warp half 0 (one box a segment, D bytes a row), its lane 0
+         * expecting the tile's bytes; INPLACE once the stage is free */
         auto stage = [&](int kt, int32_t id) {
+            const int gt = g0 + kt;
+            if (INPLACE && gt >= ns) ck_mbar_wait(bar(2 + kv, gt % ns), (uint32_t)(gt / ns - 1) & 1u);
             int32_t cb, c1, c2;
             box(kt, id, cb, c1, c2);
             if (half) return;
-            if (lane == 0) ck_mbar_arrive_expect_tx(bars(kv), SG_BYTES);
-            if (lane < nseg) ck_tma_load_4d(stg + (uint32_t)(lane * R * D), map, 0, c1, c2, cb, bars(kv));
+            if (lane == 0) ck_mbar_arrive_expect_tx(land(kv, gt % NL), (uint32_t)(BN * D));
+            if (lane < nseg) ck_tma_load_4d(land_at(gt) + (uint32_t)(lane * R * D), map, 0, c1, c2, cb, land(kv, gt % NL));
         };
-        /* (F8) tile kt's fp8 rows, once in the staging slot, widened into ring stage st as f16 by both warps (16-byte chunk
-         * fc of row r where the copy engine swizzled it: 128-byte rows at D 128, 64-byte ones at D 64; two f16 chunks
-         * where the consumers' descriptors read them), then the slot free for the next box once both warps are done */
+        /* (F8) tile kt's fp8 rows, once landed, widened into ring stage st as f16 by both warps (16-byte chunk fc of row r
+         * where the copy engine swizzled it: 128-byte rows at D 128, 64-byte ones at D 64; two f16 chunks where the
+         * consumers' descriptors read them), then the landing slot free for the next box once both warps are done. In
+         * place, a row's fp8 bytes are where its widened second column block goes: a row is 8 lanes of one warp, all of
+         * whose reads precede its writes. */
         auto widen = [&](int kt, int st) {
-            constexpr int FC = D / 16;
-            ck_mbar_wait(bars(kv), (uint32_t)(g0 + kt) & 1u);
-            const uint32_t dst = ring + st * KV_BYTES;
-#pragma unroll 2
-            for (int i = half * 32 + lane; i < BN * FC; i += 64) {
-                const int r = i / FC, fc = i % FC, sw = D == 128 ? (r & 7) : ((r >> 1) & 3);
-                uint32_t x[4], h[8];
-                asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                             : "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3]) : "r"(stg + (uint32_t)(r * D + ((fc ^ sw) << 4))));
+            constexpr int FC = D / 16, U = 4; /* 16-byte fp8 chunks a row; chunks a thread loads before it writes */
+            static_assert((BN * FC) % (64 * U) == 0, "whole groups of U chunks a thread");
+            const int gt = g0 + kt;
+            ck_mbar_wait(land(kv, gt % NL), (uint32_t)(gt / NL) & 1u);
+            const uint32_t src = land_at(gt), dst = ring + st * KV_BYTES;
+            for (int i0 = half * 32 + lane; i0 < BN * FC; i0 += 64 * U) {
+                /* U loads in flight at once (rows 8 apart: the shared-memory latency behind the products' traffic, once a
+                 * group), then the writes */
+                uint32_t x[U][4];
 #pragma unroll
-                for (int k = 0; k < 4; k++) ck_fp8x4_to_h2x2<FP8 == CK_E4M3>(x[k], h[2 * k], h[2 * k + 1]);
+                for (int u = 0; u < U; u++) {
+                    const int r = (i0 + 64 * u) / FC, fc = (i0 + 64 * u) % FC, sw = D == 128 ? (r & 7) : ((r >> 1) & 3);
+                    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                                 : "=r"(x[u][0]), "=r"(x[u][1]), "=r"(x[u][2]), "=r"(x[u][3])
+                                 : "r"(src + (uint32_t)(r * D + ((fc ^ sw) << 4))));
+                }
+                if (INPLACE) __syncwarp();
 #pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int c = 2 * fc + e;
-                    const uint32_t at = dst + (uint32_t)((c >> 3) * BN * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
-                    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "r"(h[4 * e]), "r"(h[4 * e + 1]),
-                                 "r"(h[4 * e + 2]), "r"(h[4 * e + 3]) : "memory");
+                for (int u = 0; u < U; u++) {
+                    const int r = (i0 + 64 * u) / FC, fc = (i0 + 64 * u) % FC;
+                    uint32_t h[8];
+#pragma unroll
+                    for (int k = 0; k < 4; k++) ck_fp8x4_to_h2x2<FP8 == CK_E4M3>(x[u][k], h[2 * k], h[2 * k + 1]);
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int c = 2 * fc + e;
+                        const uint32_t at = dst + (uint32_t)((c >> 3) * BN * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+                        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "r"(h[4 * e]), "r"(h[4 * e + 1]),
+                                     "r"(h[4 * e + 2]), "r"(h[4 * e + 3]) : "memory");
+                    }
                 }
             }
             ck_fence_proxy_async(); /* the generic writes, before the consumers' products read the stage */
@@ -339,11 +361,11 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
                 for (int kt = 0; kt < b.n_tiles; kt++) {
                     const int32_t idn = load_id(kt + 1);
                     const int gt = g0 + kt, st = gt % ns;
-                    if (gt >= ns) ck_mbar_wait(bar(2 + kv, st), (uint32_t)(gt / ns - 1) & 1u);
+                    if (!INPLACE && gt >= ns) ck_mbar_wait(bar(2 + kv, st), (uint32_t)(gt / ns - 1) & 1u);
                     widen(kt, st);
-                    if (kt + 1 < b.n_tiles) stage(kt + 1, idn);
                     flags(kt, lane < nseg && idc >= 0 && idc < a.num_blocks, st);
                     arrive_full(st);
+                    if (kt + 1 < b.n_tiles) stage(kt + 1, idn);
                     idc = idn;
                 }
             } else {
