@@ -295,36 +295,40 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
          * place, a row's fp8 bytes are where its widened second column block goes: a row is 8 lanes of one warp, all of
          * whose reads precede its writes. */
         auto widen = [&](int kt, int st) {
-            constexpr int FC = D / 16, U = 4; /* 16-byte fp8 chunks a row; chunks a thread loads before it writes */
-            static_assert((BN * FC) % (64 * U) == 0, "whole groups of U chunks a thread");
-            const int gt = g0 + kt;
+            /* thread t of the ring's 64 takes chunk fc of rows r0 + RS k: every row it takes has r0's swizzles (RS a
+             * multiple of 8 at D 128 and of 16 at D 64), so its addresses are two bases plus constants */
+            constexpr int FC = D / 16, RS = 64 / FC, U = 4; /* 16-byte fp8 chunks a row; rows a pass; loads before writes */
+            static_assert(!F8 || ((RS % 16 == 0 || (D == 128 && RS == 8)) && (BN / RS) % U == 0),
+                          "a thread's rows share their swizzles, in whole groups of U");
+            const int gt = g0 + kt, t = half * 32 + lane, r0 = t / FC, fc = t % FC;
             ck_mbar_wait(land(kv, gt % NL), (uint32_t)(gt / NL) & 1u);
-            const uint32_t src = land_at(gt), dst = ring + st * KV_BYTES;
-            for (int i0 = half * 32 + lane; i0 < BN * FC; i0 += 64 * U) {
-                /* U loads in flight at once (rows 8 apart: the shared-memory latency behind the products' traffic, once a
-                 * group), then the writes */
+            const uint32_t src = land_at(gt) + (uint32_t)(r0 * D + ((fc ^ (D == 128 ? (r0 & 7) : ((r0 >> 1) & 3))) << 4));
+            uint32_t dst[2];
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int c = 2 * fc + e;
+                dst[e] = ring + st * KV_BYTES + (uint32_t)((c >> 3) * BN * 128 + r0 * 128 + (((c & 7) ^ (r0 & 7)) << 4));
+            }
+#pragma unroll
+            for (int k0 = 0; k0 < BN / RS; k0 += U) {
+                /* U loads in flight at once (the shared-memory latency behind the products' traffic, once a group), then
+                 * the writes; in place, each row's reads (8 lanes of this warp) before any of its writes */
                 uint32_t x[U][4];
 #pragma unroll
-                for (int u = 0; u < U; u++) {
-                    const int r = (i0 + 64 * u) / FC, fc = (i0 + 64 * u) % FC, sw = D == 128 ? (r & 7) : ((r >> 1) & 3);
+                for (int u = 0; u < U; u++)
                     asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                                  : "=r"(x[u][0]), "=r"(x[u][1]), "=r"(x[u][2]), "=r"(x[u][3])
-                                 : "r"(src + (uint32_t)(r * D + ((fc ^ sw) << 4))));
-                }
+                                 : "r"(src + (uint32_t)((k0 + u) * RS * D)));
                 if (INPLACE) __syncwarp();
 #pragma unroll
                 for (int u = 0; u < U; u++) {
-                    const int r = (i0 + 64 * u) / FC, fc = (i0 + 64 * u) % FC;
                     uint32_t h[8];
 #pragma unroll
                     for (int k = 0; k < 4; k++) ck_fp8x4_to_h2x2<FP8 == CK_E4M3>(x[u][k], h[2 * k], h[2 * k + 1]);
 #pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const int c = 2 * fc + e;
-                        const uint32_t at = dst + (uint32_t)((c >> 3) * BN * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
-                        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "r"(h[4 * e]), "r"(h[4 * e + 1]),
-                                     "r"(h[4 * e + 2]), "r"(h[4 * e + 3]) : "memory");
-                    }
+                    for (int e = 0; e < 2; e++)
+                        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst[e] + (uint32_t)((k0 + u) * RS * 128)),
+                                     "r"(h[4 * e]), "r"(h[4 * e + 1]), "r"(h[4 * e + 2]), "r"(h[4 * e + 3]) : "memory");
                 }
             }
             ck_fence_proxy_async(); /* the generic writes, before the consumers' products read the stage */
