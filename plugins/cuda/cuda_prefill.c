@@ -1,8 +1,9 @@
 /* cuda_prefill.c — the prefill fast path's host side: loading its kernels and deciding which calls it
  * takes. Two kernels take the same calls: the wgmma kernel (kernels/attn_prefill_sm90a.cuh, the second
  * fatbin, compute capability 9.0 only) and the FA2 mma.sync kernel (kernels/attn_prefill.cuh) everywhere
- * else. What both leave to the general kernel (fp8 caches, soft-cap, ALiBi, other head dims) is rare in
- * prefill; docs/dev/cuda-prefill.md has the measurements. */
+ * else; on Hopper the warp-specialized wgmma kernel beside them, which also takes fp8 caches with per-tensor
+ * scales at D 64 / 128 (its fp8 form). What they leave to the general kernel (per-block fp8 scales, soft-cap,
+ * ALiBi, other head dims) is rare in prefill; docs/dev/cuda-prefill.md has the measurements. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

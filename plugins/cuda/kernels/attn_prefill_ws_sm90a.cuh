@@ -169,7 +169,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
     constexpr uint32_t Q_BYTES = ROWS * D * 2, KV_BYTES = BN * D * 2, SG_BYTES = F8 && !INPLACE ? BN * D : 0;
     static_assert(ROWS == 128 && BN % 64 == 0 && D % 64 == 0, "two consumer warpgroups of 64 rows; whole column blocks");
     static_assert(!F8 || (!DEC && D <= 128), "the fp8 form: the prefill form at D 64 / 128 (one 128-byte box column a row)");
-    static_assert(!INPLACE || (NL == KST && NL == VST && BN * D == BN * 128), "a stage's landing slot is its second column block");
+    static_assert(!INPLACE || (NL == KST && NL == VST), "each K / V stage its own landing slot");
     static_assert(sizeof(ck_pf_block_t) == 112, "ck_pfs_smem_bytes counts an item's description as 112 bytes");
     static_assert(CK_PFS_PRODUCER_REGS + 2 * CK_PFS_CONSUMER_REGS <= 3 * CK_PFS_LAUNCH_REGS &&
                       CK_PFS_LAUNCH_REGS * CK_PFS_THREADS <= 65536, "registers moved within the launch's allocation");
@@ -295,11 +295,10 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
          * place, a row's fp8 bytes are where its widened second column block goes: a row is 8 lanes of one warp, all of
          * whose reads precede its writes. */
         auto widen = [&](int kt, int st) {
-            /* thread t of the ring's 64 takes chunk fc of rows r0 + RS k: every row it takes has r0's swizzles (RS a
-             * multiple of 8 at D 128 and of 16 at D 64), so its addresses are two bases plus constants */
+            /* thread t of the ring's 64 takes chunk fc of rows r0 + RS k: every row it takes has r0's swizzles (they depend
+             * on a row's low 3 bits, RS a multiple of 8), so its addresses are two bases plus constants */
             constexpr int FC = D / 16, RS = 64 / FC, U = 4; /* 16-byte fp8 chunks a row; rows a pass; loads before writes */
-            static_assert(!F8 || ((RS % 16 == 0 || (D == 128 && RS == 8)) && (BN / RS) % U == 0),
-                          "a thread's rows share their swizzles, in whole groups of U");
+            static_assert(!F8 || (RS % 8 == 0 && (BN / RS) % U == 0), "a thread's rows share their swizzles, in groups of U");
             const int gt = g0 + kt, t = half * 32 + lane, r0 = t / FC, fc = t % FC;
             ck_mbar_wait(land(kv, gt % NL), (uint32_t)(gt / NL) & 1u);
             const uint32_t src = land_at(gt) + (uint32_t)(r0 * D + ((fc ^ (D == 128 ? (r0 & 7) : ((r0 >> 1) & 3))) << 4));
