@@ -206,6 +206,7 @@ pre_d64              prefill 4   4096 4096 32 8 64  16  bf16     1
 pre_d256             prefill 4   4096 4096 32 8 256 16  bf16     1
 pre_d128_fp8         prefill 4   4096 4096 32 8 128 16  fp8_e4m3 0
 pre_d64_fp8          prefill 4   4096 4096 32 8 64  16  fp8_e4m3 0
+pre_d256_fp8         prefill 4   4096 4096 32 8 256 16  fp8_e4m3 0
 EOF
 if [ -n "${SHAPES:-}" ]; then grep -vE '^(#|$)' "$SHAPES" > "$OUT/shapes.txt"; fi
 for i in "${!AB_LIST[@]}"; do
@@ -326,9 +327,9 @@ if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v comput
         for f in attn-pf-wg-bs48-hnd attn-pf-wg-d256-window attn-pf-noncausal attn-pf-ws-g3; do
             sanitize $tool $f ws "warp-specialized prefill" ATTNRT_CUDA_PREFILL=ws ATTNRT_CUDA_PREFILL_BLOCKS=2
         done
-        # its fp8-cache form (fp8 rows landing in their ring stage's second column block at D 128, in a staging slot at D 64,
+        # its fp8-cache form (fp8 rows landing in their ring stage's upper half at D 128 / 256, in a staging slot at D 64,
         # widened by the producer, Q rewritten in place), one block a SM and two blocks walking the items
-        for f in attn-pf-ws-e4m3 attn-pf-ws-e5m2-d64-hnd; do
+        for f in attn-pf-ws-e4m3 attn-pf-ws-e5m2-d64-hnd attn-pf-ws-e4m3-d256; do
             sanitize $tool $f ws8 "warp-specialized prefill, fp8 cache"
             sanitize $tool $f ws8b2 "warp-specialized prefill, fp8 cache, 2 blocks" ATTNRT_CUDA_PREFILL_BLOCKS=2
         done

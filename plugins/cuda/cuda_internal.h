@@ -64,8 +64,8 @@ typedef struct cuda_kernels {
     CUfunction prefill_ws[2][CUDA_MMA_DIMS];   /* the warp-specialized wgmma prefill (tensor copies), or NULL */
     CUfunction prefill_ws_dec[2][CUDA_MMA_DIMS]; /* its decode form (`_dec`: key splits; the same shared memory) */
     uint32_t   prefill_ws_smem[CUDA_MMA_DIMS];
-    CUfunction prefill_ws_fp8[2][2][2];       /* its fp8-cache form: [q type][0 e4m3 / 1 e5m2][D 64 / 128] */
-    uint32_t   prefill_ws_fp8_smem[2];
+    CUfunction prefill_ws_fp8[2][2][CUDA_MMA_DIMS]; /* its fp8-cache form: [q type][0 e4m3 / 1 e5m2][d] */
+    uint32_t   prefill_ws_fp8_smem[CUDA_MMA_DIMS];
     int        dec_ws_mode;                    /* ATTNRT_CUDA_DEC_WS: 0 never, 1 every decode batch it can take, else -1:
                                                   the plan's rule (decode on the warp-specialized prefill kernel) */
     int        prefill_ws_blocks;              /* ATTNRT_CUDA_PREFILL_BLOCKS: its grid at most (0: one block a SM); tests

@@ -2,7 +2,7 @@
  * takes. Two kernels take the same calls: the wgmma kernel (kernels/attn_prefill_sm90a.cuh, the second
  * fatbin, compute capability 9.0 only) and the FA2 mma.sync kernel (kernels/attn_prefill.cuh) everywhere
  * else; on Hopper the warp-specialized wgmma kernel beside them, which also takes fp8 caches with per-tensor
- * scales at D 64 / 128 (its fp8 form). What they leave to the general kernel (per-block fp8 scales, soft-cap,
+ * scales (its fp8 form). What they leave to the general kernel (per-block fp8 scales, soft-cap,
  * ALiBi, other head dims) is rare in prefill; docs/dev/cuda-prefill.md has the measurements. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,9 +54,9 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
                                                         dec ? &d->k.prefill_ws_dec[t][di] : &d->k.prefill_ws[t][di]);
                 if (st != ATTNRT_OK) return st;
             }
-        /* its fp8-cache form (D 64 / 128) */
+        /* its fp8-cache form */
         const uint32_t smem_fp8 = ck_pfs_smem_bytes(D, 1);
-        if (D > 128 || (int)smem_fp8 > optin) continue;
+        if ((int)smem_fp8 > optin) continue;
         d->k.prefill_ws_fp8_smem[di] = smem_fp8;
         for (int t = 0; t < 2; t++)
             for (int f = 0; f < 2; f++) {
@@ -98,7 +98,8 @@ CUfunction cuda_prefill_ws_fp8_kernel(const cuda_dev_t *d, const attnrt_attentio
 {
     const int qk = cuda_ck_dtype(a->query->dtype), kv = cuda_ck_dtype(a->key_cache->dtype);
     const int64_t dqk = a->query->shape[2], dv = a->value_cache->shape[3];
-    if (di < 0 || di > 1 || dqk != dv || dqk != pf_dims[di] || (qk != CK_F16 && qk != CK_BF16) || (kv != CK_E4M3 && kv != CK_E5M2))
+    if (di < 0 || di >= CUDA_MMA_DIMS || dqk != dv || dqk != pf_dims[di] || (qk != CK_F16 && qk != CK_BF16) ||
+        (kv != CK_E4M3 && kv != CK_E5M2))
         return NULL;
     CUfunction f = d->k.prefill_ws_fp8[t][kv == CK_E5M2][di];
     if (!f || a->softcap > 0.0f || a->alibi_slopes || !(a->scale >= 0.0f) || !per_tensor(a->key_scale) ||

@@ -44,10 +44,10 @@ static inline uint32_t ck_pfw_smem_bytes(int d)
 #define CK_PFS_CONSUMER_REGS 216
 /* Q slots: two (the next item's Q comes in while this one is computed and written), one at D 256 (two do not fit) */
 #define CK_PFS_QST(d) ((d) == 256 ? 1 : 2)
-/* Over an fp8 cache (D 64 / 128; `fp8` below) a tile's fp8 rows land where the producer widens them into its ring stage
- * as f16: at D 128 in the stage's own second column block (a row's fp8 bytes lie where its widened columns 64-127 go), so
- * each stage has a landing mbarrier; at D 64 in a staging slot of the ring (one tile's 8 KB and one mbarrier) */
-#define CK_PFS_FP8_LAND(d) ((d) == 128 ? 2 : 1) /* landing slots a ring (D 128: its stages, CK_PFS_KST = CK_PFS_VST) */
+/* Over an fp8 cache (`fp8` below) a tile's fp8 rows land where the producer widens them into its ring stage as f16: at D
+ * 128 / 256 in the stage's own upper half (a row's fp8 bytes lie where its widened upper columns go), so each stage has a
+ * landing mbarrier; at D 64 in a staging slot of the ring (one tile's 8 KB and one mbarrier) */
+#define CK_PFS_FP8_LAND(d) ((d) == 64 ? 1 : 2) /* landing slots a ring (D 128 / 256: its stages, CK_PFS_KST = CK_PFS_VST) */
 
 /* the kernel's layout: Q slots, K and V rings, the fp8 staging slots, mbarriers (full and empty of each stage and slot,
  * the fp8 landing slots'), the slots' item descriptions (ck_pf_block_t: 112 bytes), the stages' key counts and flags,
@@ -57,7 +57,7 @@ static inline uint32_t ck_pfs_smem_bytes(int d, int fp8)
     const uint32_t st = CK_PFS_KST + CK_PFS_VST, qst = CK_PFS_QST(d);
     return 1024u + (uint32_t)((int)qst * CK_PF_ROWS + (int)st * CK_PFS_BN(d)) * (uint32_t)d * 2u + 16u * (st + qst) +
            112u * qst + 32u * st + 4u * ((st + 1u) & ~1u) + qst * CK_PF_ROWS * 8u + qst * 16u +
-           (fp8 ? (d == 128 ? 0u : 2u * (uint32_t)CK_PFS_BN(d) * (uint32_t)d) + 16u * (uint32_t)CK_PFS_FP8_LAND(d) + 32u : 0u);
+           (fp8 ? (d == 64 ? 2u * (uint32_t)CK_PFS_BN(d) * (uint32_t)d : 0u) + 16u * (uint32_t)CK_PFS_FP8_LAND(d) + 32u : 0u);
 }
 
 #endif /* ATTNRT_CUDA_PREFILL_WG_CFG_H */

@@ -575,6 +575,10 @@ static void directed_attention(cf_builder_t *b)
     cf_directed_dtypes(c, CF_F16, CF_F32, CF_E5M2);
     c->hnd = c->lse = 1;
     c->window_left = 120;
+    /* D 256: two 128-byte column blocks a landed row, widened in place into the stage's upper half; one Q slot */
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-ws-e4m3-d256", "130/130 40/300 1/90", 4, 2, 256, 256, 16);
+    cf_directed_dtypes(c, CF_F16, CF_F16, CF_E4M3);
+    c->lse = 1;
 }
 
 static void directed_cascade(cf_builder_t *b)

@@ -13,10 +13,10 @@ in cuda_attention.c) that needs no GPU.
     swz(ROWS, row, n) + 4 t4; then 16-byte chunk c of a row is read whole. Checks that each chunk holds its row's 8 columns
     in order and that a warp's 32-bit stores hit 32 different banks.
   - a row's token by (row x ceil(2^16 / hc)) >> 16 (the epilogue's division-free form), for every row < 128, hc <= 128.
-  - the fp8 form's widening (the producer's `widen`, D 64 / 128): fp8 rows land as the copy engine writes them (row r of
-    D bytes at r x D, 16-byte chunk f at f ^ (r & 7) with the 128-byte swizzle, f ^ ((r >> 1) & 3) with the 64-byte one;
-    at D 128 in the second column block of the ring stage itself), thread t of 64 reads chunk t % FC of rows t / FC + RS k
-    through the kernel's base-plus-constant addresses and writes two f16 chunks. Checks that every fp8 chunk is read once
+  - the fp8 form's widening (the producer's `widen`): fp8 rows land as the copy engine writes them (column blocks of
+    min(D, 128) bytes a row, 16-byte chunk f of row r at f ^ (r & 7) with the 128-byte swizzle, f ^ ((r >> 1) & 3) with
+    the 64-byte one; at D 128 / 256 in the upper half of the ring stage itself), thread t of 64 reads chunk t % FC of each
+    block of rows t / FC + RS k through the kernel's base-plus-constant addresses and writes two f16 chunks a block. Checks that every fp8 chunk is read once
     and its 16 values reach the f16 chunks the consumers' descriptors read (swz) in order, and, in place, that a store
     overwrites only landed bytes of its own row, whose every chunk its warp has read in the same group before the stores.
   - shared memory and registers: the kernel's layout (Q slots, rings, mbarriers, item descriptions, counts, flags, row
@@ -125,10 +125,10 @@ def check_budgets(fails, m):
     if prod + 2 * cons > 3 * launch or prod % 8 or cons % 8 or not 24 <= prod <= 256 or not 24 <= cons <= 256:
         fails.append('setmaxnreg %d / %d / %d outside the launch allocation of %d' % (prod, cons, cons, launch))
     desc = 112  # sizeof(ck_pf_block_t), static_assert in the kernel
-    for D, fp8 in ((64, 0), (128, 0), (256, 0), (64, 1), (128, 1)):
+    for D, fp8 in ((64, 0), (128, 0), (256, 0), (64, 1), (128, 1), (256, 1)):
         bn, qst = m['CK_PFS_BN'](D), m['CK_PFS_QST'](D)
         land = m['CK_PFS_FP8_LAND'](D) if fp8 else 0
-        staging = fp8 * (D != 128)                    # fp8 at D 64: a staging slot a ring (D 128 lands in the ring)
+        staging = fp8 * (D == 64)                     # fp8 at D 64: a staging slot a ring (D 128 / 256 land in the ring)
         st = kst + vst
         # the kernel's layout from its 1024-aligned base (attn_prefill_ws: sQ0, sK0, sV0, sS0, bar0, tail, ...)
         end = (qst * ROWS + st * bn) * D * 2          # Q slots, K ring, V ring
@@ -148,49 +148,53 @@ def check_budgets(fails, m):
 
 
 def check_fp8_widen(fails, m):
-    for D in (64, 128):
-        bn, inplace = m['CK_PFS_BN'](D), D == 128
-        FC, U = D // 16, 4
-        RS = 64 // FC
-        land = bn * 128 if inplace else 1 << 20  # the landing slot's base within the stage's address space
+    for D in (64, 128, 256):
+        bn, inplace = m['CK_PFS_BN'](D), D >= 128
+        LB = min(D, 128)                 # a landed row's bytes a column block (the maps' boxes)
+        FCB, FC, CB = D // LB, LB // 16, D // 64
+        RS, U = 64 // FC, 2 if FCB > 1 else 4
+        land = (CB - FCB) * bn * 128 if inplace else 1 << 20  # the landing slot's base within the stage's address space
         landed = {}  # byte address -> (row, fp8 column) as the copy engine writes a tile of bn rows
         for r in range(bn):
             for b in range(D):
-                f, sw = b >> 4, (r & 7) if D == 128 else ((r >> 1) & 3)
-                landed[land + r * D + ((f ^ sw) << 4) + (b & 15)] = (r, b)
+                x, f, sw = b // LB, (b % LB) >> 4, (r & 7) if LB == 128 else ((r >> 1) & 3)
+                landed[land + x * bn * LB + r * LB + ((f ^ sw) << 4) + (b & 15)] = (r, b)
         f16 = {}      # byte address -> (row, column) the widening wrote (2 bytes a column: its low byte's address)
-        reads = {}    # (row, chunk) -> times read
+        reads = {}    # (row, column block, chunk) -> times read
         for t in range(64):
             r0, fc = t // FC, t % FC
-            src = land + r0 * D + ((fc ^ ((r0 & 7) if D == 128 else ((r0 >> 1) & 3))) << 4)
-            dst = []
-            for e in range(2):
-                c = 2 * fc + e
-                dst.append((c >> 3) * bn * 128 + r0 * 128 + (((c & 7) ^ (r0 & 7)) << 4))
+            src = land + r0 * LB + ((fc ^ ((r0 & 7) if LB == 128 else ((r0 >> 1) & 3))) << 4)
+            dst = [[0, 0] for _ in range(FCB)]
+            for x in range(FCB):
+                for e in range(2):
+                    c = 16 * x + 2 * fc + e
+                    dst[x][e] = (c >> 3) * bn * 128 + r0 * 128 + (((c & 7) ^ (r0 & 7)) << 4)
             for k0 in range(0, bn // RS, U):
+                # the rows this thread's warp reads in the group (all before any of the group's writes)
+                rows_read = {(32 * (t // 32) + tt) // FC + RS * (k0 + uu) for uu in range(U) for tt in range(0, 32, FC)}
                 for u in range(U):
-                    at, r = src + (k0 + u) * RS * D, r0 + RS * (k0 + u)
-                    vals = [landed.get(at + i) for i in range(16)]
-                    if vals != [(r, 16 * fc + i) for i in range(16)]:
-                        fails.append('fp8 D %d: thread %d reads %s, not row %d chunk %d' % (D, t, vals[:2], r, fc))
-                        return
-                    reads[(r, fc)] = reads.get((r, fc), 0) + 1
-                    for e in range(2):
-                        c, w = 2 * fc + e, dst[e] + (k0 + u) * RS * 128
-                        if w != swz(bn, r, c):
-                            fails.append('fp8 D %d: row %d chunk %d written at %d, read by the products at %d' % (D, r, c, w, swz(bn, r, c)))
+                    r = r0 + RS * (k0 + u)
+                    for x in range(FCB):
+                        at = src + x * bn * LB + (k0 + u) * RS * LB
+                        vals = [landed.get(at + i) for i in range(16)]
+                        if vals != [(r, LB * x + 16 * fc + i) for i in range(16)]:
+                            fails.append('fp8 D %d: thread %d reads %s, not row %d block %d chunk %d' % (D, t, vals[:2], r, x, fc))
                             return
-                        for i in range(8):
-                            f16[w + 2 * i] = (r, 8 * c + i)
-                        if inplace:
-                            # its bytes: landed bytes of row r only, all of whose chunks this warp read in this group
-                            rows_read = {(32 * (t // 32) + tt) // FC + RS * (k0 + uu) for uu in range(U) for tt in range(0, 32, FC)}
-                            for i in range(16):
-                                hit = landed.get(w + i)
-                                if hit is not None and (hit[0] != r or hit[0] not in rows_read):
-                                    fails.append('fp8 D 128: row %d\'s store overwrites row %d\'s landed bytes' % (r, hit[0]))
-                                    return
-        if sorted(reads) != [(r, f) for r in range(bn) for f in range(FC)] or set(reads.values()) != {1}:
+                        reads[(r, x, fc)] = reads.get((r, x, fc), 0) + 1
+                        for e in range(2):
+                            c, w = 16 * x + 2 * fc + e, dst[x][e] + (k0 + u) * RS * 128
+                            if w != swz(bn, r, c):
+                                fails.append('fp8 D %d: row %d chunk %d written at %d, read by the products at %d' % (D, r, c, w, swz(bn, r, c)))
+                                return
+                            for i in range(8):
+                                f16[w + 2 * i] = (r, 8 * c + i)
+                            if inplace:  # a store over landed bytes: its own row's only, read in this group
+                                for i in range(16):
+                                    hit = landed.get(w + i)
+                                    if hit is not None and (hit[0] != r or hit[0] not in rows_read):
+                                        fails.append("fp8 D %d: row %d's store overwrites row %d's landed bytes" % (D, r, hit[0]))
+                                        return
+        if sorted(reads) != [(r, x, f) for r in range(bn) for x in range(FCB) for f in range(FC)] or set(reads.values()) != {1}:
             fails.append('fp8 D %d: not every fp8 chunk read exactly once' % D)
         if sorted(f16.values()) != [(r, c) for r in range(bn) for c in range(D)]:
             fails.append('fp8 D %d: the f16 tile is not every (row, column) once' % D)

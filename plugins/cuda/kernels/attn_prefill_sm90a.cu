@@ -33,7 +33,7 @@ CK_PF_SM90A_KERNELS(bf16, __nv_bfloat16, 64)
 CK_PF_SM90A_KERNELS(bf16, __nv_bfloat16, 128)
 CK_PF_SM90A_KERNELS(bf16, __nv_bfloat16, 256)
 
-/* The warp-specialized kernel over fp8 caches (per-tensor scales; D 64 / 128): ck_attn_prefill_ws_<f16|bf16>_<e4m3|e5m2>_d<D> */
+/* The warp-specialized kernel over fp8 caches (per-tensor scales): ck_attn_prefill_ws_<f16|bf16>_<e4m3|e5m2>_d<D> */
 #define CK_PFS_FP8_KERNEL(tname, T, kvname, KV, D)                                                        \
     extern "C" __global__ void __launch_bounds__(CK_PFS_THREADS, 1)                                       \
         ck_attn_prefill_ws_##tname##_##kvname##_d##D(const __grid_constant__ ck_attn_args_t a)             \
@@ -44,7 +44,9 @@ CK_PF_SM90A_KERNELS(bf16, __nv_bfloat16, 256)
     CK_PFS_FP8_KERNEL(tname, T, e4m3, CK_E4M3, 64)                                                        \
     CK_PFS_FP8_KERNEL(tname, T, e4m3, CK_E4M3, 128)                                                       \
     CK_PFS_FP8_KERNEL(tname, T, e5m2, CK_E5M2, 64)                                                        \
-    CK_PFS_FP8_KERNEL(tname, T, e5m2, CK_E5M2, 128)
+    CK_PFS_FP8_KERNEL(tname, T, e5m2, CK_E5M2, 128)                                                       \
+    CK_PFS_FP8_KERNEL(tname, T, e4m3, CK_E4M3, 256)                                                       \
+    CK_PFS_FP8_KERNEL(tname, T, e5m2, CK_E5M2, 256)
 
 CK_PFS_FP8_KERNELS(f16, __half)
 CK_PFS_FP8_KERNELS(bf16, __nv_bfloat16)

@@ -150,8 +150,8 @@ __device__ __forceinline__ float ck_pfs_q_to_f16(uint32_t q_wg, int wt, int *qex
 /* DEC: the decode form (`_dec`: items in key splits, partial states and their merge, warpgroup 1 idle on items of at most
  * 64 rows); the prefill form leaves all of it out (it cost the prefill's consumers 50-300 bytes of spills at D 128 /
  * 256: docs/dev/cuda-decode.md, session 19).
- * FP8: the cache's fp8 format (0: the cache holds T; CK_E4M3 / CK_E5M2, D 64 / 128, per-tensor scales, the prefill form):
- * the producer's tensor copies land a tile's fp8 rows (at D 128 in the upper half of its own ring stage, at D 64 in a
+ * FP8: the cache's fp8 format (0: the cache holds T; CK_E4M3 / CK_E5M2, per-tensor scales, the prefill form): the
+ * producer's tensor copies land a tile's fp8 rows (at D 128 / 256 in the upper half of its own ring stage, at D 64 in a
  * staging slot: CK_PFS_FP8_LAND) and the ring's two warps widen them into the stage as f16 (exact: every fp8 value is an
  * f16 value), the next tile's copies in flight meanwhile; the consumers rewrite each item's Q as f16 times a power of two
  * (ck_pfs_q_to_f16) and take the products in f16; K's scale joins the score scale, V's the output's factor. */
@@ -163,12 +163,14 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
     constexpr int ROWS = CK_PF_ROWS, BN = CK_PFS_BN(D), KST = CK_PFS_KST, VST = CK_PFS_VST;
     constexpr int QST = CK_PFS_QST(D);
     constexpr int CPR = D / 8, NS = BN / 8, CB = D / 64; /* 16-byte chunks a row; n8 groups of S; column blocks */
-    /* (F8) in place: a tile's fp8 rows land in their stage's second column block; else in a staging slot (SG_BYTES) */
-    constexpr bool INPLACE = F8 && D == 128;
+    /* (F8) a landed fp8 row: FCB column blocks of LB bytes (the maps' boxes: at most 128 bytes a row). In place (D 128 /
+     * 256): a tile's fp8 rows land in their stage's last FCB column blocks; else (D 64) in a staging slot (SG_BYTES) */
+    constexpr int LB = D < 128 ? D : 128, FCB = D / LB;
+    constexpr bool INPLACE = F8 && D >= 128;
     constexpr int NL = F8 ? CK_PFS_FP8_LAND(D) : 1, NLB = F8 ? 2 * NL : 0; /* landing slots a ring; their mbarriers */
     constexpr uint32_t Q_BYTES = ROWS * D * 2, KV_BYTES = BN * D * 2, SG_BYTES = F8 && !INPLACE ? BN * D : 0;
     static_assert(ROWS == 128 && BN % 64 == 0 && D % 64 == 0, "two consumer warpgroups of 64 rows; whole column blocks");
-    static_assert(!F8 || (!DEC && D <= 128), "the fp8 form: the prefill form at D 64 / 128 (one 128-byte box column a row)");
+    static_assert(!F8 || !DEC, "the fp8 form: the prefill form");
     static_assert(!INPLACE || (NL == KST && NL == VST), "each K / V stage its own landing slot");
     static_assert(sizeof(ck_pf_block_t) == 112, "ck_pfs_smem_bytes counts an item's description as 112 bytes");
     static_assert(CK_PFS_PRODUCER_REGS + 2 * CK_PFS_CONSUMER_REGS <= 3 * CK_PFS_LAUNCH_REGS &&
@@ -274,12 +276,12 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
                 for (int x = half; x < CB; x += 2) ck_tma_load_4d(dst + x * BN * 128, map, x * 64, c1, c2, cb, bar(kv, st));
             }
         };
-        /* (F8) where tile g of the ring's sequence lands (INPLACE: the second column block of its ring stage) */
+        /* (F8) where tile g of the ring's sequence lands (INPLACE: the last FCB column blocks of its ring stage) */
         auto land_at = [&](int g) -> uint32_t {
-            return INPLACE ? ring + (uint32_t)(g % ns) * KV_BYTES + BN * 128u : sS0 + (uint32_t)kv * SG_BYTES;
+            return INPLACE ? ring + (uint32_t)(g % ns) * KV_BYTES + (uint32_t)((CB - FCB) * BN * 128) : sS0 + (uint32_t)kv * SG_BYTES;
         };
-        /* (F8) tile kt's fp8 rows to their landing slot by warp half 0 (one box a segment, D bytes a row), its lane 0
-         * expecting the tile's bytes; INPLACE once the stage is free */
+        /* (F8) tile kt's fp8 rows to their landing slot by warp half 0 (a box a segment and column block of LB bytes a row),
+         * its lane 0 expecting the tile's bytes; INPLACE once the stage is free */
         auto stage = [&](int kt, int32_t id) {
             const int gt = g0 + kt;
             if (INPLACE && gt >= ns) ck_mbar_wait(bar(2 + kv, gt % ns), (uint32_t)(gt / ns - 1) & 1u);
@@ -287,7 +289,10 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             box(kt, id, cb, c1, c2);
             if (half) return;
             if (lane == 0) ck_mbar_arrive_expect_tx(land(kv, gt % NL), (uint32_t)(BN * D));
-            if (lane < nseg) ck_tma_load_4d(land_at(gt) + (uint32_t)(lane * R * D), map, 0, c1, c2, cb, land(kv, gt % NL));
+            if (lane < nseg)
+#pragma unroll
+                for (int x = 0; x < FCB; x++)
+                    ck_tma_load_4d(land_at(gt) + (uint32_t)(x * BN * LB + lane * R * LB), map, x * LB, c1, c2, cb, land(kv, gt % NL));
         };
         /* (F8) tile kt's fp8 rows, once landed, widened into ring stage st as f16 by both warps (16-byte chunk fc of row r
          * where the copy engine swizzled it: 128-byte rows at D 128, 64-byte ones at D 64; two f16 chunks where the
@@ -295,40 +300,49 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
          * place, a row's fp8 bytes are where its widened second column block goes: a row is 8 lanes of one warp, all of
          * whose reads precede its writes. */
         auto widen = [&](int kt, int st) {
-            /* thread t of the ring's 64 takes chunk fc of rows r0 + RS k: every row it takes has r0's swizzles (they depend
-             * on a row's low 3 bits, RS a multiple of 8), so its addresses are two bases plus constants */
-            constexpr int FC = D / 16, RS = 64 / FC, U = 4; /* 16-byte fp8 chunks a row; rows a pass; loads before writes */
+            /* thread t of the ring's 64 takes chunk fc of each landed column block x of rows r0 + RS k: every row it takes
+             * has r0's swizzles (they depend on a row's low 3 bits, RS a multiple of 8), so its addresses are bases plus
+             * constants. In place, fp8 column block x of a row lies where the widened column block CB - FCB + x goes,
+             * which the row's own widening of block x - FCB / 2 .. writes: a row is 8 lanes of one warp, all of whose
+             * reads (every block) precede its writes. */
+            constexpr int FC = LB / 16, RS = 64 / FC, U = FCB > 1 ? 2 : 4; /* chunks a block row; rows a pass; a group */
             static_assert(!F8 || (RS % 8 == 0 && (BN / RS) % U == 0), "a thread's rows share their swizzles, in groups of U");
             const int gt = g0 + kt, t = half * 32 + lane, r0 = t / FC, fc = t % FC;
             ck_mbar_wait(land(kv, gt % NL), (uint32_t)(gt / NL) & 1u);
-            const uint32_t src = land_at(gt) + (uint32_t)(r0 * D + ((fc ^ (D == 128 ? (r0 & 7) : ((r0 >> 1) & 3))) << 4));
-            uint32_t dst[2];
+            const uint32_t src = land_at(gt) + (uint32_t)(r0 * LB + ((fc ^ (LB == 128 ? (r0 & 7) : ((r0 >> 1) & 3))) << 4));
+            uint32_t dst[FCB][2]; /* the f16 chunks of columns 128 x + 16 fc + 8 e of row r0 */
 #pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const int c = 2 * fc + e;
-                dst[e] = ring + st * KV_BYTES + (uint32_t)((c >> 3) * BN * 128 + r0 * 128 + (((c & 7) ^ (r0 & 7)) << 4));
-            }
+            for (int x = 0; x < FCB; x++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int c = 16 * x + 2 * fc + e;
+                    dst[x][e] = ring + st * KV_BYTES + (uint32_t)((c >> 3) * BN * 128 + r0 * 128 + (((c & 7) ^ (r0 & 7)) << 4));
+                }
 #pragma unroll
             for (int k0 = 0; k0 < BN / RS; k0 += U) {
-                /* U loads in flight at once (the shared-memory latency behind the products' traffic, once a group), then
-                 * the writes; in place, each row's reads (8 lanes of this warp) before any of its writes */
-                uint32_t x[U][4];
+                /* U rows' loads in flight at once (the shared-memory latency behind the products' traffic, once a group),
+                 * then the writes */
+                uint32_t xv[U][FCB][4];
 #pragma unroll
                 for (int u = 0; u < U; u++)
-                    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                                 : "=r"(x[u][0]), "=r"(x[u][1]), "=r"(x[u][2]), "=r"(x[u][3])
-                                 : "r"(src + (uint32_t)((k0 + u) * RS * D)));
+#pragma unroll
+                    for (int x = 0; x < FCB; x++)
+                        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                                     : "=r"(xv[u][x][0]), "=r"(xv[u][x][1]), "=r"(xv[u][x][2]), "=r"(xv[u][x][3])
+                                     : "r"(src + (uint32_t)(x * BN * LB + (k0 + u) * RS * LB)));
                 if (INPLACE) __syncwarp();
 #pragma unroll
-                for (int u = 0; u < U; u++) {
-                    uint32_t h[8];
+                for (int u = 0; u < U; u++)
 #pragma unroll
-                    for (int k = 0; k < 4; k++) ck_fp8x4_to_h2x2<FP8 == CK_E4M3>(x[u][k], h[2 * k], h[2 * k + 1]);
+                    for (int x = 0; x < FCB; x++) {
+                        uint32_t h[8];
 #pragma unroll
-                    for (int e = 0; e < 2; e++)
-                        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst[e] + (uint32_t)((k0 + u) * RS * 128)),
-                                     "r"(h[4 * e]), "r"(h[4 * e + 1]), "r"(h[4 * e + 2]), "r"(h[4 * e + 3]) : "memory");
-                }
+                        for (int k = 0; k < 4; k++) ck_fp8x4_to_h2x2<FP8 == CK_E4M3>(xv[u][x][k], h[2 * k], h[2 * k + 1]);
+#pragma unroll
+                        for (int e = 0; e < 2; e++)
+                            asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst[x][e] + (uint32_t)((k0 + u) * RS * 128)),
+                                         "r"(h[4 * e]), "r"(h[4 * e + 1]), "r"(h[4 * e + 2]), "r"(h[4 * e + 3]) : "memory");
+                    }
             }
             ck_fence_proxy_async(); /* the generic writes, before the consumers' products read the stage */
             asm volatile("bar.sync %0, 64;\n" ::"r"(6 + kv) : "memory");
