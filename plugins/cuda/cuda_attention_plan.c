@@ -280,7 +280,6 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         p->f_prefill_ws = cuda_prefill_ws_kernel(d, &a, t, di, &p->smem_prefill_ws, &p->prefill_ws_threads, &p->pf_tma_rows);
     } else if (p->fp8) { /* the warp-specialized kernel's fp8-cache form: 4-5x the general kernel's rate (session 20) */
         p->f_prefill_ws = cuda_prefill_ws_fp8_kernel(d, &a, t, di, &p->smem_prefill_ws, &p->prefill_ws_threads, &p->pf_tma_rows);
-        if (Hq / Hkv > CK_PF_ROWS && (Hq / Hkv) % CK_PF_ROWS) p->f_prefill_ws = NULL; /* as below, decided before the items */
         if (p->f_prefill_ws) {
             prefill_rows = CK_PF_ROWS;
             p->ws_fp8 = 1;

@@ -102,8 +102,11 @@ CUfunction cuda_prefill_ws_fp8_kernel(const cuda_dev_t *d, const attnrt_attentio
         (kv != CK_E4M3 && kv != CK_E5M2))
         return NULL;
     CUfunction f = d->k.prefill_ws_fp8[t][kv == CK_E5M2][di];
+    /* its Q boxes take every item's heads (the plan's rule for the 16-bit form, decided here before the items are cut:
+     * the general kernel does not take its 128-row items) */
+    const int64_t g = a->query->shape[1] / a->key_cache->shape[2];
     if (!f || a->softcap > 0.0f || a->alibi_slopes || !(a->scale >= 0.0f) || !per_tensor(a->key_scale) ||
-        !per_tensor(a->value_scale) || !(*box_rows = ws_box_rows(a)))
+        !per_tensor(a->value_scale) || (g > CK_PF_ROWS && g % CK_PF_ROWS) || !(*box_rows = ws_box_rows(a)))
         return NULL;
     *smem = d->k.prefill_ws_fp8_smem[di];
     *threads = CK_PFS_THREADS;

@@ -31,8 +31,8 @@ CUfunction cuda_prefill_ws_kernel(const cuda_dev_t *d, const attnrt_attention_ar
                                   uint32_t *threads, int *box_rows);
 
 /* The same kernel's fp8-cache form (ck_attn_prefill_ws_<t>_<e4m3|e5m2>_d<D>) for this call's prefill tiles, or NULL: an
- * e4m3 / e5m2 cache with per-tensor scales (or none) under 16-bit Q, Dqk = Dv in {64, 128, 256}, the other conditions of
- * cuda_prefill_kernel and cuda_prefill_ws_kernel. Its tiles are CK_PF_ROWS rows, which the general kernel does not
+ * e4m3 / e5m2 cache with per-tensor scales (or none) under 16-bit Q, Dqk = Dv in {64, 128, 256}, a GQA group of at most
+ * CK_PF_ROWS heads or a multiple of it, the other conditions of cuda_prefill_kernel and cuda_prefill_ws_kernel. Its tiles are CK_PF_ROWS rows, which the general kernel does not
  * take: where the run cannot encode its maps, the SIMT kernel. */
 CUfunction cuda_prefill_ws_fp8_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int t, int di, uint32_t *smem,
                                       uint32_t *threads, int *box_rows);

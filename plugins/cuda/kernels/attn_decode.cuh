@@ -422,15 +422,8 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 #pragma unroll
             for (int kk = 0; kk < MO; kk++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const uint32_t ex = (__float_as_uint(qv[nr][kk][e]) >> 23) & 0xffu;
-                    if (ex < 255u) my_exp = max(my_exp, ex);
-                }
-        const uint32_t e = __reduce_max_sync(0xffffffffu, my_exp);
-        if (e > 0) {
-            const int k = (int)e - 140;
-            qmul = __uint_as_float((uint32_t)min(max(127 - k, 1), 187) << 23);
-        }
+                for (int e = 0; e < 4; e++) my_exp = max(my_exp, ck_finite_exp(qv[nr][kk][e]));
+        qmul = ck_fp8_qmul(__reduce_max_sync(0xffffffffu, my_exp));
     }
     uint32_t qf[NR][MO][2];
 #pragma unroll

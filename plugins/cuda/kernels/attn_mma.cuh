@@ -72,6 +72,20 @@ __device__ __forceinline__ float ck_exp2(float x)
 template <typename T, bool FP8> struct ck_qk_type { typedef T type; };
 template <typename T> struct ck_qk_type<T, true> { typedef __half type; };
 
+/* fp8 caches hold Q in f16 times qmul (every kernel that takes them): x's biased f32 exponent, 0 for inf and NaN (which
+ * stay what they are), and the power of two that brings a largest finite |q| of biased exponent e (max |q| in
+ * [2^(e-127), 2^(e-126))) to [2^13, 2^14): nothing overflows f16 and little sinks under its normal range; at most 2^60
+ * up, so that scale / qmul stays a normal float; 1 where e is 0 (no finite nonzero element). */
+__device__ __forceinline__ uint32_t ck_finite_exp(float x)
+{
+    const uint32_t ex = (__float_as_uint(x) >> 23) & 0xffu;
+    return ex < 255u ? ex : 0u;
+}
+__device__ __forceinline__ float ck_fp8_qmul(uint32_t e)
+{
+    return e > 0 ? __uint_as_float((uint32_t)min(max(127 - ((int)e - 140), 1), 187) << 23) : 1.0f;
+}
+
 /* 16 bytes global -> shared (bypassing L1), or 16 zero bytes when `zero` (the source is not read). */
 /* L2_256: the fetch asks the L2 for 256 bytes around the chunk (attn_decode.cuh's L2W: an NHD cache's short
  * fp8 rows come from DRAM with their neighbour heads') */
@@ -286,24 +300,16 @@ __device__ __forceinline__ void attn_mma(const ck_attn_args_t &a)
             return ck_load(a.q, (tok0 + r / hc) * a.q_st[0] + (int64_t)(hbase + r % hc) * a.q_st[1] + d, a.q_dtype);
         return 0.0f;
     };
-    /* fp8 (Q in f16): Q times a power of two qmul that brings the largest finite |q| of the tile to
-     * [2^13, 2^14) (its exponent by bisection over __syncthreads_or, 8 barriers once a block): nothing
-     * overflows f16 and little sinks under its normal range; inf and NaN stay what they are. */
+    /* fp8 (Q in f16): Q times qmul (ck_fp8_qmul) for the largest finite |q| of the tile (its exponent by
+     * bisection over __syncthreads_or, 8 barriers once a block). */
     float qmul = 1.0f;
     if (FP8) {
         uint32_t my_exp = 0; /* largest biased f32 exponent of this thread's finite elements */
-        for (int idx = tid; idx < ROWS * D; idx += NT) {
-            const uint32_t ex = (__float_as_uint(q_at(idx)) >> 23) & 0xffu;
-            if (ex < 255u) my_exp = max(my_exp, ex);
-        }
+        for (int idx = tid; idx < ROWS * D; idx += NT) my_exp = max(my_exp, ck_finite_exp(q_at(idx)));
         uint32_t e = 0;
         for (int bit = 7; bit >= 0; bit--)
             if (__syncthreads_or(my_exp >= (e | (1u << bit)))) e |= 1u << bit;
-        if (e > 0) { /* max |q| in [2^(e-127), 2^(e-126)): times 2^(140-e) lands in [2^13, 2^14); at most
-                      * 2^60 up, so scale / qmul stays a normal float */
-            const int k = (int)e - 140;
-            qmul = __uint_as_float((uint32_t)min(max(127 - k, 1), 187) << 23);
-        }
+        qmul = ck_fp8_qmul(e);
     }
     for (int idx = tid; idx < ROWS * D; idx += NT) sQ[(idx / D) * LD + idx % D] = ck_from_f32<TK>(q_at(idx) * qmul);
     constexpr int KV16_STAGES = FP8 ? 1 : STAGES;

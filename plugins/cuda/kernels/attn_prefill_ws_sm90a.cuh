@@ -82,11 +82,7 @@ __device__ __forceinline__ void ck_pfs_store_partial(const ck_attn_args_t &a, in
     }
 }
 
-/* The fp8 form's Q (FP8 below): each warpgroup's 64 rows of the slot at q_wg (T, column blocks ROWS x 128 bytes apart)
- * rewritten in place as f16 times qmul, a power of two bringing the largest finite |q| of the rows to [2^13, 2^14) (as
- * attn_mma.cuh's fp8 Q), with the sign of K's scale (so the raw scores' order is the true scores'); returns qmul. The
- * warps' largest exponents meet in qexp[4] (each warp's slot written once an item, read behind the first barrier and
- * rewritten only behind the second). wt: the thread within the warpgroup; bar_id: the warpgroup's named barrier. */
+/* The two 16-bit values of a word (the lower element in the low half) as floats. */
 template <typename T> __device__ __forceinline__ void ck_unpack2(uint32_t w, float &lo, float &hi);
 template <> __device__ __forceinline__ void ck_unpack2<__half>(uint32_t w, float &lo, float &hi)
 {
@@ -95,10 +91,15 @@ template <> __device__ __forceinline__ void ck_unpack2<__half>(uint32_t w, float
 }
 template <> __device__ __forceinline__ void ck_unpack2<__nv_bfloat16>(uint32_t w, float &lo, float &hi)
 {
-    lo = __uint_as_float(w << 16);
-    hi = __uint_as_float(w & 0xffff0000u);
+    lo = ck_bf16_bits_to_f32((uint16_t)(w & 0xffffu));
+    hi = ck_bf16_bits_to_f32((uint16_t)(w >> 16));
 }
 
+/* The fp8 form's Q (FP8 below): each warpgroup's 64 rows of the slot at q_wg (T, column blocks ROWS x 128 bytes apart)
+ * rewritten in place as f16 times qmul (ck_fp8_qmul of the rows' largest finite |q|), with the sign of K's scale (so the
+ * raw scores' order is the true scores'); returns qmul. The warps' largest exponents meet in qexp[4] (each warp's slot
+ * written once an item, read behind the first barrier and rewritten only behind the second). wt: the thread within the
+ * warpgroup; bar_id: the warpgroup's named barrier. */
 template <typename T, int D, int ROWS>
 __device__ __forceinline__ float ck_pfs_q_to_f16(uint32_t q_wg, int wt, int *qexp, int bar_id, float k_scale)
 {
@@ -115,17 +116,13 @@ __device__ __forceinline__ float ck_pfs_q_to_f16(uint32_t q_wg, int wt, int *qex
             for (int k = 0; k < 4; k++) {
                 float lo, hi;
                 ck_unpack2<T>(w[k], lo, hi);
-                const uint32_t el = (__float_as_uint(lo) >> 23) & 0xffu, eh = (__float_as_uint(hi) >> 23) & 0xffu;
-                ex = max(ex, max(el < 255u ? el : 0u, eh < 255u ? eh : 0u));
+                ex = max(ex, max(ck_finite_exp(lo), ck_finite_exp(hi)));
             }
         }
     ex = __reduce_max_sync(0xffffffffu, ex);
     if ((wt & 31) == 0) qexp[wt >> 5] = (int)ex;
     asm volatile("bar.sync %0, 128;\n" ::"r"(bar_id) : "memory");
-    const uint32_t e = (uint32_t)max(max(qexp[0], qexp[1]), max(qexp[2], qexp[3]));
-    float qmul = 1.0f;
-    if (e > 0) /* max |q| in [2^(e-127), 2^(e-126)): times 2^(140-e), at most 2^60 up so that scales / qmul stay normal */
-        qmul = __uint_as_float((uint32_t)min(max(127 - ((int)e - 140), 1), 187) << 23);
+    float qmul = ck_fp8_qmul((uint32_t)max(max(qexp[0], qexp[1]), max(qexp[2], qexp[3])));
     if (k_scale < 0.0f) qmul = -qmul;
 #pragma unroll
     for (int cb = 0; cb < CB; cb++)
