@@ -157,8 +157,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
 {
     constexpr bool F8 = FP8 != 0;
     typedef typename ck_qk_type<T, F8>::type TM; /* the products' operands */
-    constexpr int ROWS = CK_PF_ROWS, BN = CK_PFS_BN(D), KST = CK_PFS_KST, VST = CK_PFS_VST;
-    constexpr int QST = CK_PFS_QST(D);
+    constexpr int ROWS = CK_PF_ROWS, BN = CK_PFS_BN(D), KST = CK_PFS_KST, VST = CK_PFS_VST, QST = CK_PFS_QST(D);
     constexpr int CPR = D / 8, NS = BN / 8, CB = D / 64; /* 16-byte chunks a row; n8 groups of S; column blocks */
     /* (F8) a landed fp8 row: FCB column blocks of LB bytes (the maps' boxes: at most 128 bytes a row). In place (D 128 /
      * 256): a tile's fp8 rows land in their stage's last FCB column blocks; else (D 64) in a staging slot (SG_BYTES) */
@@ -235,11 +234,13 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             if (kt >= b.n_tiles || lane >= nseg || key > b.kend) return -1;
             return a.block_table[b.seq * a.bt_st[0] + ck_div_bs(key, bs) * a.bt_st[1]];
         };
+        /* whether lane's segment has a present block (its block table entry id) */
+        auto present = [&](int32_t id) { return lane < nseg && id >= 0 && id < a.num_blocks; };
         /* lane's box of tile kt: its block (absent: a block outside the map, zeros) and the map's two middle coordinates
          * (by the maps' stride order); false where the segment has no present block */
         auto box = [&](int kt, int32_t id, int32_t &cb, int32_t &c1, int32_t &c2) {
             const int64_t key = seg_key(kt);
-            const bool live = lane < nseg && id >= 0 && id < a.num_blocks;
+            const bool live = present(id);
             const int32_t cr = live ? (int32_t)(key - ck_div_bs(key, bs) * bs) : 0;
             cb = live ? id : (int32_t)a.num_blocks;
             c1 = a.kv_tma_hnd ? cr : b.kvh;
@@ -377,7 +378,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
                     const int gt = g0 + kt, st = gt % ns;
                     if (!INPLACE && gt >= ns) ck_mbar_wait(bar(2 + kv, st), (uint32_t)(gt / ns - 1) & 1u);
                     widen(kt, st);
-                    flags(kt, lane < nseg && idc >= 0 && idc < a.num_blocks, st);
+                    flags(kt, present(idc), st);
                     arrive_full(st);
                     if (kt + 1 < b.n_tiles) stage(kt + 1, idn);
                     idc = idn;
