@@ -96,11 +96,12 @@ if [ "${CONFORM:-1}" = 1 ]; then
     tail -3 "$OUT/conform-cuda.txt"
     note "conform cuda (auto kernels): exit $rc; $(tail -1 "$OUT/conform-cuda.txt")"
     # The attention cases once more with the settings NAME=VALUE ... into $OUT/FILE, a line in the summary (WHAT), the run's
-    # exit status into rc on failure: conform_attn FILE WHAT NAME=VALUE ...
+    # exit status into rc on failure: conform_attn FILE WHAT [--streams] NAME=VALUE ...
     conform_attn() {
-        local f="$OUT/$1" what=$2 rc_c
+        local f="$OUT/$1" what=$2 rc_c flags=()
         shift 2
-        env "$@" timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$f" 2>&1
+        [ "${1:-}" = --streams ] && flags=(--streams) && shift
+        env "$@" timeout 200 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn "${flags[@]}" > "$f" 2>&1
         rc_c=$?
         grep -E "^FAIL" "$f" | head -20
         note "conform cuda ($what, attention cases): exit $rc_c; $(tail -1 "$f")"
@@ -150,6 +151,9 @@ if [ "${CONFORM:-1}" = 1 ]; then
         ATTNRT_CUDA_DEC_WS=1
     conform_attn "conform-cuda-decws-b2.txt" "ATTNRT_CUDA_DEC_WS=1 ATTNRT_CUDA_PREFILL_BLOCKS=2: two blocks walking the items" \
         ATTNRT_CUDA_DEC_WS=1 ATTNRT_CUDA_PREFILL_BLOCKS=2
+    # every case on a stream: a mixed batch's decode kernel then starts in its prefill kernel's tail (a programmatic
+    # dependent launch; on the NULL stream the launches stay plain)
+    conform_attn "conform-cuda-streams.txt" "--streams: every case on a stream, mixed batches overlapped" --streams
     for i in "${!AB_LIST[@]}"; do # the A/B switch's other side(s) (e.g. ATTNRT_CUDA_SPLITS=1)
         ab=${AB_LIST[$i]}
         conform_attn "conform-cuda$(ab_sfx "$i").txt" "$ab" ${ab//,/ }

@@ -242,7 +242,10 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
             smem = p->smem_decode_plain;
             threads = p->dec_threads_plain;
         }
-        st = cuda_launch(f, p->n_decode, threads, smem, stream, &k, "cuda paged attention (decode tiles)");
+        /* after a prefill launch, its decode blocks may take the SMs the prefill's tail leaves idle */
+        const char *what = "cuda paged attention (decode tiles)";
+        st = p->n_prefill ? cuda_launch_overlapped(d, f, p->n_decode, threads, smem, stream, &k, what)
+                          : cuda_launch(f, p->n_decode, threads, smem, stream, &k, what);
     }
     return st == ATTNRT_OK ? cuda_finish(stream, "cuda paged attention") : st;
 }

@@ -54,6 +54,7 @@ static void load(void)
     CUDA_DRIVER_FUNCTIONS(CUDA_DRIVER_RESOLVE)
 #undef CUDA_DRIVER_RESOLVE
     if (!resolve(lib, "cuTensorMapEncodeTiled", NULL, &cuda_drv.TensorMapEncodeTiled)) cuda_drv.TensorMapEncodeTiled = NULL;
+    if (!resolve(lib, "cuLaunchKernelEx", NULL, &cuda_drv.LaunchKernelEx)) cuda_drv.LaunchKernelEx = NULL;
     CUresult r = cuda_drv.Init(0);
     if (r != CUDA_SUCCESS) {
         load_fail(ATTNRT_ERR_NO_DEVICE, "CUDA driver present but cuInit failed: %s", cuda_result_name(r));

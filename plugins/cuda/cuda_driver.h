@@ -58,6 +58,7 @@ typedef struct cuda_driver {
 #undef CUDA_DRIVER_MEMBER
     /* optional (CUDA 12+ drivers): NULL where the driver has none, and the kernels that need it are not used */
     __typeof__(&cuTensorMapEncodeTiled) TensorMapEncodeTiled;
+    __typeof__(&cuLaunchKernelEx)       LaunchKernelEx; /* launch attributes: a programmatic dependent launch */
 } cuda_driver_t;
 
 /* Loads the driver once per process (dlopen, symbols, cuInit, device count) and returns the table,

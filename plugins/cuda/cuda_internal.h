@@ -81,6 +81,8 @@ typedef struct cuda_dev {
     int            sm_count, cc_major, cc_minor;
     int            force_simt; /* ATTNRT_CUDA_KERNELS=simt: every attention on the CUDA cores */
     int            max_splits; /* ATTNRT_CUDA_SPLITS=n caps split-KV (1: off); else CK_MAX_SPLITS */
+    int            pdl;        /* a mixed batch's decode kernel may start in its prefill kernel's tail (programmatic
+                                  dependent launch: CC 9.0+, a CUDA 12.3+ driver; ATTNRT_CUDA_PDL=0 turns it off) */
 } cuda_dev_t;
 
 /* What init returns: the devices, and their primary contexts, retained on first use (properties or
@@ -112,6 +114,11 @@ attnrt_status_t cuda_upload(CUdeviceptr *dst, const void *host, size_t bytes, co
 /* cuLaunchKernel with one by-value argument struct. */
 attnrt_status_t cuda_launch(CUfunction f, uint32_t grid, uint32_t block, uint32_t smem, void *stream, void *args,
                             const char *what);
+/* cuda_launch of a kernel that may start before the kernel launched just before it on the stream completes (a
+ * programmatic dependent launch, where d->pdl and the stream is not the NULL one; else a plain launch): for a kernel
+ * that reads nothing the previous one writes, and whose block 0 waits for it before exiting (ck_pdl_wait_at_exit). */
+attnrt_status_t cuda_launch_overlapped(const cuda_dev_t *d, CUfunction f, uint32_t grid, uint32_t block, uint32_t smem,
+                                       void *stream, void *args, const char *what);
 
 /* Module (cuda_module.c): loads the embedded fatbins into the current context and finds every kernel. */
 attnrt_status_t cuda_module_load(cuda_dev_t *d);

@@ -69,6 +69,30 @@ attnrt_status_t cuda_launch(CUfunction f, uint32_t grid, uint32_t block, uint32_
                                                      "shared memory)", what, grid, block, smem);
 }
 
+attnrt_status_t cuda_launch_overlapped(const cuda_dev_t *d, CUfunction f, uint32_t grid, uint32_t block, uint32_t smem,
+                                       void *stream, void *args, const char *what)
+{
+    if (!d->pdl || !stream) return cuda_launch(f, grid, block, smem, stream, args, what);
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = grid;
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = block;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = smem;
+    cfg.hStream = cuda_stream_of(stream);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    void *params[1] = {args};
+    CUresult r = cuda_drv.LaunchKernelEx(&cfg, f, params, NULL);
+    return r == CUDA_SUCCESS ? ATTNRT_OK : cuda_fail(r, "%s: cuLaunchKernelEx (%u blocks of %u threads, %u bytes of "
+                                                     "shared memory, programmatic dependent launch)", what, grid, block, smem);
+}
+
 attnrt_status_t cuda_function(const cuda_dev_t *d, int family, const char *name, CUfunction *f)
 {
     if (!d->modules[family])

@@ -113,6 +113,8 @@ static attnrt_status_t cuda_device_open(void *plugin, uint32_t index, void **dev
         p->host->log(ATTNRT_LOG_WARN, "cuda", "ATTNRT_CUDA_KERNELS is neither \"auto\" nor \"simt\"; using auto");
     const char *splits = secure_getenv("ATTNRT_CUDA_SPLITS");
     d->max_splits = splits && atoi(splits) >= 1 && atoi(splits) <= CK_MAX_SPLITS ? atoi(splits) : CK_MAX_SPLITS;
+    const char *pdl = secure_getenv("ATTNRT_CUDA_PDL");
+    d->pdl = d->cc_major >= 9 && cuda_drv.version >= 12030 && cuda_drv.LaunchKernelEx && !(pdl && strcmp(pdl, "0") == 0);
     attnrt_status_t st = cuda_plugin_context(p, index, &d->ctx);
     if (st == ATTNRT_OK) st = cuda_enter(d);
     if (st == ATTNRT_OK) st = cuda_module_load(d);

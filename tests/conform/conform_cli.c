@@ -21,7 +21,7 @@ typedef struct options {
     const char *plugin, *device, *filter;
     uint64_t    seed;
     long        cases;
-    int         json, list, verbose, corrupt;
+    int         json, list, verbose, corrupt, streams;
     long        min_passed[CF_OP_COUNT_ + 1]; /* per op, then [CF_OP_COUNT_] for all ops; -1: none */
     attnrt_device_attribute_t dev_opts[MAX_DEVICE_OPTIONS]; /* --device-option: attnrt_open_with_options */
     uint32_t    num_dev_opts;
@@ -31,7 +31,7 @@ static void usage(FILE *f, const char *argv0)
 {
     fprintf(f,
             "usage: %s [--plugin NAME|PATH] [--device NAME] [--device-option KEY=VALUE]... [--seed N]\n"
-            "          [--filter SUBSTR] [--cases N] [--min-passed OP=N]... [--json] [--list] [-v]\n"
+            "          [--filter SUBSTR] [--cases N] [--min-passed OP=N]... [--streams] [--json] [--list] [-v]\n"
             "Checks a libattnrt plugin against the float64 reference (design/SEMANTICS.md).\n"
             "  --plugin NAME|PATH  load only this plugin (sets ATTNRT_PLUGIN)\n"
             "  --device NAME       device to test, e.g. cpu:0 (default: libattnrt's default device)\n"
@@ -43,6 +43,8 @@ static void usage(FILE *f, const char *argv0)
             "                      (N + 1) / 2 more over the ABI 1.2 ops (MLA, lightning, gated delta)\n"
             "  --min-passed OP=N   fail (exit 1) unless at least N cases of op OP passed (OP: attention,\n"
             "                      kv_write, merge, ... as --list names them, or all); repeatable\n"
+            "  --streams           run every case on a stream of its own (else only the cases marked\n"
+            "                      'stream' do; the rest on the NULL stream)\n"
             "  --json              one JSON document on stdout instead of the table\n"
             "  --list              list the selected cases without running them\n"
             "  -v, --verbose       per-case time, LSE error and batch\n"
@@ -129,6 +131,8 @@ static int parse(int argc, char **argv, options_t *o)
             return 1;
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
+        } else if (!strcmp(a, "--streams")) {
+            o->streams = 1;
         } else if (!strcmp(a, "--list")) {
             o->list = 1;
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
@@ -238,10 +242,12 @@ static int run_cases(const options_t *o, cf_report_t *r, const cf_case_list_t *l
     for (size_t i = 0; i < list->count; i++) {
         if (!selected[i]) continue;
         cf_result_t res;
-        cf_run_case(&env, &list->items[i], &res);
+        cf_case_t c = list->items[i];
+        c.use_stream |= o->streams;
+        cf_run_case(&env, &c, &res);
         corrupted += res.corrupted;
         caught += res.corrupted && res.status == CF_FAIL;
-        cf_report_case(r, &list->items[i], names[i], &res);
+        cf_report_case(r, &c, names[i], &res);
     }
     int status = r->failed ? 1 : 0;
     /* a run that passes nothing cannot fail: --min-passed makes "too little ran" a failure too */

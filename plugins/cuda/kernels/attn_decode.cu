@@ -2,7 +2,8 @@
  * the attention family instead of after it: these instances are most of the kernels' compile time): the
  * tensor-core decode kernels the host picks by name (cuda_module.c has the same table),
  * ck_attn_mma_decode_<f16|bf16>_<kv16|fp8>_d<64|128|256> (attn_decode.cuh: keys in the mma's M dimension,
- * a cp.async ring per warp, split-KV merged by the last block of each row tile). */
+ * a cp.async ring per warp, split-KV merged by the last block of each row tile). Every kernel ends in
+ * ck_pdl_wait_at_exit: a mixed batch launches it to overlap its prefill kernel (cuda_launch_overlapped). */
 #include "attn_decode.cuh"
 
 #define CK_DEC_KERNEL(tname, T, kvname, FP8, D)                                                               \
@@ -10,6 +11,7 @@
         ck_attn_mma_decode_##tname##_##kvname##_d##D(const __grid_constant__ ck_attn_args_t a)                \
     {                                                                                                         \
         attn_decode_entry<T, FP8, D>(a);                                                                      \
+        ck_pdl_wait_at_exit();                                                                                \
     }
 
 #define CK_DEC_ALL_D(tname, T, kvname, FP8)                                                                   \
@@ -31,6 +33,7 @@ CK_DEC_ALL_D(bf16, __nv_bfloat16, fp8, true)
         ck_attn_mma_decode_##tname##_fp8_d128_c##CPS(const __grid_constant__ ck_attn_args_t a)                \
     {                                                                                                         \
         attn_decode_entry<T, true, 128, CPS>(a);                                                              \
+        ck_pdl_wait_at_exit();                                                                                \
     }
 
 CK_DEC_CPS_KERNEL(f16, __half, 4)
@@ -44,6 +47,7 @@ CK_DEC_CPS_KERNEL(bf16, __nv_bfloat16, 4)
         ck_attn_mma_decode_##tname##_fp8_d64_w(const __grid_constant__ ck_attn_args_t a)                      \
     {                                                                                                         \
         attn_decode_entry<T, true, 64, 0, true>(a);                                                           \
+        ck_pdl_wait_at_exit();                                                                                \
     }
 
 CK_DEC_L2W_KERNEL(f16, __half)
@@ -69,6 +73,7 @@ __device__ __forceinline__ void attn_decode_tma_entry(const ck_attn_args_t &a)
         ck_attn_mma_decode_##tname##_##kvname##_d##D##_t(const __grid_constant__ ck_attn_args_t a)           \
     {                                                                                                         \
         attn_decode_tma_entry<T, FP8, D>(a);                                                                  \
+        ck_pdl_wait_at_exit();                                                                                \
     }
 
 CK_DEC_TMA_KERNEL(f16, __half, fp8, true, 64)
@@ -88,6 +93,7 @@ CK_DEC_TMA_KERNEL(bf16, __nv_bfloat16, kv16, false, 256)
         ck_attn_mma_decode_##tname##_fp8_d128_t##K(const __grid_constant__ ck_attn_args_t a)                  \
     {                                                                                                         \
         attn_decode_tma_entry<T, true, 128, CK_DEC_T##K##_KPW, CK_DEC_T##K##_STAGES>(a);                      \
+        ck_pdl_wait_at_exit();                                                                                \
     }
 
 CK_DEC_TMA_FP8_KERNEL(f16, __half, 32)
@@ -105,11 +111,13 @@ CK_DEC_TMA_FP8_KERNEL(bf16, __nv_bfloat16, 16)
         ck_attn_mma_decode_##tname##_fp8_d128_c4_w2(const __grid_constant__ ck_attn_args_t a)                 \
     {                                                                                                         \
         attn_decode_entry<T, true, 128, 4, false, false, 0, 0, 2>(a);                                         \
+        ck_pdl_wait_at_exit();                                                                                \
     }                                                                                                         \
     extern "C" __global__ void __launch_bounds__(2 * 32, 4)                                                  \
         ck_attn_mma_decode_##tname##_fp8_d128_t32_w2(const __grid_constant__ ck_attn_args_t a)                \
     {                                                                                                         \
         attn_decode_tma_entry<T, true, 128, CK_DEC_T32_KPW, CK_DEC_T32_STAGES, 2>(a);                        \
+        ck_pdl_wait_at_exit();                                                                               \
     }
 
 CK_DEC_W2_KERNELS(f16, __half)
@@ -120,6 +128,7 @@ CK_DEC_W2_KERNELS(bf16, __nv_bfloat16)
         ck_attn_mma_decode_##tname##_##kvname##_d64_t_w2(const __grid_constant__ ck_attn_args_t a)           \
     {                                                                                                         \
         attn_decode_tma_entry<T, FP8, 64, 0, 0, 2>(a);                                                        \
+        ck_pdl_wait_at_exit();                                                                                \
     }
 
 CK_DEC_W2_D64_KERNEL(f16, __half, fp8, true)
@@ -134,6 +143,7 @@ CK_DEC_W2_D64_KERNEL(bf16, __nv_bfloat16, fp8, true)
         ck_attn_mma_decode_##tname##_kv16_d128_t_w8(const __grid_constant__ ck_attn_args_t a)                \
     {                                                                                                         \
         attn_decode_tma_entry<T, false, 128, 0, 0, 8>(a);                                                     \
+        ck_pdl_wait_at_exit();                                                                                \
     }
 
 CK_DEC_W8_KERNEL(f16, __half)
@@ -148,6 +158,7 @@ CK_DEC_W8_KERNEL(bf16, __nv_bfloat16)
         ck_attn_mma_decode_##tname##_kv16_d##D##_r32(const __grid_constant__ ck_attn_args_t a)                \
     {                                                                                                         \
         attn_decode_wide_entry<T, D, false>(a);                                                               \
+        ck_pdl_wait_at_exit();                                                                                \
     }                                                                                                         \
     extern "C" __global__ void __launch_bounds__(CK_DEC_WARPS * 32, 2)                                        \
         ck_attn_mma_decode_##tname##_kv16_d##D##_t_r32(const __grid_constant__ ck_attn_args_t a)              \
@@ -156,6 +167,7 @@ CK_DEC_W8_KERNEL(bf16, __nv_bfloat16)
             attn_decode_wide_entry<T, D, true>(a);                                                            \
         else                                                                                                  \
             __trap();                                                                                         \
+        ck_pdl_wait_at_exit();                                                                                \
     }
 
 CK_DEC_WIDE_KERNELS(f16, __half, 64)

@@ -8,6 +8,7 @@
     extern "C" __global__ void __launch_bounds__(WM * 32, 2)                                                  \
         ck_attn_mma_##cfg##_##tname##_##kvname##_d##D(const __grid_constant__ ck_attn_args_t a)               \
     {                                                                                                         \
+        ck_pdl_launch_dependents();                                                                           \
         attn_mma<T, FP8, D, WM, BN>(a);                                                                       \
     }
 

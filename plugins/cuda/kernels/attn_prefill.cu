@@ -6,6 +6,7 @@
     extern "C" __global__ void __launch_bounds__(CK_PF_WARPS(D) * 32, CK_PF_BLOCKS_PER_SM(D))              \
         ck_attn_prefill_##tname##_d##D(const __grid_constant__ ck_attn_args_t a)                            \
     {                                                                                                     \
+        ck_pdl_launch_dependents();                                                                       \
         attn_prefill<T, D>(a);                                                                            \
     }
 

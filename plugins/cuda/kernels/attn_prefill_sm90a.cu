@@ -10,12 +10,14 @@
     extern "C" __global__ void __launch_bounds__(CK_PFW_WARPS * 32, CK_PFW_BLOCKS_PER_SM(D))              \
         ck_attn_prefill_wg_##tname##_d##D(const __grid_constant__ ck_attn_args_t a)                        \
     {                                                                                                     \
+        ck_pdl_launch_dependents();                                                                       \
         attn_prefill_wg<T, D>(a);                                                                         \
     }
 #define CK_PFS_KERNEL(tname, T, D)                                                                        \
     extern "C" __global__ void __launch_bounds__(CK_PFS_THREADS, 1)                                       \
         ck_attn_prefill_ws_##tname##_d##D(const __grid_constant__ ck_attn_args_t a)                        \
     {                                                                                                     \
+        ck_pdl_launch_dependents();                                                                       \
         attn_prefill_ws<T, D, false>(a);                                                                  \
     }                                                                                                     \
     extern "C" __global__ void __launch_bounds__(CK_PFS_THREADS, 1)                                       \
@@ -38,6 +40,7 @@ CK_PF_SM90A_KERNELS(bf16, __nv_bfloat16, 256)
     extern "C" __global__ void __launch_bounds__(CK_PFS_THREADS, 1)                                       \
         ck_attn_prefill_ws_##tname##_##kvname##_d##D(const __grid_constant__ ck_attn_args_t a)             \
     {                                                                                                     \
+        ck_pdl_launch_dependents();                                                                       \
         attn_prefill_ws<T, D, false, KV>(a);                                                              \
     }
 #define CK_PFS_FP8_KERNELS(tname, T)                                                                      \

@@ -261,6 +261,25 @@ __device__ __forceinline__ bool ck_kv_row(const ck_attn_args_t &a, ck_kv_addr_t 
     return true;
 }
 
+/* ---- programmatic dependent launch (sm_90+; no-ops before, and where a launch did not ask for it) ---- */
+/* A mixed batch's prefill kernel says at its start that the decode kernel launched after it may start: the
+ * decode blocks then take the SMs its tail leaves idle (they read nothing it writes). */
+__device__ __forceinline__ void ck_pdl_launch_dependents()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+/* ...and the decode kernel's block 0 waits, before it exits, for that prefill kernel to complete: the decode grid then
+ * completes after it, so work that a stream or a graph orders after the run sees both kernels' writes. One block: the
+ * rest never wait, and that one holds its SM slot only while the prefill's tail runs. */
+__device__ __forceinline__ void ck_pdl_wait_at_exit()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 /* ---- PTX wrappers --------------------------------------------------------------------------- */
 __device__ __forceinline__ uint32_t ck_smem(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
