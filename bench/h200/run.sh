@@ -9,7 +9,8 @@
 #   _t32, _c4 and fp8 D 64's _t, with ATTNRT_CUDA_DEC_WIDE=1 on the wide-group 32-row kernels (with and without
 #   tensor copies), with ATTNRT_CUDA_DEC_W8=1 on the 8-warp 16-bit D 128 kernel, with ATTNRT_CUDA_DEC_WS=1 every pure
 #   decode on the warp-specialized kernel (one block a SM, and two blocks); on failure again with every attention on the SIMT
-#   kernel, to tell a tensor-core bug from the rest); the graph-capture proof;
+#   kernel, to tell a tensor-core bug from the rest); every attention case on a stream (--streams: mixed batches'
+#   overlapped launches); the graph-capture proof; mixed batches against their parts;
 #   the issue's shapes through attnrt-bench (or bench/h200/attn_timing.c when attnrt-bench is not
 #   built); PyTorch's SDPA (flash, cuDNN) on the same shapes with dense KV; a table in $OUT/h200.md.
 #
@@ -247,6 +248,18 @@ while read -r id op b ctx new hq hkv d bs kv peer extra; do
     [ $rc -ne 0 ] && { note "timing $id: exit $rc: $(tail -2 "$OUT/bench/$id.err" | tr '\n' ' ')"; }
     grep -E '"median"|gb_per_s"|gflop_per_s"' "$OUT/bench/$id.json" | head -3 | tr -s ' ' | tr '\n' ' '; echo
 done < "$OUT/shapes.txt"
+
+step "mixed batches: decodes + one prefill chunk in one run, and each part alone (attnrt-bench --op mixed)"
+# the two launches of a mixed run overlap on a created stream (docs/backends/cuda.md): mixed / parts below 1 is that
+for m in "64 4096 2048 2048 bf16" "64 4096 2048 2048 fp8_e4m3" "16 2048 256 2048 bf16" "32 8192 8192 8192 bf16"; do
+    read -r b c n p kv <<< "$m"
+    id=mix_b${b}_c${c}_n${n}_$kv
+    if [ "$(elapsed)" -ge "$BUDGET" ] || [ ! -x "$BUILD/tools/attnrt-bench" ]; then note "timing $id: skipped"; continue; fi
+    "$BUILD/tools/attnrt-bench" --plugin cuda --op mixed --batch "$b" --ctx "$c" --new-tokens "$n" --prefill-ctx "$p" \
+        --heads 32 --kv-heads 8 --head-dim 128 --block-size 16 --dtype bf16 --kv-dtype "$kv" --timing queued --iters 20 \
+        --warmup 3 --no-ceiling --json > "$OUT/bench/$id.json" 2> "$OUT/bench/$id.err"
+    note "$id: exit $?; $(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print("mixed %.4f ms, parts %.4f + %.4f ms, mixed / parts %.3f" % (r["time_ms"]["median"], r["part_decode_ms"]["median"], r["part_prefill_ms"]["median"], r["mixed_over_parts"]))' "$OUT/bench/$id.json" 2>&1 | tail -1)"
+done
 
 step "peer: PyTorch scaled_dot_product_attention (flash, cuDNN), dense KV"
 if [ "${PEER:-1}" = 1 ] && [ "$(elapsed)" -lt "$((BUDGET + 60))" ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; then

@@ -487,12 +487,13 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     p->n_prefill = (uint32_t)(p->ws_decode ? n_decode : n_prefill); /* the warp-specialized kernel's items */
     p->n_decode = p->ws_decode ? 0u : (uint32_t)n_decode;
     p->list_bytes = p->dec_splits ? 0 : (n_prefill + n_decode) * sizeof(ck_work_item_t);
-    if (st == ATTNRT_OK && p->num_parts > 0) {
-        /* one arrival count per split row tile (indexed by its first partial); zero now, and the
-         * kernel's last block of each tile sets it back to zero, so every run and graph replay
-         * finds zeros */
+    p->pf_next = p->f_prefill_ws && p->n_prefill > 1 && !d->k.prefill_ws_static;
+    if (st == ATTNRT_OK && (p->num_parts > 0 || p->pf_next)) {
+        /* one arrival count per split row tile (indexed by its first partial), then the warp-specialized kernel's item
+         * counters; zero now, and the kernel's last block of each tile (of the grid) sets them back to zero, so every run
+         * and graph replay finds zeros */
         CUdeviceptr cnt = 0;
-        const size_t bytes = (size_t)p->num_parts * sizeof(uint32_t);
+        const size_t bytes = (size_t)(p->num_parts + 2 * p->pf_next) * sizeof(uint32_t);
         CUresult r = cuda_drv.MemAlloc(&cnt, bytes);
         if (r == CUDA_SUCCESS) {
             p->split_count = cnt;

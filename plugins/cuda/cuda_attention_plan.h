@@ -48,7 +48,9 @@ typedef struct cuda_attn_plan {
     int      ws_fp8;        /* 1: the prefill tiles are f_prefill_ws's fp8-cache form's (CK_PF_ROWS rows, which f_prefill does
                                not take: the SIMT kernel where the maps fail) */
     int      part_rows;     /* rows of one split's partial state (ck_attn_args_t.part_rows) */
-    CUdeviceptr split_count; /* [num_parts] arrival counts of the split row tiles (device, zero between runs) */
+    CUdeviceptr split_count; /* [num_parts] arrival counts of the split row tiles, then (pf_next) the warp-specialized
+                                kernel's two item counters (device, zero between runs) */
+    int      pf_next;       /* 1: split_count + num_parts holds those counters */
     size_t   off_part_o, workspace_bytes; /* part_lse at the workspace's start */
     /* what the plan decided, for notes and tests */
     int      max_splits;

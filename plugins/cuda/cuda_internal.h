@@ -70,6 +70,8 @@ typedef struct cuda_kernels {
                                                   the plan's rule (decode on the warp-specialized prefill kernel) */
     int        prefill_ws_blocks;              /* ATTNRT_CUDA_PREFILL_BLOCKS: its grid at most (0: one block a SM); tests
                                                   make few blocks walk many items */
+    int        prefill_ws_static;              /* ATTNRT_CUDA_PREFILL_SCHED=static: its block b takes items b, b + grid,
+                                                  ... (an A/B switch) instead of the list's next when ready for one */
 } cuda_kernels_t;
 
 typedef struct cuda_dev {

@@ -77,8 +77,8 @@ typedef struct ck_attn_args {
     ck_tmap_t    tm_k, tm_v;
     int32_t      kv_tma_rows, kv_tma_hnd;
     /* the warp-specialized prefill kernel: Q as [num_tokens][hq][dqk], boxes of 64 columns x hc heads x CK_PF_ROWS / hc
-     * tokens (hc: every item's head count; host: cuda_attention.c, encode_q_map); it is persistent: block b takes
-     * items b, b + gridDim.x, ... of the pf_items in the list */
+     * tokens (hc: every item's head count; host: cuda_attention.c, encode_q_map); it is persistent: block b takes item
+     * b, then the list's next as it is ready for one (pf_next below), of the pf_items in the list */
     ck_tmap_t    tm_q;
     int32_t      pf_items;
     const void  *q;            /* [T, Hq, Dqk] */
@@ -105,6 +105,9 @@ typedef struct ck_attn_args {
      * each row tile's first partial, zero between runs (the last block merges, then resets it) */
     uint32_t    *split_count;
     int32_t      dec_splits, pad_;
+    /* the warp-specialized kernel's item counters (next item past the first round, blocks done), zero between runs (its
+     * last block resets them); NULL: block b takes items b, b + gridDim.x, ... */
+    uint32_t    *pf_next;
 } ck_attn_args_t;
 
 /* ---- merge_states --------------------------------------------------------------------------- */

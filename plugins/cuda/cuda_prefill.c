@@ -24,6 +24,8 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
     const char *blocks = secure_getenv("ATTNRT_CUDA_PREFILL_BLOCKS");
     d->k.prefill_ws_blocks = blocks ? atoi(blocks) : 0;
     if (d->k.prefill_ws_blocks < 0) d->k.prefill_ws_blocks = 0;
+    const char *sched = secure_getenv("ATTNRT_CUDA_PREFILL_SCHED");
+    d->k.prefill_ws_static = sched && strcmp(sched, "static") == 0;
     int optin = 0;
     cuda_drv.DeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d->dev);
     static const char *const t_name[2] = {"f16", "bf16"};

@@ -42,6 +42,12 @@ static inline uint32_t ck_pfw_smem_bytes(int d)
 #define CK_PFS_LAUNCH_REGS 168
 #define CK_PFS_PRODUCER_REGS 72
 #define CK_PFS_CONSUMER_REGS 216
+/* Over an fp8 cache the producer also widens the landed rows (four rows' loads in flight): at 72 it spilled 128 / 204
+ * bytes (D 64 / 128); at 104, with the consumers at 200, nothing (ptxas -v): D 64 4 % faster, D 128 the same. D 256 keeps
+ * 72 / 216 (288 bytes of spills): its consumers at 200 spill in the loop, 20 % slower (docs/dev/cuda-prefill.md,
+ * session 21) */
+#define CK_PFS_PRODUCER_REGS_FP8(d) ((d) == 256 ? 72 : 104)
+#define CK_PFS_CONSUMER_REGS_FP8(d) ((d) == 256 ? 216 : 200)
 /* Q slots: two (the next item's Q comes in while this one is computed and written), one at D 256 (two do not fit) */
 #define CK_PFS_QST(d) ((d) == 256 ? 1 : 2)
 /* Over an fp8 cache (`fp8` below) a tile's fp8 rows land where the producer widens them into its ring stage as f16: at D
@@ -50,12 +56,12 @@ static inline uint32_t ck_pfw_smem_bytes(int d)
 #define CK_PFS_FP8_LAND(d) ((d) == 64 ? 1 : 2) /* landing slots a ring (D 128 / 256: its stages, CK_PFS_KST = CK_PFS_VST) */
 
 /* the kernel's layout: Q slots, K and V rings, the fp8 staging slots, mbarriers (full and empty of each stage and slot,
- * the fp8 landing slots'), the slots' item descriptions (ck_pf_block_t: 112 bytes), the stages' key counts and flags,
+ * the fp8 landing slots', each slot's item published), the slots' item descriptions (ck_pf_block_t: 112 bytes), the stages' key counts and flags,
  * the slots' row ranges and key splits, the fp8 form's Q exponents (8 ints) */
 static inline uint32_t ck_pfs_smem_bytes(int d, int fp8)
 {
     const uint32_t st = CK_PFS_KST + CK_PFS_VST, qst = CK_PFS_QST(d);
-    return 1024u + (uint32_t)((int)qst * CK_PF_ROWS + (int)st * CK_PFS_BN(d)) * (uint32_t)d * 2u + 16u * (st + qst) +
+    return 1024u + (uint32_t)((int)qst * CK_PF_ROWS + (int)st * CK_PFS_BN(d)) * (uint32_t)d * 2u + 16u * (st + qst) + 8u * qst +
            112u * qst + 32u * st + 4u * ((st + 1u) & ~1u) + qst * CK_PF_ROWS * 8u + qst * 16u +
            (fp8 ? (d == 64 ? 2u * (uint32_t)CK_PFS_BN(d) * (uint32_t)d : 0u) + 16u * (uint32_t)CK_PFS_FP8_LAND(d) + 32u : 0u);
 }

@@ -119,11 +119,14 @@ def check_division(fails):
 
 def check_budgets(fails, m):
     kst, vst, threads = m['CK_PFS_KST'], m['CK_PFS_VST'], m['CK_PFS_THREADS']
-    launch, prod, cons = m['CK_PFS_LAUNCH_REGS'], m['CK_PFS_PRODUCER_REGS'], m['CK_PFS_CONSUMER_REGS']
+    launch = m['CK_PFS_LAUNCH_REGS']
     if launch * threads > 65536 or launch != (65536 // threads) // 8 * 8:
         fails.append('CK_PFS_LAUNCH_REGS %d is not what ptxas gives %d threads' % (launch, threads))
-    if prod + 2 * cons > 3 * launch or prod % 8 or cons % 8 or not 24 <= prod <= 256 or not 24 <= cons <= 256:
-        fails.append('setmaxnreg %d / %d / %d outside the launch allocation of %d' % (prod, cons, cons, launch))
+    splits = [(m['CK_PFS_PRODUCER_REGS'], m['CK_PFS_CONSUMER_REGS'])]  # the 16-bit form; the fp8 form's by head size
+    splits += [(m['CK_PFS_PRODUCER_REGS_FP8'](D), m['CK_PFS_CONSUMER_REGS_FP8'](D)) for D in (64, 128, 256)]
+    for prod, cons in splits:
+        if prod + 2 * cons > 3 * launch or prod % 8 or cons % 8 or not 24 <= prod <= 256 or not 24 <= cons <= 256:
+            fails.append('setmaxnreg %d / %d / %d outside the launch allocation of %d' % (prod, cons, cons, launch))
     desc = 112  # sizeof(ck_pf_block_t), static_assert in the kernel
     for D, fp8 in ((64, 0), (128, 0), (256, 0), (64, 1), (128, 1), (256, 1)):
         bn, qst = m['CK_PFS_BN'](D), m['CK_PFS_QST'](D)
@@ -134,12 +137,13 @@ def check_budgets(fails, m):
         end = (qst * ROWS + st * bn) * D * 2          # Q slots, K ring, V ring
         end += staging * 2 * bn * D                   # fp8 staging slots (K, V)
         end += 8 * (2 * st + 2 * qst) + 16 * land     # mbarriers (fp8: the landing slots', K and V)
+        end += 8 * qst                                # mbarriers: each slot's item published
         end += qst * desc + st * 32                   # item descriptions, key counts
         end += 4 * ((st + 1) & ~1)                    # absent flags
         end += qst * ROWS * 8                         # row ranges
         end += qst * 16                               # key splits
         end += fp8 * 32                               # fp8: the consumer warps' Q exponents
-        host = (1024 + (qst * ROWS + st * bn) * D * 2 + 16 * (st + qst) + desc * qst + 32 * st + 4 * ((st + 1) & ~1)
+        host = (1024 + (qst * ROWS + st * bn) * D * 2 + 16 * (st + qst) + 8 * qst + desc * qst + 32 * st + 4 * ((st + 1) & ~1)
                 + qst * ROWS * 8 + qst * 16 + (staging * 2 * bn * D + 16 * land + 32 if fp8 else 0))  # ck_pfs_smem_bytes
         if 1023 + end > host:
             fails.append('D %d fp8 %d: the layout needs %d bytes after alignment, the host asks %d' % (D, fp8, 1023 + end, host))

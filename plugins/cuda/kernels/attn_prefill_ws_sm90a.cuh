@@ -12,7 +12,7 @@
  *     key ranges in shared memory, its Q by a tensor copy into one of CK_PFS_QST slots), so that the next item's Q
  *     and first tiles arrive while this one is computed and its output written (docs/dev/cuda-prefill.md, session
  *     16: short prompts lost a third of their time to a block's start and end);
- *   - warpgroups 1 and 2 consume 64 rows each with CK_PFS_CONSUMER_REGS registers: iteration kt issues S of
+ *   - warpgroups 1 and 2 consume 64 rows each with CK_PFS_CONSUMER_REGS registers (_FP8: over fp8 caches): iteration kt issues S of
  *     tile kt and P V of tile kt - 1 back to back, then forms tile kt's softmax while they run; the two take
  *     turns to issue (named barriers 2 and 3), so one's softmax runs under the other's products. No block
  *     barrier in the key loop (the other kernel's largest stall, run 7 of docs/dev/cuda-prefill.md).
@@ -169,22 +169,26 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
     static_assert(!F8 || !DEC, "the fp8 form: the prefill form");
     static_assert(!INPLACE || (NL == KST && NL == VST), "each K / V stage its own landing slot");
     static_assert(sizeof(ck_pf_block_t) == 112, "ck_pfs_smem_bytes counts an item's description as 112 bytes");
-    static_assert(CK_PFS_PRODUCER_REGS + 2 * CK_PFS_CONSUMER_REGS <= 3 * CK_PFS_LAUNCH_REGS &&
+    /* registers a thread after setmaxnreg: the producer's and the consumers' */
+    constexpr int PREGS = F8 ? CK_PFS_PRODUCER_REGS_FP8(D) : CK_PFS_PRODUCER_REGS;
+    constexpr int CREGS = F8 ? CK_PFS_CONSUMER_REGS_FP8(D) : CK_PFS_CONSUMER_REGS;
+    static_assert(PREGS + 2 * CREGS <= 3 * CK_PFS_LAUNCH_REGS && PREGS % 8 == 0 && CREGS % 8 == 0 &&
                       CK_PFS_LAUNCH_REGS * CK_PFS_THREADS <= 65536, "registers moved within the launch's allocation");
 
     extern __shared__ __align__(1024) unsigned char pfs_smem[];
     const uint32_t smem_raw = ck_smem(pfs_smem), smem0 = (smem_raw + 1023u) & ~1023u;
     unsigned char *smem = pfs_smem + (smem0 - smem_raw);
     const uint32_t sQ0 = smem0, sK0 = sQ0 + QST * Q_BYTES, sV0 = sK0 + KST * KV_BYTES, sS0 = sV0 + VST * KV_BYTES;
-    /* mbarriers, 8 bytes each: full K [KST], full V [VST], empty K [KST], empty V [VST], full Q [QST], empty Q [QST], and
-     * (F8) landed K [NL], V [NL] */
+    /* mbarriers, 8 bytes each: full K [KST], full V [VST], empty K [KST], empty V [VST], full Q [QST], empty Q [QST],
+     * (F8) landed K [NL], V [NL], and item published [QST] */
     const uint32_t bar0 = sS0 + 2 * SG_BYTES;
     auto bar = [&](int kind, int st) -> uint32_t {
         return bar0 + 8u * (uint32_t)((kind >> 1) * (KST + VST) + ((kind & 1) ? KST : 0) + st);
     };
     auto barq = [&](int empty, int qs) -> uint32_t { return bar0 + 8u * (uint32_t)(2 * (KST + VST) + empty * QST + qs); };
     auto land = [&](int kv, int ls) -> uint32_t { return bar0 + 8u * (uint32_t)(2 * (KST + VST + QST) + kv * NL + ls); };
-    unsigned char *tail = smem + (bar0 - smem0) + 16 * (KST + VST + QST) + 8 * NLB;
+    auto pub = [&](int qs) -> uint32_t { return bar0 + 8u * (uint32_t)(2 * (KST + VST + QST) + NLB + qs); };
+    unsigned char *tail = smem + (bar0 - smem0) + 16 * (KST + VST + QST) + 8 * NLB + 8 * QST;
     /* [QST] the item whose Q a slot holds (nrows < 0: no more items), from the producer */
     ck_pf_block_t *meta = (ck_pf_block_t *)tail;
     /* [KST + VST][32] (K ring, V ring): the present keys at the head of each block segment of the stage's tile (a
@@ -211,6 +215,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
         for (int qs = 0; qs < QST; qs++) {
             ck_mbar_init(barq(0, qs), 32);  /* every lane of producer warp 0 (its first: Q's bytes) */
             ck_mbar_init(barq(1, qs), 256); /* every consumer thread, once the item's output has left the slot */
+            ck_mbar_init(pub(qs), 1);       /* producer warp 0's first lane, once the slot's description is written */
         }
         for (int ls = 0; ls < NLB; ls++) ck_mbar_init(land(ls / NL, ls % NL), 1); /* the ring's first lane (the boxes' bytes) */
         ck_mbar_init_fence();
@@ -218,7 +223,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
     __syncthreads();
 
     if (warp < 4) { /* ---- producer: warps 0-1 fill the K ring, 2-3 the V ring, each warp its half of the column blocks ---- */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(CK_PFS_PRODUCER_REGS) : "memory");
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PREGS) : "memory");
         const int kv = warp >> 1, half = warp & 1, ns = kv ? VST : KST, nseg = BN / R;
         const uint32_t wbytes = (uint32_t)((CB - half + 1) / 2) * BN * 128u; /* column blocks half, half + 2, .. */
         const uint32_t ring = kv ? sV0 : sK0;
@@ -355,6 +360,8 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
                 meta[qs] = b;
                 if (!live) meta[qs].nrows = -1;
                 if (DEC) dsplit[qs * 4] = split, dsplit[qs * 4 + 1] = nsplit, dsplit[qs * 4 + 2] = part_index;
+                /* the description for the other producer warps (Q's full barrier would also wait for Q's bytes) */
+                asm volatile("{ .reg .b64 s;\n mbarrier.arrive.shared::cta.b64 s, [%0];\n}\n" ::"r"(pub(qs)) : "memory");
             }
             if (live) ck_pf_row_ranges<32>(a, b, lane, rrange + qs * ROWS);
             const uint32_t qbytes = live ? (uint32_t)(CB * b.hc * (ROWS / b.hc) * 128) : 0u;
@@ -364,12 +371,31 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
                 ck_tma_load_3d(sQ0 + qs * Q_BYTES + (uint32_t)lane * ROWS * 128u, &a.tm_q, lane * 64, b.hbase, (int32_t)b.tok0,
                                barq(0, qs));
         };
+        /* The items: block b's first is item b; then, where the plan gave the counters (a.pf_next), warp 0 takes the list's
+         * next item when the block is ready for one (the slowest block ends at most one item after the rest: a static
+         * b, b + gridDim.x, ... left causal batches 5-25 % idle, docs/dev/cuda-prefill.md session 21), else item b +
+         * gridDim.x. Warp 0 publishes each; the other producer warps copy its description from the slot. */
+        auto next_item = [&](int item) -> int {
+            if (!a.pf_next) return item + (int)gridDim.x;
+            int n = 0;
+            if (lane == 0) n = (int)gridDim.x + (int)atomicAdd(a.pf_next, 1u);
+            return __shfl_sync(0xffffffffu, n, 0);
+        };
         int j = 0;
-        for (int item = (int)blockIdx.x; item < a.pf_items; item += (int)gridDim.x) {
-            if (!ck_pf_block_at<BN>(a, item, b)) continue;
-            if (DEC) split = a.items[item].split, nsplit = a.items[item].num_splits, part_index = a.items[item].part_index;
-            ck_pfs_item_keys<BN>(b, R, split, nsplit);
-            if (warp == 0) publish(j, true);
+        for (int item = (int)blockIdx.x;;) {
+            if (warp == 0) {
+                while (item < a.pf_items && !ck_pf_block_at<BN>(a, item, b)) item = next_item(item);
+                if (item >= a.pf_items) break;
+                if (DEC) split = a.items[item].split, nsplit = a.items[item].num_splits, part_index = a.items[item].part_index;
+                ck_pfs_item_keys<BN>(b, R, split, nsplit);
+                publish(j, true);
+                item = next_item(item);
+            } else {
+                const int qs = j % QST;
+                ck_mbar_wait(pub(qs), (uint32_t)(j / QST) & 1u);
+                b = meta[qs];
+                if (b.nrows < 0) break;
+            }
             if constexpr (F8) { /* a tile's boxes one ahead of its widening; its stage full once widened (64 arrivals) */
                 int32_t idc = load_id(0);
                 if (b.n_tiles > 0) stage(0, idc);
@@ -398,7 +424,19 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             g0 += b.n_tiles;
             j++;
         }
-        if (warp == 0) publish(j, false);
+        if (warp == 0) {
+            publish(j, false);
+            /* the counters back to zero for the next run once every block has taken its last (past the end): the fences
+             * order each block's takes before its count, and the last count before the reset */
+            if (a.pf_next && lane == 0) {
+                __threadfence();
+                if (atomicAdd(a.pf_next + 1, 1u) == gridDim.x - 1u) {
+                    __threadfence();
+                    a.pf_next[0] = 0u;
+                    a.pf_next[1] = 0u;
+                }
+            }
+        }
         return;
     }
 
@@ -406,7 +444,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
      * FA3's schedule: iteration kt issues S of tile kt and then P V of tile kt - 1 (P and the rescale known from the
      * last iteration) back to back, then forms tile kt's softmax while those run; the two warpgroups take turns to
      * issue (named barriers 2 + wg), so that one's softmax runs under the other's products. */
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CK_PFS_CONSUMER_REGS) : "memory");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CREGS) : "memory");
     const int ctid = tid - 128, cw = warp - 4, wg = cw >> 2, g = lane >> 2, t4 = lane & 3, rsh = __ffs(R) - 1;
     auto swz = [](int rows, int r, int c) -> uint32_t {
         return (uint32_t)((c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
