@@ -320,12 +320,14 @@ if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v comput
     step "compute-sanitizer (memcheck, racecheck) on a few conformance cases"
     # sanitize TOOL CASE TAG WHAT [NAME=VALUE ...]: compute-sanitizer --tool TOOL on conformance case CASE under the
     # settings into $OUT/sanitizer-TOOL-CASE[-TAG].txt, its summary line (WHAT) in the summary
+    # (--streams first among the settings: the case on a stream of its own)
     sanitize() {
-        local tool=$1 f=$2 tag=$3 what=$4 file
+        local tool=$1 f=$2 tag=$3 what=$4 file flags=()
         shift 4
+        [ "${1:-}" = --streams ] && flags=(--streams) && shift
         file="$OUT/sanitizer-$tool-$f${tag:+-$tag}.txt"
         env "$@" timeout 60 compute-sanitizer --tool "$tool" --print-limit 20 "$BUILD/tools/attnrt-conform" --plugin cuda \
-            --filter "$f" --cases 0 > "$file" 2>&1
+            --filter "$f" --cases 0 "${flags[@]}" > "$file" 2>&1
         note "$tool ($f${what:+, $what}): exit $?; $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$file" | tail -1)"
     }
     sanitize memcheck attn-d128-gqa8 "" ""
@@ -350,6 +352,10 @@ if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v comput
             sanitize $tool $f ws8 "warp-specialized prefill, fp8 cache"
             sanitize $tool $f ws8b2 "warp-specialized prefill, fp8 cache, 2 blocks" ATTNRT_CUDA_PREFILL_BLOCKS=2
         done
+        # a mixed batch on a stream (its decode kernel launched to overlap the prefill kernel; the prefill's blocks
+        # taking items as they are ready, also two blocks for many items)
+        sanitize $tool attn-pf-ws-e4m3 streams "mixed batch on a stream" --streams
+        sanitize $tool attn-pf-ws-g3 streams-b2 "mixed batch on a stream, 2 blocks" --streams ATTNRT_CUDA_PREFILL_BLOCKS=2
         # the wide-group kernels (32-row tiles, Q^T read from shared memory): tensor copies at block 24 and the plain
         # form at block 1 (HND)
         for f in attn-dec-wide-g24 attn-dec-wide-g64-d64; do
