@@ -214,7 +214,10 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
         }
         for (int qs = 0; qs < QST; qs++) {
             ck_mbar_init(barq(0, qs), 32);  /* every lane of producer warp 0 (its first: Q's bytes) */
-            ck_mbar_init(barq(1, qs), 256); /* every consumer thread, once the item's output has left the slot */
+            /* every consumer thread, once the item's output has left the slot, and the first lane of producer warps 1-3,
+             * once they have copied its description (an item without key tiles needs nothing from them: without their
+             * arrivals warp 0 could publish the slot's next item before a lagging warp read this one) */
+            ck_mbar_init(barq(1, qs), 256 + 3);
             ck_mbar_init(pub(qs), 1);       /* producer warp 0's first lane, once the slot's description is written */
         }
         for (int ls = 0; ls < NLB; ls++) ck_mbar_init(land(ls / NL, ls % NL), 1); /* the ring's first lane (the boxes' bytes) */
@@ -395,6 +398,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
                 ck_mbar_wait(pub(qs), (uint32_t)(j / QST) & 1u);
                 b = meta[qs];
                 if (b.nrows < 0) break;
+                if (lane == 0) asm volatile("{ .reg .b64 s;\n mbarrier.arrive.shared::cta.b64 s, [%0];\n}\n" ::"r"(barq(1, qs)) : "memory");
             }
             if constexpr (F8) { /* a tile's boxes one ahead of its widening; its stage full once widened (64 arrivals) */
                 int32_t idc = load_id(0);
