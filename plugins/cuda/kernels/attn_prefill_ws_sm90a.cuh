@@ -7,13 +7,14 @@
  *     of one KV head; the decode kernel's tensor maps), completing on the stage's `full` mbarrier; a stage is
  *     refilled once every consumer thread arrived on its `empty` mbarrier (K once S has read it, V once P V has).
  *     It gives registers to the consumers (setmaxnreg); a block id is loaded a tile before its box is issued;
- *   - the block is persistent (one a SM, items b, b + gridDim.x, ... of the plan's list): the rings' stages and
+ *   - the block is persistent (one a SM: item b of the plan's list, then the list's next as it is ready for one,
+ *     session 21): the rings' stages and
  *     phases run on from one item into the next, and warp 0 also publishes each item (its description and rows'
  *     key ranges in shared memory, its Q by a tensor copy into one of CK_PFS_QST slots), so that the next item's Q
  *     and first tiles arrive while this one is computed and its output written (docs/dev/cuda-prefill.md, session
  *     16: short prompts lost a third of their time to a block's start and end);
- *   - warpgroups 1 and 2 consume 64 rows each with CK_PFS_CONSUMER_REGS registers (_FP8: over fp8 caches): iteration kt issues S of
- *     tile kt and P V of tile kt - 1 back to back, then forms tile kt's softmax while they run; the two take
+ *   - warpgroups 1 and 2 consume 64 rows each with CK_PFS_CONSUMER_REGS registers (_FP8 over fp8 caches): iteration
+ *     kt issues S of tile kt and P V of tile kt - 1 back to back, then forms tile kt's softmax while they run; the two take
  *     turns to issue (named barriers 2 and 3), so one's softmax runs under the other's products. No block
  *     barrier in the key loop (the other kernel's largest stall, run 7 of docs/dev/cuda-prefill.md).
  * The copy engine swizzles 128-byte rows as wgmma's canonical layout expects (chunk c of row r at c ^ (r & 7)
