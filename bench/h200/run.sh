@@ -24,8 +24,9 @@
 # the attention conformance cases once more under it; several settings separated by ';' (A=1;A=2) each
 # get their own pass (ids ending _ab, _ab2, _ab3, ...), and one setting may set several variables
 # separated by ',' (A=0,B=0). PEER=0 skips the PyTorch peer rows. SHAPES=FILE times the shapes of FILE
-# (same columns as the list below) instead of the issue's; EXTRAS=0 skips the ncu and sanitizer steps; CONFORM=0 the
-# conformance passes (a survey's or an A/B's call: the full call proves the build).
+# (same columns as the list below) instead of the issue's; EXTRAS=0 skips the ncu and sanitizer steps (NCU=0 the ncu step
+# alone: the sanitizers fit a 600 s call then); CONFORM=0 the conformance passes (a survey's or an A/B's call: the full
+# call proves the build).
 set -u
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$ROOT"
@@ -152,6 +153,14 @@ if [ "${CONFORM:-1}" = 1 ]; then
         ATTNRT_CUDA_DEC_WS=1
     conform_attn "conform-cuda-decws-b2.txt" "ATTNRT_CUDA_DEC_WS=1 ATTNRT_CUDA_PREFILL_BLOCKS=2: two blocks walking the items" \
         ATTNRT_CUDA_DEC_WS=1 ATTNRT_CUDA_PREFILL_BLOCKS=2
+    # fp8-cache prefill with a bf16 Q at D 128 / 256: the plan takes the form that reads K by e4m3 products (`_kd`) for
+    # items of many keys, which these short cases are not; forced onto every such case (also with two blocks walking the
+    # items), and the widening form forced where the plan takes `_kd`
+    conform_attn "conform-cuda-fp8k-direct.txt" "ATTNRT_CUDA_PREFILL_FP8K=direct: K read by e4m3 products" \
+        ATTNRT_CUDA_PREFILL_FP8K=direct
+    conform_attn "conform-cuda-fp8k-direct-b2.txt" "ATTNRT_CUDA_PREFILL_FP8K=direct ATTNRT_CUDA_PREFILL_BLOCKS=2" \
+        ATTNRT_CUDA_PREFILL_FP8K=direct ATTNRT_CUDA_PREFILL_BLOCKS=2
+    conform_attn "conform-cuda-fp8k-widen.txt" "ATTNRT_CUDA_PREFILL_FP8K=widen: K widened as V" ATTNRT_CUDA_PREFILL_FP8K=widen
     # every case on a stream: a mixed batch's decode kernel then starts in its prefill kernel's tail (a programmatic
     # dependent launch; on the NULL stream the launches stay plain)
     conform_attn "conform-cuda-streams.txt" "--streams: every case on a stream, mixed batches overlapped" --streams
@@ -276,7 +285,8 @@ else
     note "peer: skipped (no torch with CUDA, or out of time)"
 fi
 
-if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v ncu > /dev/null && [ -x "$BUILD/tools/attnrt-bench" ]; then
+if [ "${EXTRAS:-1}" = 1 ] && [ "${NCU:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v ncu > /dev/null &&
+    [ -x "$BUILD/tools/attnrt-bench" ]; then
     step "ncu (hardware counters, --clock-control none): one launch of each tensor-core kernel of three shapes"
     prof() { # id kernel-regex bench-args...
         local id=$1 kre=$2; shift 2
@@ -347,10 +357,16 @@ if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v comput
             sanitize $tool $f ws "warp-specialized prefill" ATTNRT_CUDA_PREFILL=ws ATTNRT_CUDA_PREFILL_BLOCKS=2
         done
         # its fp8-cache form (fp8 rows landing in their ring stage's upper half at D 128 / 256, in a staging slot at D 64,
-        # widened by the producer, Q rewritten in place), one block a SM and two blocks walking the items
+        # widened by the producer, Q rewritten in place), one block a SM and two blocks walking the items; then its form
+        # for a bf16 Q at D 128 / 256 forced (`_kd`: the keys' rows read as they land by e4m3 products, Q in two e4m3 terms)
         for f in attn-pf-ws-e4m3 attn-pf-ws-e5m2-d64-hnd attn-pf-ws-e4m3-d256; do
             sanitize $tool $f ws8 "warp-specialized prefill, fp8 cache"
             sanitize $tool $f ws8b2 "warp-specialized prefill, fp8 cache, 2 blocks" ATTNRT_CUDA_PREFILL_BLOCKS=2
+        done
+        for f in attn-pf-ws-e4m3 attn-pf-ws-e5m2-kd attn-pf-ws-e4m3-d256-kd; do
+            sanitize $tool $f kd "warp-specialized prefill, K by e4m3 products" ATTNRT_CUDA_PREFILL_FP8K=direct
+            sanitize $tool $f kdb2 "warp-specialized prefill, K by e4m3 products, 2 blocks" ATTNRT_CUDA_PREFILL_FP8K=direct \
+                ATTNRT_CUDA_PREFILL_BLOCKS=2
         done
         # a mixed batch on a stream (its decode kernel launched to overlap the prefill kernel; the prefill's blocks
         # taking items as they are ready, also two blocks for many items)

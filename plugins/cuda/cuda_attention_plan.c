@@ -18,6 +18,7 @@
 #define DECODE_BN 64
 #define MIN_CHUNK 2      /* key tiles of a split at least */
 #define W8_MAX_KEYS 2048 /* 4-warp decode blocks of at most this many keys give way to 8-warp ones (below) */
+#define FP8K_MIN_MEAN_KEYS 1024 /* fp8 prefill items of at least this many keys on average read K by e4m3 products */
 #define SPLIT_OVERHEAD 2 /* a decode block's fixed cost, in key tiles (see the split model below) */
 #define WS_DEC_MIN_TILES 8 /* row tiles of a pure decode batch of wide groups for the warp-specialized kernel (below) */
 
@@ -453,10 +454,12 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
      * rows as its items' heads (one token each) */
     p->part_rows = p->ws_decode ? (int)((p->pf_hc + DECODE_ROWS - 1) / DECODE_ROWS * DECODE_ROWS) : (int)dec_rows;
     size_t n_prefill = 0, n_decode = 0;
+    int64_t prefill_keys = 0; /* the keys the prefill items read, all together */
     for (size_t i = 0; i < n_tiles; i++) {
         row_tile_t *rt = &tiles[i];
         if (rt->cfg == CUDA_CFG_PREFILL) {
             n_prefill++;
+            prefill_keys += rt->keys;
             continue;
         }
         int64_t ns = ((rt->keys + DECODE_BN - 1) / DECODE_BN + chunk_tiles - 1) / chunk_tiles;
@@ -484,6 +487,11 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         p->num_parts = p->dec_splits > 1 ? (int64_t)n_decode : 0;
     }
 
+    /* fp8 prefill with a bf16 Q at D 128 / 256: the form that reads K by e4m3 products where the items read at least
+     * FP8K_MIN_MEAN_KEYS keys on average (its tiles cost less, its Q split more an item: docs/dev/cuda-prefill.md,
+     * session 22) */
+    CUfunction kd = p->ws_fp8 && n_prefill ? cuda_prefill_ws_fp8_kd_kernel(d, &a, di) : NULL;
+    if (kd && (d->k.prefill_fp8k_mode == 1 || prefill_keys >= FP8K_MIN_MEAN_KEYS * (int64_t)n_prefill)) p->f_prefill_ws = kd;
     p->n_prefill = (uint32_t)(p->ws_decode ? n_decode : n_prefill); /* the warp-specialized kernel's items */
     p->n_decode = p->ws_decode ? 0u : (uint32_t)n_decode;
     p->list_bytes = p->dec_splits ? 0 : (n_prefill + n_decode) * sizeof(ck_work_item_t);

@@ -65,7 +65,11 @@ typedef struct cuda_kernels {
     CUfunction prefill_ws_dec[2][CUDA_MMA_DIMS]; /* its decode form (`_dec`: key splits; the same shared memory) */
     uint32_t   prefill_ws_smem[CUDA_MMA_DIMS];
     CUfunction prefill_ws_fp8[2][2][CUDA_MMA_DIMS]; /* its fp8-cache form: [q type][0 e4m3 / 1 e5m2][d] */
+    CUfunction prefill_ws_fp8_kd[2][CUDA_MMA_DIMS]; /* a bf16 Q's form reading K by e4m3 products (`_kd`, D 128 / 256):
+                                                      [0 e4m3 / 1 e5m2][d]; the same shared memory */
     uint32_t   prefill_ws_fp8_smem[CUDA_MMA_DIMS];
+    int        prefill_fp8k_mode;              /* ATTNRT_CUDA_PREFILL_FP8K: 0 `widen` (never `_kd`), 1 `direct` (wherever
+                                                  it runs), else -1: the plan's rule by the keys an item reads */
     int        dec_ws_mode;                    /* ATTNRT_CUDA_DEC_WS: 0 never, 1 every decode batch it can take, else -1:
                                                   the plan's rule (decode on the warp-specialized prefill kernel) */
     int        prefill_ws_blocks;              /* ATTNRT_CUDA_PREFILL_BLOCKS: its grid at most (0: one block a SM); tests

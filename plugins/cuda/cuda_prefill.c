@@ -26,6 +26,8 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
     if (d->k.prefill_ws_blocks < 0) d->k.prefill_ws_blocks = 0;
     const char *sched = secure_getenv("ATTNRT_CUDA_PREFILL_SCHED");
     d->k.prefill_ws_static = sched && strcmp(sched, "static") == 0;
+    const char *fp8k = secure_getenv("ATTNRT_CUDA_PREFILL_FP8K");
+    d->k.prefill_fp8k_mode = !fp8k ? -1 : !strcmp(fp8k, "widen") ? 0 : !strcmp(fp8k, "direct") ? 1 : -1;
     int optin = 0;
     cuda_drv.DeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d->dev);
     static const char *const t_name[2] = {"f16", "bf16"};
@@ -67,6 +69,12 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
                 attnrt_status_t st = cuda_function_smem(d, CUDA_FAMILY_SM90A, name, smem_fp8, &d->k.prefill_ws_fp8[t][f][di]);
                 if (st != ATTNRT_OK) return st;
             }
+        for (int f = 0; f < 2 && D >= 128; f++) { /* a bf16 Q's form reading K by e4m3 products */
+            char name[48];
+            snprintf(name, sizeof name, "ck_attn_prefill_ws_bf16_%s_kd_d%d", f ? "e5m2" : "e4m3", D);
+            attnrt_status_t st = cuda_function_smem(d, CUDA_FAMILY_SM90A, name, smem_fp8, &d->k.prefill_ws_fp8_kd[f][di]);
+            if (st != ATTNRT_OK) return st;
+        }
     }
     return ATTNRT_OK;
 }
@@ -113,6 +121,13 @@ CUfunction cuda_prefill_ws_fp8_kernel(const cuda_dev_t *d, const attnrt_attentio
     *smem = d->k.prefill_ws_fp8_smem[di];
     *threads = CK_PFS_THREADS;
     return f;
+}
+
+CUfunction cuda_prefill_ws_fp8_kd_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int di)
+{
+    const int kv = cuda_ck_dtype(a->key_cache->dtype);
+    if (cuda_ck_dtype(a->query->dtype) != CK_BF16 || di < 0 || di >= CUDA_MMA_DIMS || d->k.prefill_fp8k_mode == 0) return NULL;
+    return d->k.prefill_ws_fp8_kd[kv == CK_E5M2][di];
 }
 
 CUfunction cuda_prefill_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int t, int di, uint32_t *smem,

@@ -37,4 +37,9 @@ CUfunction cuda_prefill_ws_kernel(const cuda_dev_t *d, const attnrt_attention_ar
 CUfunction cuda_prefill_ws_fp8_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int t, int di, uint32_t *smem,
                                       uint32_t *threads, int *box_rows);
 
+/* Where cuda_prefill_ws_fp8_kernel takes the call with a bf16 Q at D 128 / 256: its form that reads K by e4m3 products
+ * (`_kd`, the same shared memory and threads), or NULL (none built, another Q type, ATTNRT_CUDA_PREFILL_FP8K=widen). The
+ * plan takes it by the keys its items read. */
+CUfunction cuda_prefill_ws_fp8_kd_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int di);
+
 #endif /* ATTNRT_CUDA_PREFILL_H */

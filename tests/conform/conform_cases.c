@@ -566,8 +566,9 @@ static void directed_attention(cf_builder_t *b)
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-ws-f32out", "150/150 64/200", 8, 2, 128, 128, 32);
     cf_directed_dtypes(c, CF_F16, CF_F32, CF_F16);
     c->sinks = c->lse = 1;
-    /* its fp8-cache form (per-tensor scales, D 64 / 128: tiles widened to f16 in shared memory, Q rewritten as f16): a
-     * group of 3, chunked prefill beside decodes, sinks; e5m2 at D 64 in an HND cache with a window and f32 out */
+    /* its fp8-cache form (per-tensor scales; V tiles widened to f16 in shared memory, K too with an f16 Q or at D 64, where
+     * Q is rewritten as f16; a bf16 Q's S by e4m3 products): a group of 3, chunked prefill beside decodes, sinks; e5m2 at
+     * D 64 in an HND cache with a window and f32 out */
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-ws-e4m3", "170/170 60/300 1/40 45/45 1/700", 6, 2, 128, 128, 16);
     cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
     c->sinks = c->lse = 1;
@@ -579,6 +580,15 @@ static void directed_attention(cf_builder_t *b)
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-ws-e4m3-d256", "130/130 40/300 1/90", 4, 2, 256, 256, 16);
     cf_directed_dtypes(c, CF_F16, CF_F16, CF_E4M3);
     c->lse = 1;
+    /* a bf16 Q over a D 128 / 256 fp8 cache: S by e4m3 products on the raw key rows, Q in two e4m3 terms (e5m2 keys:
+     * mixed-format products), sinks, a window; f32 out */
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-ws-e5m2-kd", "170/170 60/300 1/40 45/45 1/700", 6, 2, 128, 128, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_F32, CF_E5M2);
+    c->sinks = c->lse = 1;
+    c->window_left = 200;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-ws-e4m3-d256-kd", "130/130 40/300 1/90", 4, 2, 256, 256, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
+    c->sinks = c->lse = 1;
 }
 
 static void directed_cascade(cf_builder_t *b)

@@ -2,7 +2,7 @@
  * arch=compute_90a,code=sm_90a`, loaded on compute capability 9.0 devices only), picked by name by the host
  * (cuda_prefill.c): ck_attn_prefill_wg_<f16|bf16>_d<D> (attn_prefill_sm90a.cuh: two blocks a SM) and
  * ck_attn_prefill_ws_<f16|bf16>_d<D> (attn_prefill_ws_sm90a.cuh: warp-specialized, one block a SM; its fp8-cache
- * form below). */
+ * forms below). */
 #include "attn_prefill_sm90a.cuh"
 #include "attn_prefill_ws_sm90a.cuh"
 
@@ -53,3 +53,17 @@ CK_PF_SM90A_KERNELS(bf16, __nv_bfloat16, 256)
 
 CK_PFS_FP8_KERNELS(f16, __half)
 CK_PFS_FP8_KERNELS(bf16, __nv_bfloat16)
+
+/* Its form for items of many keys over an fp8 cache with a bf16 Q (K read by e4m3 products, Q in two e4m3 terms):
+ * ck_attn_prefill_ws_bf16_<e4m3|e5m2>_kd_d<D> */
+#define CK_PFS_FP8_KD_KERNEL(kvname, KV, D)                                                               \
+    extern "C" __global__ void __launch_bounds__(CK_PFS_THREADS, 1)                                       \
+        ck_attn_prefill_ws_bf16_##kvname##_kd_d##D(const __grid_constant__ ck_attn_args_t a)               \
+    {                                                                                                     \
+        ck_pdl_launch_dependents();                                                                       \
+        attn_prefill_ws<__nv_bfloat16, D, false, KV, true>(a);                                            \
+    }
+CK_PFS_FP8_KD_KERNEL(e4m3, CK_E4M3, 128)
+CK_PFS_FP8_KD_KERNEL(e5m2, CK_E5M2, 128)
+CK_PFS_FP8_KD_KERNEL(e4m3, CK_E4M3, 256)
+CK_PFS_FP8_KD_KERNEL(e5m2, CK_E5M2, 256)

@@ -83,6 +83,10 @@ __device__ __forceinline__ void ck_pfs_store_partial(const ck_attn_args_t &a, in
     }
 }
 
+/* whether T is bf16 (two e4m3 terms hold its 8 significant bits: ck_pfs_q_to_e4m3) */
+template <typename T> struct ck_is_bf16 { static constexpr bool value = false; };
+template <> struct ck_is_bf16<__nv_bfloat16> { static constexpr bool value = true; };
+
 /* The two 16-bit values of a word (the lower element in the low half) as floats. */
 template <typename T> __device__ __forceinline__ void ck_unpack2(uint32_t w, float &lo, float &hi);
 template <> __device__ __forceinline__ void ck_unpack2<__half>(uint32_t w, float &lo, float &hi)
@@ -97,15 +101,16 @@ template <> __device__ __forceinline__ void ck_unpack2<__nv_bfloat16>(uint32_t w
 }
 
 /* The fp8 form's Q (FP8 below): each warpgroup's 64 rows of the slot at q_wg (T, column blocks ROWS x 128 bytes apart)
- * rewritten in place as f16 times qmul (ck_fp8_qmul of the rows' largest finite |q|), with the sign of K's scale (so the
- * raw scores' order is the true scores'); returns qmul. The warps' largest exponents meet in qexp[4] (each warp's slot
- * written once an item, read behind the first barrier and rewritten only behind the second). wt: the thread within the
- * warpgroup; bar_id: the warpgroup's named barrier. */
+ * rewritten in place as f16 times qmul (ck_fp8_qmul of the live rows' largest finite |q|), with the sign of K's scale (so
+ * the raw scores' order is the true scores'); returns qmul. The warps' largest exponents meet in qexp[4] (each warp's
+ * slot written once an item, read behind the first barrier and rewritten only behind the second). wt: the thread within
+ * the warpgroup; live: its live rows (the first ones; the rest are whatever the slot held: a Q box of hc heads x 128 /
+ * hc tokens leaves 128 % hc rows unwritten); bar_id: the warpgroup's named barrier. */
 template <typename T, int D, int ROWS>
-__device__ __forceinline__ float ck_pfs_q_to_f16(uint32_t q_wg, int wt, int *qexp, int bar_id, float k_scale)
+__device__ __forceinline__ float ck_pfs_q_to_f16(uint32_t q_wg, int wt, int live, int *qexp, int bar_id, float k_scale)
 {
     constexpr int CB = D / 64, CH = 64 * 128 / 16; /* column blocks; 16-byte chunks of 64 rows of one */
-    uint32_t ex = 0; /* the largest biased f32 exponent of this thread's finite elements */
+    uint32_t ex = 0; /* the largest biased f32 exponent of this thread's finite elements in live rows */
 #pragma unroll
     for (int cb = 0; cb < CB; cb++)
 #pragma unroll
@@ -117,7 +122,7 @@ __device__ __forceinline__ float ck_pfs_q_to_f16(uint32_t q_wg, int wt, int *qex
             for (int k = 0; k < 4; k++) {
                 float lo, hi;
                 ck_unpack2<T>(w[k], lo, hi);
-                ex = max(ex, max(ck_finite_exp(lo), ck_finite_exp(hi)));
+                if (i / 8 < live) ex = max(ex, max(ck_finite_exp(lo), ck_finite_exp(hi)));
             }
         }
     ex = __reduce_max_sync(0xffffffffu, ex);
@@ -145,6 +150,108 @@ __device__ __forceinline__ float ck_pfs_q_to_f16(uint32_t q_wg, int wt, int *qex
     return qmul;
 }
 
+/* Four floats as four e4m3 bytes (the first in the low byte), rounded to nearest; every value this form converts is
+ * finite and within e4m3's range (satfinite never saturates it; NaN stays NaN). */
+__device__ __forceinline__ uint32_t ck_f32x4_to_e4m3x4(float a, float b, float c, float d)
+{
+    uint32_t r;
+    asm("{ .reg .b16 l, h;\n cvt.rn.satfinite.e4m3x2.f32 l, %2, %1;\n cvt.rn.satfinite.e4m3x2.f32 h, %4, %3;\n mov.b32 %0, {l, h};\n}"
+        : "=r"(r) : "f"(a), "f"(b), "f"(c), "f"(d));
+    return r;
+}
+
+/* The fp8 form's Q for e4m3 products (KD below: a bf16 Q over a D 128 / 256 cache): each warpgroup's 64 rows of the slot
+ * at q_wg (bf16, column blocks ROWS x 128 bytes apart) rewritten in place as two e4m3 terms of q times qmul, hi = e4m3(x)
+ * and lo = e4m3(x - hi), whose sum is x exactly (bf16 has 8 significant bits, each term 4; qmul brings the live rows'
+ * largest finite |x| to [2^7, 2^8), so neither term saturates; only a value under 2^-9 of that largest keeps fewer bits,
+ * its error under 2^-17 of it: e4m3's subnormals end there). The terms' rows are K-major under the 128-byte swizzle, as
+ * the keys' fp8 rows land: hi in the slot's column blocks 0 .. FCB - 1, lo in FCB .. 2 FCB - 1 (FCB = D / 128). An
+ * infinite element becomes NaN (its scores' rows are NaN either way: the reference's inf - inf in the softmax). Returns
+ * qmul (negative with K's scale, so that the raw scores keep the true scores' order); qexp, wt, live, bar_id as
+ * ck_pfs_q_to_f16 (a dead row's stale bytes, once fp8 terms of an earlier item, can read as any bf16: only live rows set
+ * qmul). */
+template <int D, int ROWS>
+__device__ __forceinline__ float ck_pfs_q_to_e4m3(uint32_t q_wg, int wt, int live, int *qexp, int bar_id, float k_scale)
+{
+    constexpr int FCB = D / 128, NC = 4 * FCB; /* fp8 column blocks a term; fp8 chunks a thread (64 rows x 8 FCB / 128) */
+    /* fp8 chunk i: row i / (8 FCB), column block (i / 8) % FCB, chunk i % 8 (16 columns: two bf16 chunks of the slot) */
+    auto at = [&](int i, int &r, int &x, int &c) {
+        c = i & 7, x = (i >> 3) % FCB, r = i / (8 * FCB);
+    };
+    uint32_t w[NC][8];
+    uint32_t ex = 0;
+#pragma unroll
+    for (int k = 0; k < NC; k++) {
+        int r, x, c;
+        at(wt + 128 * k, r, x, c);
+        const uint32_t row = q_wg + (uint32_t)((2 * x + (c >> 2)) * ROWS * 128 + r * 128);
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=r"(w[k][4 * h]), "=r"(w[k][4 * h + 1]), "=r"(w[k][4 * h + 2]), "=r"(w[k][4 * h + 3])
+                         : "r"(row + (uint32_t)(((2 * (c & 3) + h) ^ (r & 7)) << 4)));
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            float lo, hi;
+            ck_unpack2<__nv_bfloat16>(w[k][e], lo, hi);
+            if (r < live) ex = max(ex, max(ck_finite_exp(lo), ck_finite_exp(hi)));
+        }
+    }
+    ex = __reduce_max_sync(0xffffffffu, ex);
+    if ((wt & 31) == 0) qexp[wt >> 5] = (int)ex;
+    asm volatile("bar.sync %0, 128;\n" ::"r"(bar_id) : "memory"); /* also: every thread's reads of the slot are done */
+    /* ck_fp8_qmul's power of two for [2^13, 2^14), over 2^6 (a normal float for every exponent it returns) */
+    float qmul = ck_fp8_qmul((uint32_t)max(max(qexp[0], qexp[1]), max(qexp[2], qexp[3]))) * 0x1p-6f;
+    if (k_scale < 0.0f) qmul = -qmul;
+#pragma unroll
+    for (int k = 0; k < NC; k++) {
+        int r, x, c;
+        at(wt + 128 * k, r, x, c);
+        uint32_t th[4], tl[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            float v[4], hv[4];
+            ck_unpack2<__nv_bfloat16>(w[k][2 * e], v[0], v[1]);
+            ck_unpack2<__nv_bfloat16>(w[k][2 * e + 1], v[2], v[3]);
+#pragma unroll
+            for (int u = 0; u < 4; u++) v[u] = isinf(v[u]) ? __int_as_float(0x7fc00000) : v[u] * qmul;
+            th[e] = ck_f32x4_to_e4m3x4(v[0], v[1], v[2], v[3]);
+            uint32_t h01, h23;
+            ck_fp8x4_to_h2x2<true>(th[e], h01, h23);
+            hv[0] = __low2float(*(__half2 *)&h01), hv[1] = __high2float(*(__half2 *)&h01);
+            hv[2] = __low2float(*(__half2 *)&h23), hv[3] = __high2float(*(__half2 *)&h23);
+            tl[e] = ck_f32x4_to_e4m3x4(v[0] - hv[0], v[1] - hv[1], v[2] - hv[2], v[3] - hv[3]);
+        }
+        const uint32_t ofs = (uint32_t)(r * 128 + ((c ^ (r & 7)) << 4));
+        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(q_wg + (uint32_t)(x * ROWS * 128) + ofs), "r"(th[0]),
+                     "r"(th[1]), "r"(th[2]), "r"(th[3]) : "memory");
+        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(q_wg + (uint32_t)((FCB + x) * ROWS * 128) + ofs),
+                     "r"(tl[0]), "r"(tl[1]), "r"(tl[2]), "r"(tl[3]) : "memory");
+    }
+    ck_fence_proxy_async(); /* the generic writes, before the warpgroup's products read the rows */
+    asm volatile("bar.sync %0, 128;\n" ::"r"(bar_id) : "memory");
+    return qmul;
+}
+
+/* S = Q K^T of one warpgroup's 64 rows over a tile of an fp8 cache's raw key rows (kb: FCB column blocks of BN 128-byte
+ * rows, K-major, as they land), Q as ck_pfs_q_to_e4m3's two e4m3 terms at q_wg: per term and k-step kk of 32 dims,
+ * column block kk / 4, 32 bytes in (ck_pfw_issue_s's addressing with fp8 elements). Issued and committed. */
+template <bool KE4M3, int D, int BN, int ROWS>
+__device__ __forceinline__ void ck_pfs_issue_s_e4m3(float (&s)[BN / 2], uint32_t q_wg, uint32_t kb)
+{
+    constexpr int FCB = D / 128;
+#pragma unroll
+    for (int kk = 0; kk < D / 32; kk++) {
+        const uint32_t cofs = (uint32_t)(kk >> 2), kofs = (uint32_t)(kk & 3) * 32u;
+        const uint64_t db = ck_wg_desc(kb + cofs * BN * 128u + kofs, 16u, 1024u);
+#pragma unroll
+        for (int t = 0; t < 2; t++)
+            ck_wg_ss_e4m3<KE4M3, BN>(s, ck_wg_desc(q_wg + ((uint32_t)t * FCB + cofs) * ROWS * 128u + kofs, 16u, 1024u), db,
+                                     kk > 0 || t > 0);
+    }
+    ck_wg_commit();
+}
+
 /* DEC: the decode form (`_dec`: items in key splits, partial states and their merge, warpgroup 1 idle on items of at most
  * 64 rows); the prefill form leaves all of it out (it cost the prefill's consumers 50-300 bytes of spills at D 128 /
  * 256: docs/dev/cuda-decode.md, session 19).
@@ -152,8 +259,11 @@ __device__ __forceinline__ float ck_pfs_q_to_f16(uint32_t q_wg, int wt, int *qex
  * producer's tensor copies land a tile's fp8 rows (at D 128 / 256 in the upper half of its own ring stage, at D 64 in a
  * staging slot: CK_PFS_FP8_LAND) and the ring's two warps widen them into the stage as f16 (exact: every fp8 value is an
  * f16 value), the next tile's copies in flight meanwhile; the consumers rewrite each item's Q as f16 times a power of two
- * (ck_pfs_q_to_f16) and take the products in f16; K's scale joins the score scale, V's the output's factor. */
-template <typename T, int D, bool DEC, int FP8 = 0>
+ * (ck_pfs_q_to_f16) and take the products in f16; K's scale joins the score scale, V's the output's factor.
+ * KDIR (FP8, a bf16 Q, D 128 / 256): K's fp8 rows are read as they land by e4m3 products and each item's Q is rewritten as
+ * two e4m3 terms (ck_pfs_q_to_e4m3); only V is widened. Its products and widening cost less a tile, its Q more an item:
+ * the plan takes it for items of many keys (cuda_attention_plan.c; docs/dev/cuda-prefill.md, session 22). */
+template <typename T, int D, bool DEC, int FP8 = 0, bool KDIR = false>
 __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
 {
     constexpr bool F8 = FP8 != 0;
@@ -164,6 +274,10 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
      * 256): a tile's fp8 rows land in their stage's last FCB column blocks; else (D 64) in a staging slot (SG_BYTES) */
     constexpr int LB = D < 128 ? D : 128, FCB = D / LB;
     constexpr bool INPLACE = F8 && D >= 128;
+    /* KDIR: K's fp8 rows read as they land by e4m3 products, Q in two e4m3 terms (ck_pfs_q_to_e4m3: exact for bf16's 8
+     * significant bits, not for f16's 11); only V is widened */
+    constexpr bool KD = KDIR; /* (the name the kernel's comments use) */
+    static_assert(!KD || (INPLACE && ck_is_bf16<T>::value), "K read by e4m3 products: a bf16 Q over a D 128 / 256 fp8 cache");
     constexpr int NL = F8 ? CK_PFS_FP8_LAND(D) : 1, NLB = F8 ? 2 * NL : 0; /* landing slots a ring; their mbarriers */
     constexpr uint32_t Q_BYTES = ROWS * D * 2, KV_BYTES = BN * D * 2, SG_BYTES = F8 && !INPLACE ? BN * D : 0;
     static_assert(ROWS == 128 && BN % 64 == 0 && D % 64 == 0, "two consumer warpgroups of 64 rows; whole column blocks");
@@ -274,6 +388,16 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             int32_t cb, c1, c2;
             const bool live = box(kt, id, cb, c1, c2);
             flags(kt, live, st);
+            if constexpr (KD) { /* (the K ring) the fp8 rows at the stage's start, column block x by warp half x % 2 */
+                if (lane == 0 && half < FCB) ck_mbar_arrive_expect_tx(bar(kv, st), (uint32_t)((FCB - half + 1) / 2 * BN * LB));
+                else arrive_full(st);
+                if (lane < nseg)
+#pragma unroll
+                    for (int x = half; x < FCB; x += 2)
+                        ck_tma_load_4d(ring + st * KV_BYTES + (uint32_t)(x * BN * LB + lane * R * LB), map, x * LB, c1, c2, cb,
+                                       bar(kv, st));
+                return;
+            }
             /* each lane's arrival publishes its flags; the first also expects its warp's bytes */
             if (lane == 0 && wbytes) ck_mbar_arrive_expect_tx(bar(kv, st), wbytes);
             else arrive_full(st);
@@ -401,7 +525,9 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
                 if (b.nrows < 0) break;
                 if (lane == 0) asm volatile("{ .reg .b64 s;\n mbarrier.arrive.shared::cta.b64 s, [%0];\n}\n" ::"r"(barq(1, qs)) : "memory");
             }
-            if constexpr (F8) { /* a tile's boxes one ahead of its widening; its stage full once widened (64 arrivals) */
+            /* (F8) a tile's boxes one ahead of its widening, its stage full once widened (64 arrivals); KD: V only, K's
+             * copies as the 16-bit form's */
+            if (F8 && !(KD && kv == 0)) {
                 int32_t idc = load_id(0);
                 if (b.n_tiles > 0) stage(0, idc);
                 for (int kt = 0; kt < b.n_tiles; kt++) {
@@ -466,7 +592,12 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
         const int2 *rr = rrange + qs * ROWS;
         const uint32_t q_slot = sQ0 + (uint32_t)qs * Q_BYTES, q_wg = q_slot + (uint32_t)wg * 64u * 128u;
         /* (F8) Q as f16 times qmul: a raw score is qmul / k_sc times the product of Q and the cache's values */
-        const float qmul = F8 ? ck_pfs_q_to_f16<T, D, ROWS>(q_wg, ctid & 127, qexp + 4 * wg, 4 + wg, k_sc) : 1.0f;
+        const int live = min(max(b.nrows - wg * 64, 0), 64); /* the warpgroup's live rows */
+        const float qmul = [&] {
+            if constexpr (KD) return ck_pfs_q_to_e4m3<D, ROWS>(q_wg, ctid & 127, live, qexp + 4 * wg, 4 + wg, k_sc);
+            else if constexpr (F8) return ck_pfs_q_to_f16<T, D, ROWS>(q_wg, ctid & 127, live, qexp + 4 * wg, 4 + wg, k_sc);
+            else return 1.0f;
+        }();
         const float sc2 = F8 ? scale2 * k_sc / qmul : scale2, sc_nat = F8 ? a.scale * k_sc / qmul : a.scale;
 
         float o[D / 2];
@@ -504,7 +635,11 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             if (wg == 0) asm volatile("bar.arrive 3, 256;\n" ::: "memory");
             else if (!last) asm volatile("bar.arrive 2, 256;\n" ::: "memory");
         };
-        auto issue_s = [&](int kt) { ck_pfw_issue_s<TM, D, BN, ROWS>(s, q_wg, sK0 + (uint32_t)((g0 + kt) % KST) * KV_BYTES); };
+        auto issue_s = [&](int kt) {
+            const uint32_t kb = sK0 + (uint32_t)((g0 + kt) % KST) * KV_BYTES;
+            if constexpr (KD) ck_pfs_issue_s_e4m3<FP8 == CK_E4M3, D, BN, ROWS>(s, q_wg, kb);
+            else ck_pfw_issue_s<TM, D, BN, ROWS>(s, q_wg, kb);
+        };
         auto issue_pv = [&](int kt) { /* tile kt - 1's */
             ck_pfw_issue_pv<TM, D, BN>(o, pa, sV0 + (uint32_t)((g0 + kt - 1) % VST) * KV_BYTES);
         };
