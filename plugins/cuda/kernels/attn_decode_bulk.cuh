@@ -44,6 +44,14 @@ __device__ __forceinline__ void ck_mbar_inval(uint32_t bar)
 #endif
 }
 
+/* One arrival (this thread's, with release semantics for its earlier writes). */
+__device__ __forceinline__ void ck_mbar_arrive(uint32_t bar)
+{
+#if CK_DEC_BULK
+    asm volatile("{ .reg .b64 st;\n mbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
+#endif
+}
+
 /* One arrival that also expects `bytes` more of copy completions in the current phase. */
 __device__ __forceinline__ void ck_mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes)
 {

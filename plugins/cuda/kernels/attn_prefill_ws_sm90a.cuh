@@ -379,9 +379,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
                 if (lane == 0) anyabs[kv * KST + st] = gone != 0u;
             }
         };
-        auto arrive_full = [&](int st) {
-            asm volatile("{ .reg .b64 s;\n mbarrier.arrive.shared::cta.b64 s, [%0];\n}\n" ::"r"(bar(kv, st)) : "memory");
-        };
+        auto arrive_full = [&](int st) { ck_mbar_arrive(bar(kv, st)); };
         auto produce = [&](int kt, int32_t id) {
             const int gt = g0 + kt, st = gt % ns;
             if (gt >= ns) ck_mbar_wait(bar(2 + kv, st), (uint32_t)(gt / ns - 1) & 1u);
@@ -489,12 +487,12 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
                 if (!live) meta[qs].nrows = -1;
                 if (DEC) dsplit[qs * 4] = split, dsplit[qs * 4 + 1] = nsplit, dsplit[qs * 4 + 2] = part_index;
                 /* the description for the other producer warps (Q's full barrier would also wait for Q's bytes) */
-                asm volatile("{ .reg .b64 s;\n mbarrier.arrive.shared::cta.b64 s, [%0];\n}\n" ::"r"(pub(qs)) : "memory");
+                ck_mbar_arrive(pub(qs));
             }
             if (live) ck_pf_row_ranges<32>(a, b, lane, rrange + qs * ROWS);
             const uint32_t qbytes = live ? (uint32_t)(CB * b.hc * (ROWS / b.hc) * 128) : 0u;
             if (lane == 0 && qbytes) ck_mbar_arrive_expect_tx(barq(0, qs), qbytes);
-            else asm volatile("{ .reg .b64 s;\n mbarrier.arrive.shared::cta.b64 s, [%0];\n}\n" ::"r"(barq(0, qs)) : "memory");
+            else ck_mbar_arrive(barq(0, qs));
             if (live && lane < CB)
                 ck_tma_load_3d(sQ0 + qs * Q_BYTES + (uint32_t)lane * ROWS * 128u, &a.tm_q, lane * 64, b.hbase, (int32_t)b.tok0,
                                barq(0, qs));
@@ -523,7 +521,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
                 ck_mbar_wait(pub(qs), (uint32_t)(j / QST) & 1u);
                 b = meta[qs];
                 if (b.nrows < 0) break;
-                if (lane == 0) asm volatile("{ .reg .b64 s;\n mbarrier.arrive.shared::cta.b64 s, [%0];\n}\n" ::"r"(barq(1, qs)) : "memory");
+                if (lane == 0) ck_mbar_arrive(barq(1, qs));
             }
             /* (F8) a tile's boxes one ahead of its widening, its stage full once widened (64 arrivals); KD: V only, K's
              * copies as the 16-bit form's */
@@ -646,9 +644,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
         /* O times the last softmax's factors, before its P V is issued (every row, every tile: no branch near the
          * products in flight, which would serialize them) */
         auto scale_o = [&] { ck_pfw_scale_o<D>(o, alpha); };
-        auto release_k = [&](int kt) { /* the stage of tile kt may take the next K tile */
-            asm volatile("{ .reg .b64 x;\n mbarrier.arrive.shared::cta.b64 x, [%0];\n}\n" ::"r"(bar(2, (g0 + kt) % KST)) : "memory");
-        };
+        auto release_k = [&](int kt) { ck_mbar_arrive(bar(2, (g0 + kt) % KST)); }; /* tile kt's stage: the next K tile's */
         /* tile kt's softmax once S is in: masks, the running max (lazy rescale), P into pa's successor */
         auto softmax = [&](int kt, uint32_t (&pn)[BN / 16][4]) {
             const int st = (g0 + kt) % KST;
@@ -678,9 +674,8 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             release_k(kt); /* S has read K and the flags are read */
             ck_pfw_softmax<TM, BN>(s, m, l, sc2, alpha, pn);
         };
-        auto release_v = [&](int kt) { /* P V of tile kt - 1 has read V: the stage may take the next V tile */
-            asm volatile("{ .reg .b64 x;\n mbarrier.arrive.shared::cta.b64 x, [%0];\n}\n" ::"r"(bar(3, (g0 + kt - 1) % VST)) : "memory");
-        };
+        /* P V of tile kt - 1 has read V: the stage may take the next V tile */
+        auto release_v = [&](int kt) { ck_mbar_arrive(bar(3, (g0 + kt - 1) % VST)); };
 
         const int nt = b.n_tiles;
         /* (DEC) warpgroup 1 without a live row (an item of at most 64 rows: a decode item's heads) computes nothing: it
@@ -773,7 +768,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             ck_pfw_store_staged<T, D, ROWS>(a, b, ctid & 127, wg * 64, cw * 16 + g, t4, o, l, m, q_slot, 4 + wg, sc_nat, v_sc);
         }
         ck_fence_proxy_async();
-        asm volatile("{ .reg .b64 x;\n mbarrier.arrive.shared::cta.b64 x, [%0];\n}\n" ::"r"(barq(1, qs)) : "memory");
+        ck_mbar_arrive(barq(1, qs));
         g0 += nt;
     }
 }
