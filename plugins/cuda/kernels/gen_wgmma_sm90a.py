@@ -33,34 +33,28 @@ def outs(count):
     return ", ".join(f'"+f"(d[{i}])' for i in range(count))
 
 
+def ss_wrapper(name, targs, n, shape_types, imms):
+    """D (+)= A B with A and B from shared memory (descriptors); imms: the scale and transpose immediates."""
+    nd = n // 2
+    return f"""template <> __device__ __forceinline__ void {name}<{targs}, {n}>(float (&d)[{nd}], uint64_t da, uint64_t db, int acc)
+{{
+    asm volatile("{{\\n"
+                 ".reg .pred p;\\n"
+                 "setp.ne.b32 p, %{nd + 2}, 0;\\n"
+                 "wgmma.mma_async.sync.aligned.m64n{n}{shape_types} {{{regs(0, nd)}}}, %{nd}, %{nd + 1}, p, {imms};\\n"
+                 "}}\\n"
+                 : {outs(nd)}
+                 : "l"(da), "l"(db), "r"(acc));
+}}
+"""
+
+
 def ss(ctype, ptype, n):
-    nd = n // 2
-    return f"""template <> __device__ __forceinline__ void ck_wg_ss<{ctype}, {n}>(float (&d)[{nd}], uint64_t da, uint64_t db, int acc)
-{{
-    asm volatile("{{\\n"
-                 ".reg .pred p;\\n"
-                 "setp.ne.b32 p, %{nd + 2}, 0;\\n"
-                 "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptype}.{ptype} {{{regs(0, nd)}}}, %{nd}, %{nd + 1}, p, 1, 1, 0, 0;\\n"
-                 "}}\\n"
-                 : {outs(nd)}
-                 : "l"(da), "l"(db), "r"(acc));
-}}
-"""
+    return ss_wrapper("ck_wg_ss", ctype, n, f"k16.f32.{ptype}.{ptype}", "1, 1, 0, 0")
 
 
-def ss8(flag, btype, n):
-    nd = n // 2
-    return f"""template <> __device__ __forceinline__ void ck_wg_ss_e4m3<{flag}, {n}>(float (&d)[{nd}], uint64_t da, uint64_t db, int acc)
-{{
-    asm volatile("{{\\n"
-                 ".reg .pred p;\\n"
-                 "setp.ne.b32 p, %{nd + 2}, 0;\\n"
-                 "wgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.{btype} {{{regs(0, nd)}}}, %{nd}, %{nd + 1}, p, 1, 1;\\n"
-                 "}}\\n"
-                 : {outs(nd)}
-                 : "l"(da), "l"(db), "r"(acc));
-}}
-"""
+def ss8(flag, btype, n):  # fp8 operands: no transpose immediates
+    return ss_wrapper("ck_wg_ss_e4m3", flag, n, f"k32.f32.e4m3.{btype}", "1, 1")
 
 
 def rs(ctype, ptype, n):
