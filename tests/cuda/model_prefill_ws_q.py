@@ -22,8 +22,15 @@ in cuda_attention.c) that needs no GPU.
   - shared memory and registers: the kernel's layout (Q slots, rings, mbarriers, item descriptions, counts, flags, row
     ranges) within ck_pfs_smem_bytes and the H200's 227 KB a block, and the setmaxnreg split within the launch's registers,
     read from plugins/cuda/cuda_prefill_wg_cfg.h so that a change there is checked here.
+  - the `_kd` form's Q split (ck_pfs_q_to_e4m3): x = q qmul, hi = e4m3(x), lo = e4m3(x - hi) with round-to-nearest-even e4m3
+    (emulated), for every bf16 significand at every exponent from the rows' largest (|x| in [2^7, 2^8)) down to 2^-20:
+    hi + lo == x exactly where |x| >= 2^-2, else within 2^-10 (half e4m3's smallest subnormal), and |hi| <= 448; and its
+    layout: thread wt's chunk i = wt + 128 k (row i / 8 FCB, column block (i / 8) % FCB, chunk i % 8) reads the two bf16
+    chunks holding its 16 columns and writes them where ck_pfs_issue_s_e4m3's descriptors read term t's k-step kk (32
+    bytes of row r at term t's column block kk / 4, logical chunks 2 (kk % 4), + 1, swizzled), every chunk once.
 Run: python3 tests/cuda/model_prefill_ws_q.py (plain Python, ~1 s; also a `meson test` unit test).
 """
+import math
 import os
 import random
 import re
@@ -204,6 +211,67 @@ def check_fp8_widen(fails, m):
             fails.append('fp8 D %d: the f16 tile is not every (row, column) once' % D)
 
 
+def e4m3_rne(x):
+    """x rounded to the nearest e4m3 value, ties to even (finite x within e4m3's range: the kernel's satfinite never
+    saturates what it converts). e4m3: 3 fraction bits, exponents -6 .. 8, subnormals in steps of 2^-9."""
+    if x == 0.0:
+        return 0.0
+    a = abs(x)
+    e = max(math.frexp(a)[1] - 1, -6)  # the binade's exponent (subnormals share -6's step)
+    step = 2.0 ** (e - 3)
+    q = a / step
+    n = math.floor(q)
+    if q - n > 0.5 or (q - n == 0.5 and n % 2 == 1):
+        n += 1
+    return math.copysign(n * step, x)
+
+
+def check_q_split_e4m3(fails):
+    # exactness: every bf16 significand (8 bits) at exponents 7 .. -20 of the scaled Q
+    for e in range(7, -21, -1):
+        for m in range(128, 256):
+            for sign in (1.0, -1.0):
+                x = sign * m * 2.0 ** (e - 7)
+                hi = e4m3_rne(x)
+                lo = e4m3_rne(x - hi)
+                if abs(hi) > 448.0:
+                    fails.append('q split: hi %r of %r saturates' % (hi, x))
+                err = abs(hi + lo - x)
+                if (abs(x) >= 0.25 and err != 0.0) or err > 2.0 ** -10:
+                    fails.append('q split: %r -> %r + %r (error %g)' % (x, hi, lo, err))
+    # layout: where the split writes term t's bytes for row r is where the S descriptors read them
+    for D in (128, 256):
+        FCB, NC = D // 128, 4 * (D // 128)
+        written = {}
+        for wt in range(128):
+            for k in range(NC):
+                i = wt + 128 * k
+                c, x, r = i & 7, (i >> 3) % FCB, i // (8 * FCB)
+                # reads: bf16 column block 2x + c / 4, chunks 2 (c % 4) + h: columns 128 x + 16 c + 8 h .. + 7
+                cols = []
+                for h in range(2):
+                    ch = 2 * (c & 3) + h
+                    cb = 2 * x + (c >> 2)
+                    cols += [64 * cb + 8 * ch + j for j in range(8)]
+                if cols != list(range(128 * x + 16 * c, 128 * x + 16 * c + 16)):
+                    fails.append('q split D %d: chunk %d reads columns %s' % (D, i, cols[:3]))
+                for t in range(2):
+                    at = (t * FCB + x) * 128 * 128 + r * 128 + ((c ^ (r & 7)) << 4)  # ROWS = 128, q_wg's offset 0
+                    if at in written:
+                        fails.append('q split D %d: chunk %d written twice' % (D, i))
+                    written[at] = (t, r, cols)
+        for t in range(2):
+            for r in range(64):
+                for kk in range(D // 32):
+                    cofs, kofs = kk >> 2, (kk & 3) * 32
+                    for h in range(2):  # the 32 bytes a k-step reads: logical chunks kofs / 16 + h of the row
+                        lc = kofs // 16 + h
+                        at = (t * FCB + cofs) * 128 * 128 + r * 128 + ((lc ^ (r & 7)) << 4)
+                        want = list(range(32 * kk + 16 * h, 32 * kk + 16 * h + 16))
+                        if written.get(at) != (t, r, want):
+                            fails.append('q split D %d: term %d row %d k-step %d reads %s' % (D, t, r, kk, written.get(at)))
+
+
 def main():
     fails = []
     m = cfg_macros()
@@ -215,11 +283,13 @@ def main():
         check_budgets(fails, m)
         check_fp8_widen(fails, m)
     check_q_boxes(fails)
+    check_q_split_e4m3(fails)
     check_epilogue(fails)
     check_division(fails)
     for f in fails[:20]:
         print('FAIL', f)
-    print('%d failures' % len(fails) if fails else 'ok: Q boxes, staged epilogue, division, fp8 widening, shared memory and registers')
+    print('%d failures' % len(fails) if fails else
+          'ok: Q boxes, the e4m3 Q split, staged epilogue, division, fp8 widening, shared memory and registers')
     return 1 if fails else 0
 
 
