@@ -260,10 +260,10 @@ __device__ __forceinline__ void ck_pfs_issue_s_e4m3(float (&s)[BN / 2], uint32_t
  * staging slot: CK_PFS_FP8_LAND) and the ring's two warps widen them into the stage as f16 (exact: every fp8 value is an
  * f16 value), the next tile's copies in flight meanwhile; the consumers rewrite each item's Q as f16 times a power of two
  * (ck_pfs_q_to_f16) and take the products in f16; K's scale joins the score scale, V's the output's factor.
- * KDIR (FP8, a bf16 Q, D 128 / 256): K's fp8 rows are read as they land by e4m3 products and each item's Q is rewritten as
+ * KD (FP8, a bf16 Q, D 128 / 256): K's fp8 rows are read as they land by e4m3 products and each item's Q is rewritten as
  * two e4m3 terms (ck_pfs_q_to_e4m3); only V is widened. Its products and widening cost less a tile, its Q more an item:
  * the plan takes it for items of many keys (cuda_attention_plan.c; docs/dev/cuda-prefill.md, session 22). */
-template <typename T, int D, bool DEC, int FP8 = 0, bool KDIR = false>
+template <typename T, int D, bool DEC, int FP8 = 0, bool KD = false>
 __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
 {
     constexpr bool F8 = FP8 != 0;
@@ -274,9 +274,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
      * 256): a tile's fp8 rows land in their stage's last FCB column blocks; else (D 64) in a staging slot (SG_BYTES) */
     constexpr int LB = D < 128 ? D : 128, FCB = D / LB;
     constexpr bool INPLACE = F8 && D >= 128;
-    /* KDIR: K's fp8 rows read as they land by e4m3 products, Q in two e4m3 terms (ck_pfs_q_to_e4m3: exact for bf16's 8
-     * significant bits, not for f16's 11); only V is widened */
-    constexpr bool KD = KDIR; /* (the name the kernel's comments use) */
+    /* KD: Q in two e4m3 terms is exact for bf16's 8 significant bits, not for f16's 11 (ck_pfs_q_to_e4m3) */
     static_assert(!KD || (INPLACE && ck_is_bf16<T>::value), "K read by e4m3 products: a bf16 Q over a D 128 / 256 fp8 cache");
     constexpr int NL = F8 ? CK_PFS_FP8_LAND(D) : 1, NLB = F8 ? 2 * NL : 0; /* landing slots a ring; their mbarriers */
     constexpr uint32_t Q_BYTES = ROWS * D * 2, KV_BYTES = BN * D * 2, SG_BYTES = F8 && !INPLACE ? BN * D : 0;
