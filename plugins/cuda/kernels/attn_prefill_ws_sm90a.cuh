@@ -100,12 +100,24 @@ template <> __device__ __forceinline__ void ck_unpack2<__nv_bfloat16>(uint32_t w
     hi = ck_bf16_bits_to_f32((uint16_t)(w >> 16));
 }
 
+/* The warpgroup's Q multiplier from each thread's largest biased exponent ex (of its live rows' finite elements):
+ * ck_fp8_qmul of the warps' largest (f16's power of two) times unit (a power of two for another format), negative with
+ * K's scale (so that the raw scores keep the true scores' order). The warps' exponents meet in qexp[4]: each warp's slot
+ * written once an item, read behind this barrier, rewritten only behind the caller's second one. */
+__device__ __forceinline__ float ck_pfs_wg_qmul(uint32_t ex, int wt, int *qexp, int bar_id, float k_scale, float unit)
+{
+    ex = __reduce_max_sync(0xffffffffu, ex);
+    if ((wt & 31) == 0) qexp[wt >> 5] = (int)ex;
+    asm volatile("bar.sync %0, 128;\n" ::"r"(bar_id) : "memory");
+    float qmul = ck_fp8_qmul((uint32_t)max(max(qexp[0], qexp[1]), max(qexp[2], qexp[3]))) * unit;
+    if (k_scale < 0.0f) qmul = -qmul;
+    return qmul;
+}
+
 /* The fp8 form's Q (FP8 below): each warpgroup's 64 rows of the slot at q_wg (T, column blocks ROWS x 128 bytes apart)
- * rewritten in place as f16 times qmul (ck_fp8_qmul of the live rows' largest finite |q|), with the sign of K's scale (so
- * the raw scores' order is the true scores'); returns qmul. The warps' largest exponents meet in qexp[4] (each warp's
- * slot written once an item, read behind the first barrier and rewritten only behind the second). wt: the thread within
- * the warpgroup; live: its live rows (the first ones; the rest are whatever the slot held: a Q box of hc heads x 128 /
- * hc tokens leaves 128 % hc rows unwritten); bar_id: the warpgroup's named barrier. */
+ * rewritten in place as f16 times qmul (ck_pfs_wg_qmul of the live rows' largest finite |q|); returns qmul. wt: the
+ * thread within the warpgroup; live: its live rows (the first ones; the rest are whatever the slot held: a Q box of hc
+ * heads x 128 / hc tokens leaves 128 % hc rows unwritten); bar_id: the warpgroup's named barrier. */
 template <typename T, int D, int ROWS>
 __device__ __forceinline__ float ck_pfs_q_to_f16(uint32_t q_wg, int wt, int live, int *qexp, int bar_id, float k_scale)
 {
@@ -125,11 +137,7 @@ __device__ __forceinline__ float ck_pfs_q_to_f16(uint32_t q_wg, int wt, int live
                 if (i / 8 < live) ex = max(ex, max(ck_finite_exp(lo), ck_finite_exp(hi)));
             }
         }
-    ex = __reduce_max_sync(0xffffffffu, ex);
-    if ((wt & 31) == 0) qexp[wt >> 5] = (int)ex;
-    asm volatile("bar.sync %0, 128;\n" ::"r"(bar_id) : "memory");
-    float qmul = ck_fp8_qmul((uint32_t)max(max(qexp[0], qexp[1]), max(qexp[2], qexp[3])));
-    if (k_scale < 0.0f) qmul = -qmul;
+    const float qmul = ck_pfs_wg_qmul(ex, wt, qexp, bar_id, k_scale, 1.0f);
 #pragma unroll
     for (int cb = 0; cb < CB; cb++)
 #pragma unroll
@@ -197,12 +205,9 @@ __device__ __forceinline__ float ck_pfs_q_to_e4m3(uint32_t q_wg, int wt, int liv
             if (r < live) ex = max(ex, max(ck_finite_exp(lo), ck_finite_exp(hi)));
         }
     }
-    ex = __reduce_max_sync(0xffffffffu, ex);
-    if ((wt & 31) == 0) qexp[wt >> 5] = (int)ex;
-    asm volatile("bar.sync %0, 128;\n" ::"r"(bar_id) : "memory"); /* also: every thread's reads of the slot are done */
-    /* ck_fp8_qmul's power of two for [2^13, 2^14), over 2^6 (a normal float for every exponent it returns) */
-    float qmul = ck_fp8_qmul((uint32_t)max(max(qexp[0], qexp[1]), max(qexp[2], qexp[3]))) * 0x1p-6f;
-    if (k_scale < 0.0f) qmul = -qmul;
+    /* f16's power of two for [2^13, 2^14) over 2^6 (a normal float for every exponent); its barrier also finds every
+     * thread's reads of the slot done */
+    const float qmul = ck_pfs_wg_qmul(ex, wt, qexp, bar_id, k_scale, 0x1p-6f);
 #pragma unroll
     for (int k = 0; k < NC; k++) {
         int r, x, c;
