@@ -161,6 +161,12 @@ if [ "${CONFORM:-1}" = 1 ]; then
     conform_attn "conform-cuda-fp8k-direct-b2.txt" "ATTNRT_CUDA_PREFILL_FP8K=direct ATTNRT_CUDA_PREFILL_BLOCKS=2" \
         ATTNRT_CUDA_PREFILL_FP8K=direct ATTNRT_CUDA_PREFILL_BLOCKS=2
     conform_attn "conform-cuda-fp8k-widen.txt" "ATTNRT_CUDA_PREFILL_FP8K=widen: K widened as V" ATTNRT_CUDA_PREFILL_FP8K=widen
+    # D 64's long-item form (192-key tiles; the plan's pick for items of thousands of keys) forced onto every D 64 case
+    # (also with two blocks walking the items), and the 128-key form forced where the plan takes it
+    conform_attn "conform-cuda-tile192.txt" "ATTNRT_CUDA_PREFILL_TILE=192: D 64 in 192-key tiles" ATTNRT_CUDA_PREFILL_TILE=192
+    conform_attn "conform-cuda-tile192-b2.txt" "ATTNRT_CUDA_PREFILL_TILE=192 ATTNRT_CUDA_PREFILL_BLOCKS=2" \
+        ATTNRT_CUDA_PREFILL_TILE=192 ATTNRT_CUDA_PREFILL_BLOCKS=2
+    conform_attn "conform-cuda-tile128.txt" "ATTNRT_CUDA_PREFILL_TILE=128: D 64 in 128-key tiles" ATTNRT_CUDA_PREFILL_TILE=128
     # every case on a stream: a mixed batch's decode kernel then starts in its prefill kernel's tail (a programmatic
     # dependent launch; on the NULL stream the launches stay plain)
     conform_attn "conform-cuda-streams.txt" "--streams: every case on a stream, mixed batches overlapped" --streams
@@ -366,6 +372,11 @@ if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v comput
         for f in attn-pf-ws-e4m3 attn-pf-ws-e5m2-kd attn-pf-ws-e4m3-d256-kd; do
             sanitize $tool $f kd "warp-specialized prefill, K by e4m3 products" ATTNRT_CUDA_PREFILL_FP8K=direct
             sanitize $tool $f kdb2 "warp-specialized prefill, K by e4m3 products, 2 blocks" ATTNRT_CUDA_PREFILL_FP8K=direct \
+                ATTNRT_CUDA_PREFILL_BLOCKS=2
+        done
+        for f in attn-pf-ws-d64-n192 attn-pf-ws-f16-n192; do
+            sanitize $tool $f n192 "warp-specialized prefill, D 64 in 192-key tiles" ATTNRT_CUDA_PREFILL_TILE=192
+            sanitize $tool $f n192b2 "warp-specialized prefill, D 64 in 192-key tiles, 2 blocks" ATTNRT_CUDA_PREFILL_TILE=192 \
                 ATTNRT_CUDA_PREFILL_BLOCKS=2
         done
         # a mixed batch on a stream (its decode kernel launched to overlap the prefill kernel; the prefill's blocks

@@ -19,6 +19,7 @@
 #define MIN_CHUNK 2      /* key tiles of a split at least */
 #define W8_MAX_KEYS 2048 /* 4-warp decode blocks of at most this many keys give way to 8-warp ones (below) */
 #define FP8K_MIN_MEAN_KEYS 1024 /* fp8 prefill items of at least this many keys on average read K by e4m3 products */
+#define LONG_MIN_MEAN_KEYS 2048 /* D 64 prefill items of at least this many keys on average take 192-key tiles */
 #define SPLIT_OVERHEAD 2 /* a decode block's fixed cost, in key tiles (see the split model below) */
 #define WS_DEC_MIN_TILES 8 /* row tiles of a pure decode batch of wide groups for the warp-specialized kernel (below) */
 
@@ -492,6 +493,15 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
      * session 22) */
     CUfunction kd = p->ws_fp8 && n_prefill ? cuda_prefill_ws_fp8_kd_kernel(d, &a, di) : NULL;
     if (kd && (d->k.prefill_fp8k_mode == 1 || prefill_keys >= FP8K_MIN_MEAN_KEYS * (int64_t)n_prefill)) p->f_prefill_ws = kd;
+    /* D 64: the long-item form (192-key tiles) where the items read at least LONG_MIN_MEAN_KEYS keys on average (a tile's
+     * fixed work over more keys; short items lose more to their masked last tile: docs/dev/cuda-prefill.md, session 23) */
+    uint32_t long_smem = 0;
+    CUfunction lf = p->f_prefill_ws && !p->ws_fp8 && !p->ws_decode && n_prefill ? cuda_prefill_ws_long_kernel(d, &a, t, &long_smem)
+                                                                                : NULL;
+    if (lf && (d->k.prefill_tile_mode == 192 || prefill_keys >= LONG_MIN_MEAN_KEYS * (int64_t)n_prefill)) {
+        p->f_prefill_ws = lf;
+        p->smem_prefill_ws = long_smem;
+    }
     p->n_prefill = (uint32_t)(p->ws_decode ? n_decode : n_prefill); /* the warp-specialized kernel's items */
     p->n_decode = p->ws_decode ? 0u : (uint32_t)n_decode;
     p->list_bytes = p->dec_splits ? 0 : (n_prefill + n_decode) * sizeof(ck_work_item_t);

@@ -68,6 +68,10 @@ typedef struct cuda_kernels {
     CUfunction prefill_ws_fp8_kd[2][CUDA_MMA_DIMS]; /* a bf16 Q's form reading K by e4m3 products (`_kd`, D 128 / 256):
                                                       [0 e4m3 / 1 e5m2][d]; the same shared memory */
     uint32_t   prefill_ws_fp8_smem[CUDA_MMA_DIMS];
+    CUfunction prefill_ws_long[2];             /* D 64's long-item form (`_n192`: 192-key tiles; 16-bit caches): [q type] */
+    uint32_t   prefill_ws_long_smem;
+    int        prefill_tile_mode;              /* ATTNRT_CUDA_PREFILL_TILE: 128 (never the long form), 192 (wherever it runs),
+                                                  else -1: the plan's rule by the keys an item reads */
     int        prefill_fp8k_mode;              /* ATTNRT_CUDA_PREFILL_FP8K: 0 `widen` (never `_kd`), 1 `direct` (wherever
                                                   it runs), else -1: the plan's rule by the keys an item reads */
     int        dec_ws_mode;                    /* ATTNRT_CUDA_DEC_WS: 0 never, 1 every decode batch it can take, else -1:

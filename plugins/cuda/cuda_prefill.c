@@ -14,6 +14,23 @@
 
 static const int pf_dims[CUDA_MMA_DIMS] = {64, 128, 256};
 
+static const char *const t_name[2] = {"f16", "bf16"};
+
+/* D 64's long-item form, ck_attn_prefill_ws_<f16|bf16>_d64_n192 */
+static attnrt_status_t load_long(cuda_dev_t *d, int optin)
+{
+    const uint32_t smem = ck_pfs_smem_bytes(64, 0, CK_PFS_BN_LONG);
+    if ((int)smem > optin) return ATTNRT_OK;
+    d->k.prefill_ws_long_smem = smem;
+    for (int t = 0; t < 2; t++) {
+        char name[48];
+        snprintf(name, sizeof name, "ck_attn_prefill_ws_%s_d64_n192", t_name[t]);
+        attnrt_status_t st = cuda_function_smem(d, CUDA_FAMILY_SM90A, name, smem, &d->k.prefill_ws_long[t]);
+        if (st != ATTNRT_OK) return st;
+    }
+    return ATTNRT_OK;
+}
+
 attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
 {
     const char *env = secure_getenv("ATTNRT_CUDA_PREFILL"), *dec_env = secure_getenv("ATTNRT_CUDA_DEC_WS");
@@ -28,9 +45,10 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
     d->k.prefill_ws_static = sched && strcmp(sched, "static") == 0;
     const char *fp8k = secure_getenv("ATTNRT_CUDA_PREFILL_FP8K");
     d->k.prefill_fp8k_mode = !fp8k ? -1 : !strcmp(fp8k, "widen") ? 0 : !strcmp(fp8k, "direct") ? 1 : -1;
+    const char *tile = secure_getenv("ATTNRT_CUDA_PREFILL_TILE");
+    d->k.prefill_tile_mode = !tile ? -1 : !strcmp(tile, "128") ? 128 : !strcmp(tile, "192") ? 192 : -1;
     int optin = 0;
     cuda_drv.DeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d->dev);
-    static const char *const t_name[2] = {"f16", "bf16"};
     for (int di = 0; di < CUDA_MMA_DIMS; di++) {
         const int D = pf_dims[di];
         /* the wgmma kernel where the device holds it, else the FA2 kernel, else (NULL) the general one */
@@ -47,7 +65,7 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
             if (st != ATTNRT_OK) return st;
         }
         /* the warp-specialized kernel beside it (ATTNRT_CUDA_PREFILL=wg: the wgmma kernel alone) */
-        const uint32_t smem_ws = ck_pfs_smem_bytes(D, 0);
+        const uint32_t smem_ws = ck_pfs_smem_bytes(D, 0, CK_PFS_BN(D));
         if (!use_wg || (env && strcmp(env, "wg") == 0) || (int)smem_ws > optin) continue;
         d->k.prefill_ws_smem[di] = smem_ws;
         for (int t = 0; t < 2; t++)
@@ -58,8 +76,12 @@ attnrt_status_t cuda_prefill_load(cuda_dev_t *d)
                                                         dec ? &d->k.prefill_ws_dec[t][di] : &d->k.prefill_ws[t][di]);
                 if (st != ATTNRT_OK) return st;
             }
+        if (D == 64) { /* its long-item form (192-key tiles) */
+            attnrt_status_t st = load_long(d, optin);
+            if (st != ATTNRT_OK) return st;
+        }
         /* its fp8-cache form */
-        const uint32_t smem_fp8 = ck_pfs_smem_bytes(D, 1);
+        const uint32_t smem_fp8 = ck_pfs_smem_bytes(D, 1, CK_PFS_BN(D));
         if ((int)smem_fp8 > optin) continue;
         d->k.prefill_ws_fp8_smem[di] = smem_fp8;
         for (int t = 0; t < 2; t++)
@@ -128,6 +150,13 @@ CUfunction cuda_prefill_ws_fp8_kd_kernel(const cuda_dev_t *d, const attnrt_atten
     const int kv = cuda_ck_dtype(a->key_cache->dtype);
     if (cuda_ck_dtype(a->query->dtype) != CK_BF16 || di < 0 || di >= CUDA_MMA_DIMS || d->k.prefill_fp8k_mode == 0) return NULL;
     return d->k.prefill_ws_fp8_kd[kv == CK_E5M2][di];
+}
+
+CUfunction cuda_prefill_ws_long_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int t, uint32_t *smem)
+{
+    if (a->query->shape[2] != 64 || d->k.prefill_tile_mode == 128 || !d->k.prefill_ws_long[t]) return NULL;
+    *smem = d->k.prefill_ws_long_smem;
+    return d->k.prefill_ws_long[t];
 }
 
 CUfunction cuda_prefill_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int t, int di, uint32_t *smem,

@@ -42,4 +42,8 @@ CUfunction cuda_prefill_ws_fp8_kernel(const cuda_dev_t *d, const attnrt_attentio
  * plan takes it by the keys its items read. */
 CUfunction cuda_prefill_ws_fp8_kd_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int di);
 
+/* Where cuda_prefill_ws_kernel takes a D 64 call: its long-item form (`_n192`, 192-key tiles, the same threads; its shared
+ * memory into *smem), or NULL (none built, ATTNRT_CUDA_PREFILL_TILE=128). The plan takes it by the keys its items read. */
+CUfunction cuda_prefill_ws_long_kernel(const cuda_dev_t *d, const attnrt_attention_args_t *a, int t, uint32_t *smem);
+
 #endif /* ATTNRT_CUDA_PREFILL_H */

@@ -35,6 +35,11 @@ static inline uint32_t ck_pfw_smem_bytes(int d)
 #define CK_PFS_KST 2 /* stages of the K ring */
 #define CK_PFS_VST 2 /* of the V ring (3 at D 128 measured the same: docs/dev/cuda-prefill.md, session 15) */
 #define CK_PFS_BN(d) ((d) == 256 ? 64 : 128)
+/* D 64's long-item form (`_n192`): 192-key tiles, each tile's fixed work (turns, waits, the row max, O's rescale) spread
+ * over 1.5x the keys: 5-10 % faster over items of thousands of keys, 6-14 % slower over items of 512-1024, whose masked
+ * last tile grows (the plan picks by the keys an item reads: docs/dev/cuda-prefill.md, session 23). Not at D 128 / 256:
+ * S + P + O would outgrow the consumers' registers; not over fp8 caches (4-9 % slower: the widening paces the tiles). */
+#define CK_PFS_BN_LONG 192
 /* Registers a thread after setmaxnreg, moved between warpgroups within the block's launch allocation (168 a thread x
  * 384: producer + 2 consumers <= 504, else setmaxnreg.inc waits for registers that never come): the producer
  * warpgroup walks the items (their descriptions, row ranges and block ids) in 72 without spilling, the consumers
@@ -57,13 +62,13 @@ static inline uint32_t ck_pfw_smem_bytes(int d)
 
 /* the kernel's layout: Q slots, K and V rings, the fp8 staging slots, mbarriers (full and empty of each stage and slot,
  * the fp8 landing slots', each slot's item published), the slots' item descriptions (ck_pf_block_t: 112 bytes), the stages' key counts and flags,
- * the slots' row ranges and key splits, the fp8 form's Q exponents (8 ints) */
-static inline uint32_t ck_pfs_smem_bytes(int d, int fp8)
+ * the slots' row ranges and key splits, the fp8 form's Q exponents (8 ints); bn: the kernel's keys a tile */
+static inline uint32_t ck_pfs_smem_bytes(int d, int fp8, int bn)
 {
     const uint32_t st = CK_PFS_KST + CK_PFS_VST, qst = CK_PFS_QST(d);
-    return 1024u + (uint32_t)((int)qst * CK_PF_ROWS + (int)st * CK_PFS_BN(d)) * (uint32_t)d * 2u + 16u * (st + qst) + 8u * qst +
+    return 1024u + (uint32_t)((int)qst * CK_PF_ROWS + (int)st * bn) * (uint32_t)d * 2u + 16u * (st + qst) + 8u * qst +
            112u * qst + 32u * st + 4u * ((st + 1u) & ~1u) + qst * CK_PF_ROWS * 8u + qst * 16u +
-           (fp8 ? (d == 64 ? 2u * (uint32_t)CK_PFS_BN(d) * (uint32_t)d : 0u) + 16u * (uint32_t)CK_PFS_FP8_LAND(d) + 32u : 0u);
+           (fp8 ? (d == 64 ? 2u * (uint32_t)bn * (uint32_t)d : 0u) + 16u * (uint32_t)CK_PFS_FP8_LAND(d) + 32u : 0u);
 }
 
 #endif /* ATTNRT_CUDA_PREFILL_WG_CFG_H */

@@ -589,6 +589,16 @@ static void directed_attention(cf_builder_t *b)
     c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-ws-e4m3-d256-kd", "130/130 40/300 1/90", 4, 2, 256, 256, 16);
     cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_E4M3);
     c->sinks = c->lse = 1;
+    /* D 64's long-item form (192-key tiles: 12 boxes of 16 keys, or 6 of 32), taken for items of 2048 keys and more on
+     * average: chunks over long contexts (a chunk's last item of 11 tokens, a causal edge inside a tile) beside a
+     * decode, sinks; an f16 Q with a window off the tile grid, f32 out */
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-ws-d64-n192", "75/2600 40/3137 1/2100", 8, 2, 64, 64, 16);
+    cf_directed_dtypes(c, CF_BF16, CF_BF16, CF_BF16);
+    c->sinks = c->lse = 1;
+    c = cf_directed_add(b, CF_OP_ATTENTION, "attn-pf-ws-f16-n192", "64/2500 33/2900", 8, 2, 64, 64, 32);
+    cf_directed_dtypes(c, CF_F16, CF_F32, CF_F16);
+    c->lse = 1;
+    c->window_left = 2300;
 }
 
 static void directed_cascade(cf_builder_t *b)

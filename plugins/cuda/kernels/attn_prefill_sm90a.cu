@@ -2,7 +2,7 @@
  * arch=compute_90a,code=sm_90a`, loaded on compute capability 9.0 devices only), picked by name by the host
  * (cuda_prefill.c): ck_attn_prefill_wg_<f16|bf16>_d<D> (attn_prefill_sm90a.cuh: two blocks a SM) and
  * ck_attn_prefill_ws_<f16|bf16>_d<D> (attn_prefill_ws_sm90a.cuh: warp-specialized, one block a SM; its fp8-cache
- * forms below). */
+ * forms below; D 64's long-item forms `_n192`). */
 #include "attn_prefill_sm90a.cuh"
 #include "attn_prefill_ws_sm90a.cuh"
 
@@ -67,3 +67,16 @@ CK_PFS_FP8_KD_KERNEL(e4m3, CK_E4M3, 128)
 CK_PFS_FP8_KD_KERNEL(e5m2, CK_E5M2, 128)
 CK_PFS_FP8_KD_KERNEL(e4m3, CK_E4M3, 256)
 CK_PFS_FP8_KD_KERNEL(e5m2, CK_E5M2, 256)
+
+/* D 64's long-item form (192-key tiles; the plan takes it for items of many keys): ck_attn_prefill_ws_<f16|bf16>_d64_n192.
+ * None over fp8 caches: there the producer's widening through D 64's one staging slot paces the tiles, and 192-key
+ * tiles measured 4-9 % slower (docs/dev/cuda-prefill.md, session 23). */
+#define CK_PFS_LONG_KERNEL(tname, T)                                                                      \
+    extern "C" __global__ void __launch_bounds__(CK_PFS_THREADS, 1)                                       \
+        ck_attn_prefill_ws_##tname##_d64_n192(const __grid_constant__ ck_attn_args_t a)                    \
+    {                                                                                                     \
+        ck_pdl_launch_dependents();                                                                       \
+        attn_prefill_ws<T, 64, false, 0, false, CK_PFS_BN_LONG>(a);                                       \
+    }
+CK_PFS_LONG_KERNEL(f16, __half)
+CK_PFS_LONG_KERNEL(bf16, __nv_bfloat16)

@@ -267,13 +267,14 @@ __device__ __forceinline__ void ck_pfs_issue_s_e4m3(float (&s)[BN / 2], uint32_t
  * (ck_pfs_q_to_f16) and take the products in f16; K's scale joins the score scale, V's the output's factor.
  * KD (FP8, a bf16 Q, D 128 / 256): K's fp8 rows are read as they land by e4m3 products and each item's Q is rewritten as
  * two e4m3 terms (ck_pfs_q_to_e4m3); only V is widened. Its products and widening cost less a tile, its Q more an item:
- * the plan takes it for items of many keys (cuda_attention_plan.c; docs/dev/cuda-prefill.md, session 22). */
-template <typename T, int D, bool DEC, int FP8 = 0, bool KD = false>
+ * the plan takes it for items of many keys (cuda_attention_plan.c; docs/dev/cuda-prefill.md, session 22).
+ * BN: keys a tile (CK_PFS_BN, or D 64's long-item form's CK_PFS_BN_LONG). */
+template <typename T, int D, bool DEC, int FP8 = 0, bool KD = false, int BN = CK_PFS_BN(D)>
 __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
 {
     constexpr bool F8 = FP8 != 0;
     typedef typename ck_qk_type<T, F8>::type TM; /* the products' operands */
-    constexpr int ROWS = CK_PF_ROWS, BN = CK_PFS_BN(D), KST = CK_PFS_KST, VST = CK_PFS_VST, QST = CK_PFS_QST(D);
+    constexpr int ROWS = CK_PF_ROWS, KST = CK_PFS_KST, VST = CK_PFS_VST, QST = CK_PFS_QST(D);
     constexpr int CPR = D / 8, NS = BN / 8, CB = D / 64; /* 16-byte chunks a row; n8 groups of S; column blocks */
     /* (F8) a landed fp8 row: FCB column blocks of LB bytes (the maps' boxes: at most 128 bytes a row). In place (D 128 /
      * 256): a tile's fp8 rows land in their stage's last FCB column blocks; else (D 64) in a staging slot (SG_BYTES) */
