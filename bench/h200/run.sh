@@ -8,7 +8,8 @@
 #   decode on the 16-key tensor-copy kernel and on _c4, and with ATTNRT_CUDA_DEC_W2=1 on the 2-warp twins of
 #   _t32, _c4 and fp8 D 64's _t, with ATTNRT_CUDA_DEC_WIDE=1 on the wide-group 32-row kernels (with and without
 #   tensor copies), with ATTNRT_CUDA_DEC_W8=1 on the 8-warp 16-bit D 128 kernel, with ATTNRT_CUDA_DEC_WS=1 every pure
-#   decode on the warp-specialized kernel (one block a SM, and two blocks); on failure again with every attention on the SIMT
+#   decode on the warp-specialized kernel (one block a SM, and two blocks); with ATTNRT_CUDA_PREFILL_FP8K=direct / =widen
+#   and ATTNRT_CUDA_PREFILL_TILE=192 / =128 each fp8-cache and D 64 prefill form forced; on failure again with every attention on the SIMT
 #   kernel, to tell a tensor-core bug from the rest); every attention case on a stream (--streams: mixed batches'
 #   overlapped launches); the graph-capture proof; mixed batches against their parts;
 #   the issue's shapes through attnrt-bench (or bench/h200/attn_timing.c when attnrt-bench is not
