@@ -496,8 +496,8 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     /* D 64: the long-item form (192-key tiles) where the items read at least LONG_MIN_MEAN_KEYS keys on average (a tile's
      * fixed work over more keys; short items lose more to their masked last tile: docs/dev/cuda-prefill.md, session 23) */
     uint32_t long_smem = 0;
-    CUfunction lf = p->f_prefill_ws && !p->ws_fp8 && !p->ws_decode && n_prefill ? cuda_prefill_ws_long_kernel(d, &a, t, &long_smem)
-                                                                                : NULL;
+    const int long_ok = p->f_prefill_ws && !p->ws_fp8 && !p->ws_decode && n_prefill;
+    CUfunction lf = long_ok ? cuda_prefill_ws_long_kernel(d, &a, t, &long_smem) : NULL;
     if (lf && (d->k.prefill_tile_mode == 192 || prefill_keys >= LONG_MIN_MEAN_KEYS * (int64_t)n_prefill)) {
         p->f_prefill_ws = lf;
         p->smem_prefill_ws = long_smem;

@@ -69,8 +69,8 @@ CK_PFS_FP8_KD_KERNEL(e4m3, CK_E4M3, 256)
 CK_PFS_FP8_KD_KERNEL(e5m2, CK_E5M2, 256)
 
 /* D 64's long-item form (192-key tiles; the plan takes it for items of many keys): ck_attn_prefill_ws_<f16|bf16>_d64_n192.
- * None over fp8 caches: there the producer's widening through D 64's one staging slot paces the tiles, and 192-key
- * tiles measured 4-9 % slower (docs/dev/cuda-prefill.md, session 23). */
+ * None over fp8 caches: there the producer's widening paces the tiles, and 192-key tiles measured 4-9 % slower (with two
+ * landing slots too: docs/dev/cuda-prefill.md, session 23). */
 #define CK_PFS_LONG_KERNEL(tname, T)                                                                      \
     extern "C" __global__ void __launch_bounds__(CK_PFS_THREADS, 1)                                       \
         ck_attn_prefill_ws_##tname##_d64_n192(const __grid_constant__ ck_attn_args_t a)                    \

@@ -18,7 +18,7 @@ changing the shapes below and commit its output: `python3 gen_wgmma_sm90a.py > w
 """
 import sys
 
-SS_N = (64, 128, 192)        # keys a tile (S = Q K^T)
+SS_N = (64, 128, 192)   # keys a tile (S = Q K^T; 192: D 64's long-item form)
 RS_N = (64, 128, 256)   # head dims (O += P V)
 TYPES = (("__half", "f16"), ("__nv_bfloat16", "bf16"))
 SS8_N = (64, 128)       # keys a tile (S = Q K^T over an fp8 cache)
