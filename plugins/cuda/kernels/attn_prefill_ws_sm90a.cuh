@@ -285,6 +285,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
     constexpr int NL = F8 ? CK_PFS_FP8_LAND(D) : 1, NLB = F8 ? 2 * NL : 0; /* landing slots a ring; their mbarriers */
     constexpr uint32_t Q_BYTES = ROWS * D * 2, KV_BYTES = BN * D * 2, SG_BYTES = F8 && !INPLACE ? BN * D : 0;
     static_assert(ROWS == 128 && BN % 64 == 0 && D % 64 == 0, "two consumer warpgroups of 64 rows; whole column blocks");
+    static_assert(BN <= 32 * 8, "a tile's block segments (boxes of 8 rows and more: ws_box_rows) fit a stage's 32 key counts");
     static_assert(!F8 || !DEC, "the fp8 form: the prefill form");
     static_assert(!INPLACE || (NL == KST && NL == VST), "each K / V stage its own landing slot");
     static_assert(sizeof(ck_pf_block_t) == 112, "ck_pfs_smem_bytes counts an item's description as 112 bytes");
