@@ -21,13 +21,43 @@ extern const unsigned char attnrt_cuda_fatbin_sm90a[];
 static const struct {
     const unsigned char *image;
     const char          *family;
+    const char          *file; /* the build's name for it (plugins/cuda/meson.build) */
 } families[CUDA_FAMILIES] = {
-    [CUDA_FAMILY_ATTENTION] = {attnrt_cuda_fatbin_attention, "attention"},
-    [CUDA_FAMILY_DECODE] = {attnrt_cuda_fatbin_decode, "decode"},
-    [CUDA_FAMILY_MLA] = {attnrt_cuda_fatbin_mla, "mla"},
-    [CUDA_FAMILY_LINEAR] = {attnrt_cuda_fatbin_linear, "linear"},
-    [CUDA_FAMILY_SM90A] = {attnrt_cuda_fatbin_sm90a, "sm_90a"},
+    [CUDA_FAMILY_ATTENTION] = {attnrt_cuda_fatbin_attention, "attention", "attnrt_cuda_kernels_attention.fatbin"},
+    [CUDA_FAMILY_DECODE] = {attnrt_cuda_fatbin_decode, "decode", "attnrt_cuda_kernels_decode.fatbin"},
+    [CUDA_FAMILY_MLA] = {attnrt_cuda_fatbin_mla, "mla", "attnrt_cuda_kernels_mla.fatbin"},
+    [CUDA_FAMILY_LINEAR] = {attnrt_cuda_fatbin_linear, "linear", "attnrt_cuda_kernels_linear.fatbin"},
+    [CUDA_FAMILY_SM90A] = {attnrt_cuda_fatbin_sm90a, "sm_90a", "attnrt_cuda_kernels_sm90a.fatbin"},
 };
+
+/* ATTNRT_CUDA_FATBIN_DIR (a developer switch for A/B runs of kernel variants on one plugin build: a variant's fatbin
+ * is a few MB where a second plugin is ~40): a family whose fatbin file (the build's name) is in that folder is
+ * loaded from it instead of the embedded image; the kernels are still looked up by name, so a fatbin of other
+ * sources fails loudly. *image_out: the file's bytes (the caller frees them once loaded), NULL where the file is
+ * absent. */
+static attnrt_status_t fatbin_override(const cuda_dev_t *d, int family, unsigned char **image_out)
+{
+    *image_out = NULL;
+    const char *dir = secure_getenv("ATTNRT_CUDA_FATBIN_DIR");
+    if (!dir || !*dir) return ATTNRT_OK;
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, families[family].file) >= (int)sizeof path)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda:%u: ATTNRT_CUDA_FATBIN_DIR is too long", d->index);
+    FILE *f = fopen(path, "rb");
+    if (!f) return ATTNRT_OK; /* this family keeps its embedded image */
+    unsigned char *buf = NULL;
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) &&
+        fread(buf, 1, (size_t)n, f) == (size_t)n) {
+        fclose(f);
+        *image_out = buf;
+        return ATTNRT_OK;
+    }
+    fclose(f);
+    const attnrt_status_t st = n > 0 && !buf ? ATTNRT_ERR_OUT_OF_MEMORY : ATTNRT_ERR_INVALID_ARGUMENT;
+    free(buf);
+    return plugin_fail(st, "cuda:%u: ATTNRT_CUDA_FATBIN_DIR: cannot read %s", d->index, path);
+}
 
 static const int mma_dims[CUDA_MMA_DIMS] = {64, 128, 256};
 
@@ -133,7 +163,14 @@ attnrt_status_t cuda_module_load(cuda_dev_t *d)
     for (int i = 0; i < CUDA_FAMILIES; i++) {
         /* sm_90a code runs on compute capability 9.0 only (not 8.x, not later chips) */
         if (i == CUDA_FAMILY_SM90A && !(d->k.mma_ok && d->cc_major == 9 && d->cc_minor == 0)) continue;
-        r = cuda_drv.ModuleLoadData(&d->modules[i], families[i].image);
+        unsigned char *file_image = NULL;
+        const attnrt_status_t ost = fatbin_override(d, i, &file_image);
+        if (ost != ATTNRT_OK) {
+            cuda_module_unload(d);
+            return ost;
+        }
+        r = cuda_drv.ModuleLoadData(&d->modules[i], file_image ? file_image : families[i].image);
+        free(file_image);
         if (r != CUDA_SUCCESS) {
             d->modules[i] = NULL;
             cuda_module_unload(d);

@@ -54,32 +54,44 @@ __device__ __forceinline__ uint64_t ck_wg_desc(uint32_t addr, uint32_t lbo, uint
            (uint64_t)((sbo >> 4) & 0x3fffu) << 32 | 1ull << 62;
 }
 
+/* The descriptor of the matrix `bytes` past d's (a multiple of 16): the start address field (bits 0-13, 16-byte units)
+ * plus bytes / 16 by one 32-bit add; no carry leaves the field (shared addresses are below 2^18). ck_wg_desc costs five
+ * dependent uniform instructions a product where its address changes from tile to tile (the warp-specialized kernel's
+ * issue turns held them; MLA's S 72 a k-step pair): docs/dev/cuda-prefill.md, session 24. */
+__device__ __forceinline__ uint64_t ck_wg_desc_at(uint64_t d, uint32_t bytes)
+{
+    return (d & 0xffffffff00000000ull) | (uint32_t)((uint32_t)d + (bytes >> 4));
+}
+
 /* ---- the tile steps both wgmma kernels take (this one and attn_prefill_ws_sm90a.cuh's) ------------------ */
 
-/* S = Q K^T of one warpgroup's 64 rows (Q rows from q_wg in a ROWS-row tile) and the BN keys of the tile at kb, issued
- * and committed (the caller fences): k-step kk reads 16 dims, column block kk / 4, 32 bytes in (the hardware applies
- * the swizzle to the address it forms). */
+/* The operands' descriptors at their bases (a product's is ck_wg_desc_at of one): a K tile (K-major, 128-byte rows; also
+ * Q's rows), a V tile (N = D spans D / 64 column blocks, BN x 128 bytes apart). */
+__device__ __forceinline__ uint64_t ck_pfw_desc_k(uint32_t at) { return ck_wg_desc(at, 16u, 1024u); }
+template <int BN> __device__ __forceinline__ uint64_t ck_pfw_desc_v(uint32_t vb) { return ck_wg_desc(vb, (uint32_t)BN * 128u, 1024u); }
+
+/* S = Q K^T of one warpgroup's 64 rows (Q rows from q_wg in a ROWS-row tile) and the BN keys of the tile at kd's base
+ * (ck_pfw_desc_k), issued and committed (the caller fences): k-step kk reads 16 dims, column block kk / 4, 32 bytes in
+ * (the hardware applies the swizzle to the address it forms). Q's descriptors are built whole: the same every tile of an
+ * item, ptxas keeps them in registers (by ck_wg_desc_at, D 64 prefill ran 1-4 % slower: session 24). */
 template <typename T, int D, int BN, int ROWS>
-__device__ __forceinline__ void ck_pfw_issue_s(float (&s)[BN / 2], uint32_t q_wg, uint32_t kb)
+__device__ __forceinline__ void ck_pfw_issue_s(float (&s)[BN / 2], uint32_t q_wg, uint64_t kd)
 {
 #pragma unroll
     for (int kk = 0; kk < D / 16; kk++) {
         const uint32_t cofs = (uint32_t)(kk >> 2), kofs = (uint32_t)(kk & 3) * 32u;
-        const uint64_t da = ck_wg_desc(q_wg + cofs * ROWS * 128u + kofs, 16u, 1024u);
-        const uint64_t db = ck_wg_desc(kb + cofs * BN * 128u + kofs, 16u, 1024u);
-        ck_wg_ss<T, BN>(s, da, db, kk > 0);
+        ck_wg_ss<T, BN>(s, ck_wg_desc(q_wg + cofs * ROWS * 128u + kofs, 16u, 1024u), ck_wg_desc_at(kd, cofs * BN * 128u + kofs), kk > 0);
     }
     ck_wg_commit();
 }
 
-/* O += P V of the tile whose V is at vb, issued and committed (the caller fences): k-step k2 reads keys 16 k2 ..
- * 16 k2 + 15 (two 8-row groups, 2048 bytes in); N = D spans D / 64 column blocks, BN x 128 bytes apart. */
+/* O += P V of the tile whose V is at vd's base (ck_pfw_desc_v), issued and committed (the caller fences): k-step k2
+ * reads keys 16 k2 .. 16 k2 + 15 (two 8-row groups, 2048 bytes in). */
 template <typename T, int D, int BN>
-__device__ __forceinline__ void ck_pfw_issue_pv(float (&o)[D / 2], const uint32_t (&pa)[BN / 16][4], uint32_t vb)
+__device__ __forceinline__ void ck_pfw_issue_pv(float (&o)[D / 2], const uint32_t (&pa)[BN / 16][4], uint64_t vd)
 {
 #pragma unroll
-    for (int k2 = 0; k2 < BN / 16; k2++)
-        ck_wg_rs<T, D>(o, pa[k2], ck_wg_desc(vb + (uint32_t)k2 * 2048u, (uint32_t)BN * 128u, 1024u));
+    for (int k2 = 0; k2 < BN / 16; k2++) ck_wg_rs<T, D>(o, pa[k2], ck_wg_desc_at(vd, (uint32_t)k2 * 2048u));
     ck_wg_commit();
 }
 
@@ -273,7 +285,7 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
 
         float s[BN / 2];
         ck_wg_fence();
-        ck_pfw_issue_s<T, D, BN, ROWS>(s, q_wg, kb);
+        ck_pfw_issue_s<T, D, BN, ROWS>(s, q_wg, ck_pfw_desc_k(kb));
         ck_wg_wait<0>();
         ck_wg_pin(s);
 
@@ -290,7 +302,7 @@ __device__ __forceinline__ void attn_prefill_wg(const ck_attn_args_t &a)
 #pragma unroll
             for (int i = 0; i < 4; i++) pa[k2][i] = pn[k2][i];
         ck_wg_fence();
-        ck_pfw_issue_pv<T, D, BN>(o, pa, sV0 + (uint32_t)st * KV_BYTES);
+        ck_pfw_issue_pv<T, D, BN>(o, pa, ck_pfw_desc_v<BN>(sV0 + (uint32_t)st * KV_BYTES));
 
         if (kt + 2 < b.n_tiles) ring.ahead(k0, kt, b.n_tiles);
         ck_wg_wait<0>(); /* before the next barrier: the stage is then free for tile kt+2 */

@@ -238,21 +238,20 @@ __device__ __forceinline__ float ck_pfs_q_to_e4m3(uint32_t q_wg, int wt, int liv
     return qmul;
 }
 
-/* S = Q K^T of one warpgroup's 64 rows over a tile of an fp8 cache's raw key rows (kb: FCB column blocks of BN 128-byte
- * rows, K-major, as they land), Q as ck_pfs_q_to_e4m3's two e4m3 terms at q_wg: per term and k-step kk of 32 dims,
- * column block kk / 4, 32 bytes in (ck_pfw_issue_s's addressing with fp8 elements). Issued and committed. */
+/* S = Q K^T of one warpgroup's 64 rows over a tile of an fp8 cache's raw key rows (kd's base: FCB column blocks of BN
+ * 128-byte rows, K-major, as they land), Q as ck_pfs_q_to_e4m3's two e4m3 terms at qd's base: per term and k-step kk of 32
+ * dims, column block kk / 4, 32 bytes in (ck_pfw_issue_s's addressing with fp8 elements). Issued and committed. */
 template <bool KE4M3, int D, int BN, int ROWS>
-__device__ __forceinline__ void ck_pfs_issue_s_e4m3(float (&s)[BN / 2], uint32_t q_wg, uint32_t kb)
+__device__ __forceinline__ void ck_pfs_issue_s_e4m3(float (&s)[BN / 2], uint64_t qd, uint64_t kd)
 {
     constexpr int FCB = D / 128;
 #pragma unroll
     for (int kk = 0; kk < D / 32; kk++) {
         const uint32_t cofs = (uint32_t)(kk >> 2), kofs = (uint32_t)(kk & 3) * 32u;
-        const uint64_t db = ck_wg_desc(kb + cofs * BN * 128u + kofs, 16u, 1024u);
+        const uint64_t db = ck_wg_desc_at(kd, cofs * BN * 128u + kofs);
 #pragma unroll
         for (int t = 0; t < 2; t++)
-            ck_wg_ss_e4m3<KE4M3, BN>(s, ck_wg_desc(q_wg + ((uint32_t)t * FCB + cofs) * ROWS * 128u + kofs, 16u, 1024u), db,
-                                     kk > 0 || t > 0);
+            ck_wg_ss_e4m3<KE4M3, BN>(s, ck_wg_desc_at(qd, ((uint32_t)t * FCB + cofs) * ROWS * 128u + kofs), db, kk > 0 || t > 0);
     }
     ck_wg_commit();
 }
@@ -638,14 +637,16 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             if (wg == 0) asm volatile("bar.arrive 3, 256;\n" ::: "memory");
             else if (!last) asm volatile("bar.arrive 2, 256;\n" ::: "memory");
         };
-        auto issue_s = [&](int kt) {
-            const uint32_t kb = sK0 + (uint32_t)((g0 + kt) % KST) * KV_BYTES;
-            if constexpr (KD) ck_pfs_issue_s_e4m3<FP8 == CK_E4M3, D, BN, ROWS>(s, q_wg, kb);
-            else ck_pfw_issue_s<TM, D, BN, ROWS>(s, q_wg, kb);
+        /* the descriptors of tile kt's K and of tile kt - 1's V (formed before the turn wait in the source: the order
+         * session 24 measured; ptxas places them), and their products */
+        const uint64_t qd = ck_pfw_desc_k(q_wg);
+        auto desc_s = [&](int kt) { return ck_pfw_desc_k(sK0 + (uint32_t)((g0 + kt) % KST) * KV_BYTES); };
+        auto desc_pv = [&](int kt) { return ck_pfw_desc_v<BN>(sV0 + (uint32_t)((g0 + kt - 1) % VST) * KV_BYTES); };
+        auto issue_s = [&](uint64_t kd) {
+            if constexpr (KD) ck_pfs_issue_s_e4m3<FP8 == CK_E4M3, D, BN, ROWS>(s, qd, kd);
+            else ck_pfw_issue_s<TM, D, BN, ROWS>(s, q_wg, kd);
         };
-        auto issue_pv = [&](int kt) { /* tile kt - 1's */
-            ck_pfw_issue_pv<TM, D, BN>(o, pa, sV0 + (uint32_t)((g0 + kt - 1) % VST) * KV_BYTES);
-        };
+        auto issue_pv = [&](uint64_t vd) { ck_pfw_issue_pv<TM, D, BN>(o, pa, vd); };
         /* O times the last softmax's factors, before its P V is issued (every row, every tile: no branch near the
          * products in flight, which would serialize them) */
         auto scale_o = [&] { ck_pfw_scale_o<D>(o, alpha); };
@@ -700,9 +701,10 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             if (wg == 1) asm volatile("bar.arrive 2, 256;\n" ::: "memory"); /* warpgroup 0 issues first */
             /* tile 0: S and its softmax */
             wait_k(0);
+            uint64_t kd = desc_s(0), vd;
             turn_wait();
             ck_wg_fence();
-            issue_s(0);
+            issue_s(kd);
             turn_pass(false);
             ck_wg_wait<0>();
             ck_wg_pin(s);
@@ -719,10 +721,12 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
                 wait_v(kt);
                 wait_k(kt);
                 scale_o();
+                kd = desc_s(kt);
+                vd = desc_pv(kt);
                 turn_wait();
                 ck_wg_fence();
-                issue_s(kt);
-                issue_pv(kt);
+                issue_s(kd);
+                issue_pv(vd);
                 turn_pass(false);
                 ck_wg_wait<1>();
                 ck_wg_pin(s);
@@ -740,9 +744,10 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             /* the last tile's P V */
             wait_v(nt);
             scale_o();
+            vd = desc_pv(nt);
             turn_wait();
             ck_wg_fence();
-            issue_pv(nt);
+            issue_pv(vd);
             turn_pass(true);
             ck_wg_wait<0>();
             ck_wg_pin(o);

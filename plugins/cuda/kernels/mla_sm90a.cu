@@ -201,6 +201,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     const uint32_t raw = ck_smem(ck_mla_wg_dyn), base = (raw + 1023u) & ~1023u;
     unsigned char *smem = ck_mla_wg_dyn + (base - raw);
     const uint32_t sQ = base, sK = base + ROWS * D * 2; /* sK: [2 stages][9 column blocks][BN rows][128 B] */
+    const uint64_t qd = ck_wg_desc(sQ, 16u, 1024u);    /* Q's base descriptor: each k-step's is ck_wg_desc_at of it */
     uint64_t *saddr = (uint64_t *)(smem + ROWS * D * 2 + 2 * TILE); /* [SLOTS][BN] row address, 0: no key */
     int32_t *spos = (int32_t *)(saddr + SLOTS * BN);               /* [SLOTS][BN] key position, -1: no key */
     float2 *sfac = (float2 *)(spos + SLOTS * BN);                  /* [128] the rows' factor: alpha, then 1 / l */
@@ -401,12 +402,13 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
         /* S = Q C^T: k-step kk reads 16 dims: column block kk / 4, 32 bytes in (the hardware applies the
          * swizzle to the address it forms) */
         float s[BN / 2];
+        const uint64_t kd = ck_wg_desc(kb, 16u, 1024u);
         auto issue_s = [&](auto k0, auto k1) { /* k-steps k0 .. k1 - 1 (ck_mlaw_int: unrolled) as one group */
             ck_wg_fence();
 #pragma unroll
             for (int kk = decltype(k0)::value; kk < decltype(k1)::value; kk++) {
                 const uint32_t ofs = (uint32_t)(kk >> 2) * CB + (uint32_t)(kk & 3) * 32u;
-                ck_wg_ss<T, BN>(s, ck_wg_desc(sQ + ofs, 16u, 1024u), ck_wg_desc(kb + ofs, 16u, 1024u), kk > 0);
+                ck_wg_ss<T, BN>(s, ck_wg_desc_at(qd, ofs), ck_wg_desc_at(kd, ofs), kk > 0);
             }
             ck_wg_commit();
         };
@@ -531,10 +533,10 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
                 o[4 * n + 3] *= al[1];
             }
         }
-        const uint32_t vb = kb + (uint32_t)wg * 4u * CB;
+        const uint64_t vd = ck_wg_desc(kb + (uint32_t)wg * 4u * CB, CB, 1024u);
         ck_wg_fence();
 #pragma unroll
-        for (int k2 = 0; k2 < NP / 2; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc(vb + (uint32_t)k2 * 2048u, CB, 1024u));
+        for (int k2 = 0; k2 < NP / 2; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc_at(vd, (uint32_t)k2 * 2048u));
         ck_wg_commit();
         if constexpr (SPLIT) {
             /* the second half of P: warpgroup 0 forms it while the tensor cores run the first half's P V */
@@ -567,7 +569,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             }
             ck_wg_fence();
 #pragma unroll
-            for (int k2 = NP / 2; k2 < BN / 16; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc(vb + (uint32_t)k2 * 2048u, CB, 1024u));
+            for (int k2 = NP / 2; k2 < BN / 16; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc_at(vd, (uint32_t)k2 * 2048u));
             ck_wg_commit();
         }
         if (F8 && (wg == 1 || F8ALL) && j + 1 < n_tiles) {
