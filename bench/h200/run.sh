@@ -11,7 +11,8 @@
 #   decode on the warp-specialized kernel (one block a SM, and two blocks); with ATTNRT_CUDA_PREFILL_FP8K=direct / =widen
 #   and ATTNRT_CUDA_PREFILL_TILE=192 / =128 each fp8-cache and D 64 prefill form forced; on failure again with every attention on the SIMT
 #   kernel, to tell a tensor-core bug from the rest); every attention case on a stream (--streams: mixed batches'
-#   overlapped launches); the graph-capture proof; mixed batches against their parts;
+#   overlapped launches); ATTNRT_CUDA_FATBIN_DIR's refusal of an unreadable fatbin; the graph-capture proof; mixed
+#   batches against their parts;
 #   the issue's shapes through attnrt-bench (or bench/h200/attn_timing.c when attnrt-bench is not
 #   built); PyTorch's SDPA (flash, cuDNN) on the same shapes with dense KV; a table in $OUT/h200.md.
 #
@@ -189,6 +190,15 @@ if [ "${CONFORM:-1}" = 1 ]; then
     fi
 else
     note "conformance: skipped (CONFORM=0)"
+fi
+
+step "ATTNRT_CUDA_FATBIN_DIR: an unreadable fatbin must fail the device's open with a message (docs/backends/cuda.md)"
+mkdir -p /tmp/attnrt-badfatbin && : > /tmp/attnrt-badfatbin/attnrt_cuda_kernels_sm90a.fatbin
+ATTNRT_CUDA_FATBIN_DIR=/tmp/attnrt-badfatbin ATTNRT_PLUGIN_PATH="$BUILD/plugins/cuda" "$BUILD/tools/attnrt-info" > "$OUT/fatbin-dir-bad.txt" 2>&1
+if grep -q "ATTNRT_CUDA_FATBIN_DIR: cannot read /tmp/attnrt-badfatbin/attnrt_cuda_kernels_sm90a.fatbin" "$OUT/fatbin-dir-bad.txt"; then
+    note "fatbin dir, unreadable file: refused with its message (PASSED)"
+else
+    note "fatbin dir, unreadable file: FAILED (no refusal message; see fatbin-dir-bad.txt)"
 fi
 
 step "graph capture (Driver API capture of kv_write + attention_run, replay, bit-exact)"
