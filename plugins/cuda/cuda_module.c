@@ -21,13 +21,13 @@ extern const unsigned char attnrt_cuda_fatbin_sm90a[];
 static const struct {
     const unsigned char *image;
     const char          *family;
-    const char          *file; /* the build's name for it (plugins/cuda/meson.build) */
+    const char          *build; /* the build's name for it: attnrt_cuda_kernels_<build>.fatbin (plugins/cuda/meson.build) */
 } families[CUDA_FAMILIES] = {
-    [CUDA_FAMILY_ATTENTION] = {attnrt_cuda_fatbin_attention, "attention", "attnrt_cuda_kernels_attention.fatbin"},
-    [CUDA_FAMILY_DECODE] = {attnrt_cuda_fatbin_decode, "decode", "attnrt_cuda_kernels_decode.fatbin"},
-    [CUDA_FAMILY_MLA] = {attnrt_cuda_fatbin_mla, "mla", "attnrt_cuda_kernels_mla.fatbin"},
-    [CUDA_FAMILY_LINEAR] = {attnrt_cuda_fatbin_linear, "linear", "attnrt_cuda_kernels_linear.fatbin"},
-    [CUDA_FAMILY_SM90A] = {attnrt_cuda_fatbin_sm90a, "sm_90a", "attnrt_cuda_kernels_sm90a.fatbin"},
+    [CUDA_FAMILY_ATTENTION] = {attnrt_cuda_fatbin_attention, "attention", "attention"},
+    [CUDA_FAMILY_DECODE] = {attnrt_cuda_fatbin_decode, "decode", "decode"},
+    [CUDA_FAMILY_MLA] = {attnrt_cuda_fatbin_mla, "mla", "mla"},
+    [CUDA_FAMILY_LINEAR] = {attnrt_cuda_fatbin_linear, "linear", "linear"},
+    [CUDA_FAMILY_SM90A] = {attnrt_cuda_fatbin_sm90a, "sm_90a", "sm90a"},
 };
 
 /* ATTNRT_CUDA_FATBIN_DIR (a developer switch for A/B runs of kernel variants on one plugin build: a variant's fatbin
@@ -41,7 +41,7 @@ static attnrt_status_t fatbin_override(const cuda_dev_t *d, int family, unsigned
     const char *dir = secure_getenv("ATTNRT_CUDA_FATBIN_DIR");
     if (!dir || !*dir) return ATTNRT_OK;
     char path[4096];
-    if (snprintf(path, sizeof path, "%s/%s", dir, families[family].file) >= (int)sizeof path)
+    if (snprintf(path, sizeof path, "%s/attnrt_cuda_kernels_%s.fatbin", dir, families[family].build) >= (int)sizeof path)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda:%u: ATTNRT_CUDA_FATBIN_DIR is too long", d->index);
     FILE *f = fopen(path, "rb");
     if (!f) return ATTNRT_OK; /* this family keeps its embedded image */
