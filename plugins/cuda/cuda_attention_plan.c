@@ -424,11 +424,23 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
      * B256 x 2048 -1.4..-2.8 %, B16 x 32768 (16384 a block) -2.3..-4.3 %, 8192 a block -2.5..+0.7 %; 4096 tied
      * or slower at cache block 16, but -1.6 % at block 64 in session 12 and -2.3 % in 2-warp blocks in session 14, where
      * a box is 32 rows: so 32-key tiles to 4096 keys where the cache's blocks are a multiple of 32 rows).
+     * Unsplit batches of more row tiles than one round holds take 32-key tiles where their blocks read at least 8192
+     * keys, or where they are more than one round of the 2-warp twin (session 26: B64 / B128 / B96 x 8192, B64 x 16384,
+     * B40 x 12288 -1..-3 % against 16-key tiles; B128 / B256 x 4096 -1.3 / -2.3 % against `_c4`; B64 x 4096, one round
+     * of 2-warp blocks, +1 %: `_c4` stays there).
      * ATTNRT_CUDA_DEC_FP8_TILE=32 / 16 / c4 (d->k.dec_fp8_force, read at load) forces one (A/B, conformance). */
     const int64_t block_keys = (chunk_tiles < longest ? chunk_tiles : longest) * DECODE_BN;
     const int box32 = a.key_cache->shape[1] % 32 == 0;
+    CUfunction t32_w2 = d->k.dec_w2[t][CUDA_DEC_W2_FP8_D128_T32];
+    int t32_rounds = 0; /* unsplit, more than one round: 32-key tiles whatever the block length (above) */
+    if (p->fp8 && p->head_dim_qk == 128 && p->head_dim_v == 128 && chunk_tiles >= longest && dec_tiles > resident &&
+        t32_w2) {
+        const uint32_t smem2 = d->k.dec_w2_smem[CUDA_DEC_W2_FP8_D128_T32];
+        const int64_t res2 = st == ATTNRT_OK ? resident_blocks(d, t32_w2, 64, smem2) : 0;
+        t32_rounds = block_keys >= 8192 || (res2 > 0 && dec_tiles > res2);
+    }
     const int fp8_tv = d->k.dec_fp8_force  ? d->k.dec_fp8_force
-                       : block_keys <= (box32 ? 4096 : 2048) ? CUDA_DEC_TMA_FP8_D128_T32
+                       : block_keys <= (box32 ? 4096 : 2048) || t32_rounds ? CUDA_DEC_TMA_FP8_D128_T32
                        : block_keys >= 8192 ? CUDA_DEC_TMA_FP8_D128_T16
                                             : -1;
     if (p->fp8 && p->head_dim_qk == 128 && p->head_dim_v == 128 && longest > 0) use_tma_kernel(d, p, &a, t, fp8_tv);
