@@ -11,8 +11,10 @@
  *   vf_load_f16/bf16/e4m3/e5m2(p)  VL stored elements -> VL floats (fp8 without its scale)
  *   SIMD_TABLE              the name of the table to define (cpu_simd_avx512, ...)
  *   SIMD_ISA, SIMD_NAME     its cpu_isa_t and name
- *   WIDE_KEYB               keys per wide score micro-kernel (2 row vectors x WIDE_KEYB accumulators)
- *   WIDE_PCV                value vectors per wide PV micro-kernel (4 rows x WIDE_PCV accumulators)
+ *   WIDE_KEYB               keys per wide score micro-kernel (WIDE_ROWV row vectors x WIDE_KEYB accumulators)
+ *   WIDE_ROWV               (optional, default 2) row vectors per wide score micro-kernel
+ *   WIDE_PCV                value vectors per wide PV micro-kernel (WIDE_PVR rows x WIDE_PCV accumulators)
+ *   WIDE_PVR                (optional, default 4; even) rows per wide PV micro-kernel
  *   NARROW_DB               value vectors per narrow PV step (4 rows x NARROW_DB accumulators)
  *   NARROW_KB               keys per narrow score step (4 rows x NARROW_KB accumulators)
  *   VF_HAS_HSUM4            (optional) vf_hsum4(a, b, c, d, out[4]) is defined: four sums at once
@@ -44,9 +46,16 @@ KI void vf_hsum4(VF a, VF b, VF c, VF d, float out[4])
     out[3] = vf_hsum(d);
 }
 #endif
+#ifndef WIDE_ROWV
 #define WIDE_ROWV 2
+#endif
+#ifndef WIDE_PVR
+#define WIDE_PVR 4
+#endif
 
-#if CPU_WIDE_ROW_ALIGN % (WIDE_ROWV * VL) != 0 || CPU_ATTN_CHUNK % WIDE_KEYB != 0 || CPU_DIM_ALIGN % VL != 0
+/* rows_pad (a multiple of CPU_WIDE_ROW_ALIGN) ends in a block of fewer row vectors / an even number of rows */
+#if CPU_WIDE_ROW_ALIGN % VL != 0 || CPU_WIDE_ROW_ALIGN % 2 != 0 || WIDE_PVR % 2 != 0 || WIDE_ROWV > 3 || \
+    CPU_ATTN_CHUNK % WIDE_KEYB != 0 || CPU_DIM_ALIGN % VL != 0
 #error "micro-kernel shapes do not tile the scratch layout"
 #endif
 
@@ -483,43 +492,57 @@ KI void wide_pack_k(const cpu_tile_t *t, const cpu_kv_chunk_t *c, const dc_kind_
 
 static void wide_pack(const cpu_tile_t *t, const cpu_kv_chunk_t *c) { BY_KIND(c->kind, wide_pack_k, t, c) }
 
-/* s[j][r] = sum_d qt[d][r] kc[j][d]: WIDE_ROWV row vectors x WIDE_KEYB keys of accumulators. The
- * next chunk's rows are prefetched one piece per micro-kernel call (paced: a burst would stall). */
+/* s[j][r] = sum_d qt[d][r] kc[j][d] for rows r0 .. r0 + rv VL, keys j0 .. j0 + WIDE_KEYB: rv row vectors x
+ * WIDE_KEYB keys of accumulators, each query vector loaded once for WIDE_KEYB broadcast keys. */
+KI void wide_scores_block(const cpu_tile_t *t, int r0, int j0, const int rv)
+{
+    const int ld = t->ld, kld = t->dqk_pad, dq = t->dqk;
+    VF acc[WIDE_KEYB][WIDE_ROWV];
+#pragma GCC unroll 16
+    for (int k = 0; k < WIDE_KEYB; k++)
+#pragma GCC unroll 3
+        for (int v = 0; v < rv; v++) acc[k][v] = vf_zero();
+    const float *qt = t->q + r0;
+    const float *kc = t->kc + (size_t)j0 * (size_t)kld;
+    for (int d = 0; d < dq; d++) {
+        VF qv[WIDE_ROWV];
+#pragma GCC unroll 3
+        for (int v = 0; v < rv; v++) qv[v] = vf_loadu(qt + (size_t)d * (size_t)ld + v * VL);
+#pragma GCC unroll 16
+        for (int k = 0; k < WIDE_KEYB; k++) {
+            const VF kb = vf_set1(kc[(size_t)k * (size_t)kld + d]);
+#pragma GCC unroll 3
+            for (int v = 0; v < rv; v++) acc[k][v] = vf_fma(qv[v], kb, acc[k][v]);
+        }
+    }
+    float *s = t->s + (size_t)j0 * (size_t)ld + r0;
+#pragma GCC unroll 16
+    for (int k = 0; k < WIDE_KEYB; k++)
+#pragma GCC unroll 3
+        for (int v = 0; v < rv; v++) vf_storeu(s + (size_t)k * (size_t)ld + v * VL, acc[k][v]);
+}
+
+/* Every row's scores: WIDE_ROWV row vectors at a time, the last ones two (four left: 2 + 2, not 3 + 1) or one at a
+ * time. The next chunk's rows are prefetched one piece per micro-kernel call (paced: a burst would stall). */
 static void wide_scores(const cpu_tile_t *t, const cpu_kv_chunk_t *c, int n)
 {
     int pf = 0;
-    const int ld = t->ld, kld = t->dqk_pad, dq = t->dqk;
     const int n_pad = (n + WIDE_KEYB - 1) / WIDE_KEYB * WIDE_KEYB;
-    for (int r0 = 0; r0 < t->rows_pad; r0 += WIDE_ROWV * VL) {
+    for (int r0 = 0, rv = 0; r0 < t->rows_pad; r0 += rv * VL) {
+        const int rem = (t->rows_pad - r0) / VL; /* row vectors left */
+        rv = rem >= WIDE_ROWV && rem != 4 ? WIDE_ROWV : rem >= 2 ? 2 : 1;
         for (int j0 = 0; j0 < n_pad; j0 += WIDE_KEYB) {
             if (pf < c->pf_n) {
                 prefetch_row(c->pf_score[pf], c->pf_score_bytes);
                 prefetch_row(c->pf_value[pf], c->pf_value_bytes);
                 pf++;
             }
-            VF acc[WIDE_KEYB][WIDE_ROWV];
-#pragma GCC unroll 16
-            for (int k = 0; k < WIDE_KEYB; k++)
-#pragma GCC unroll 2
-                for (int v = 0; v < WIDE_ROWV; v++) acc[k][v] = vf_zero();
-            const float *qt = t->q + r0;
-            const float *kc = t->kc + (size_t)j0 * (size_t)kld;
-            for (int d = 0; d < dq; d++) {
-                VF qv[WIDE_ROWV];
-#pragma GCC unroll 2
-                for (int v = 0; v < WIDE_ROWV; v++) qv[v] = vf_loadu(qt + (size_t)d * (size_t)ld + v * VL);
-#pragma GCC unroll 16
-                for (int k = 0; k < WIDE_KEYB; k++) {
-                    const VF kb = vf_set1(kc[(size_t)k * (size_t)kld + d]);
-#pragma GCC unroll 2
-                    for (int v = 0; v < WIDE_ROWV; v++) acc[k][v] = vf_fma(qv[v], kb, acc[k][v]);
-                }
-            }
-            float *s = t->s + (size_t)j0 * (size_t)ld + r0;
-#pragma GCC unroll 16
-            for (int k = 0; k < WIDE_KEYB; k++)
-#pragma GCC unroll 2
-                for (int v = 0; v < WIDE_ROWV; v++) vf_storeu(s + (size_t)k * (size_t)ld + v * VL, acc[k][v]);
+            if (rv == WIDE_ROWV)
+                wide_scores_block(t, r0, j0, WIDE_ROWV);
+            else if (rv == 2)
+                wide_scores_block(t, r0, j0, 2);
+            else
+                wide_scores_block(t, r0, j0, 1);
         }
     }
     for (; pf < c->pf_n; pf++) { /* few rows: the pieces left */
@@ -528,14 +551,14 @@ static void wide_scores(const cpu_tile_t *t, const cpu_kv_chunk_t *c, int n)
     }
 }
 
-/* o[r0 .. r0+4)[c0 .. c0 + nb*VL) = alpha_r o + sum_j p[j][r] vc[j]. */
-KI void wide_pv_block(const cpu_tile_t *t, int n, int r0, int c0, const int nb)
+/* o[r0 .. r0+nr)[c0 .. c0 + nb*VL) = alpha_r o + sum_j p[j][r] vc[j]. */
+KI void wide_pv_block(const cpu_tile_t *t, int n, int r0, int c0, const int nr, const int nb)
 {
     const int ld = t->ld, vld = t->dv_pad;
-    VF acc[4][WIDE_PCV];
+    VF acc[WIDE_PVR][WIDE_PCV];
     float *o = t->o + (size_t)r0 * (size_t)vld + c0;
-#pragma GCC unroll 4
-    for (int r = 0; r < 4; r++) {
+#pragma GCC unroll 8
+    for (int r = 0; r < nr; r++) {
         const VF a = vf_set1(t->alpha[r0 + r]);
 #pragma GCC unroll 4
         for (int b = 0; b < nb; b++) acc[r][b] = vf_mul(a, vf_loadu(o + r * vld + b * VL));
@@ -546,17 +569,31 @@ KI void wide_pv_block(const cpu_tile_t *t, int n, int r0, int c0, const int nb)
         VF v[WIDE_PCV];
 #pragma GCC unroll 4
         for (int b = 0; b < nb; b++) v[b] = vf_loadu(vc + (size_t)j * (size_t)vld + b * VL);
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) {
+#pragma GCC unroll 8
+        for (int r = 0; r < nr; r++) {
             const VF pr = vf_set1(p[(size_t)j * (size_t)ld + r]);
 #pragma GCC unroll 4
             for (int b = 0; b < nb; b++) acc[r][b] = vf_fma(pr, v[b], acc[r][b]);
         }
     }
-#pragma GCC unroll 4
-    for (int r = 0; r < 4; r++)
+#pragma GCC unroll 8
+    for (int r = 0; r < nr; r++)
 #pragma GCC unroll 4
         for (int b = 0; b < nb; b++) vf_storeu(o + r * vld + b * VL, acc[r][b]);
+}
+
+/* Rows r0 .. r0 + nr of the P.V update over every value column: WIDE_PCV vectors at a time, then the rest. */
+KI void wide_pv_rows(const cpu_tile_t *t, int n, int r0, const int nr)
+{
+    const int vecs = (t->dv + VL - 1) / VL; /* dv_pad is a stride; pack zeroed the columns up to it */
+    int b = 0;
+    for (; b + WIDE_PCV <= vecs; b += WIDE_PCV) wide_pv_block(t, n, r0, b * VL, nr, WIDE_PCV);
+    switch (vecs - b) { /* CPU_DIM_ALIGN keeps this below WIDE_PCV */
+    case 3: wide_pv_block(t, n, r0, b * VL, nr, 3 < WIDE_PCV ? 3 : WIDE_PCV); break;
+    case 2: wide_pv_block(t, n, r0, b * VL, nr, 2 < WIDE_PCV ? 2 : WIDE_PCV); break;
+    case 1: wide_pv_block(t, n, r0, b * VL, nr, 1); break;
+    default: break;
+    }
 }
 
 static void wide_update(const cpu_tile_t *t, int n)
@@ -580,17 +617,11 @@ static void wide_update(const cpu_tile_t *t, int n)
         vf_storeu(t->l + r, vf_fma(vf_loadu(t->l + r), alpha, sum));
         vf_storeu(t->m + r, cm);
     }
-    const int vecs = (t->dv + VL - 1) / VL; /* dv_pad is a stride; pack zeroed the columns up to it */
-    for (int r0 = 0; r0 < t->rows_pad; r0 += 4) {
-        int b = 0;
-        for (; b + WIDE_PCV <= vecs; b += WIDE_PCV) wide_pv_block(t, n, r0, b * VL, WIDE_PCV);
-        switch (vecs - b) { /* CPU_DIM_ALIGN keeps this below WIDE_PCV */
-        case 3: wide_pv_block(t, n, r0, b * VL, 3 < WIDE_PCV ? 3 : WIDE_PCV); break;
-        case 2: wide_pv_block(t, n, r0, b * VL, 2 < WIDE_PCV ? 2 : WIDE_PCV); break;
-        case 1: wide_pv_block(t, n, r0, b * VL, 1); break;
-        default: break;
-        }
-    }
+    /* WIDE_PVR rows at a time; rows_pad is even, so the rest is an even count below WIDE_PVR (6: 2 or 4) */
+    int r0 = 0;
+    for (; r0 + WIDE_PVR <= t->rows_pad; r0 += WIDE_PVR) wide_pv_rows(t, n, r0, WIDE_PVR);
+    for (; r0 + 4 <= t->rows_pad; r0 += 4) wide_pv_rows(t, n, r0, 4 < WIDE_PVR ? 4 : WIDE_PVR);
+    for (; r0 < t->rows_pad; r0 += 2) wide_pv_rows(t, n, r0, 2);
 }
 
 const cpu_simd_t SIMD_TABLE = {
