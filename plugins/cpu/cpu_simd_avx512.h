@@ -113,9 +113,9 @@ static inline VF vf_exp(VF x)
 }
 
 #define WIDE_KEYB 8
-#define WIDE_ROWV 3 /* 24 score accumulators: 11 loads a 24 FMAs (2 x 8: 10 a 16, 25-60 % slower on Ice Lake) */
+#define WIDE_ROWV 3 /* 24 score accumulators, 11 loads a 24 FMAs: 2 x 8 (10 a 16) ran 17-40 % slower on Ice Lake */
 #define WIDE_PCV 4
-#define WIDE_PVR 6  /* 24 P.V accumulators: 4 value loads + 6 broadcasts a 24 FMAs (4 rows: 14 % slower there) */
+#define WIDE_PVR 6  /* 24 P.V accumulators, 4 value loads + 6 broadcasts a 24 FMAs: 4 rows 13 % slower there */
 #define NARROW_DB 4
 #define NARROW_KB 4
 

@@ -431,7 +431,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
      * ATTNRT_CUDA_DEC_FP8_TILE=32 / 16 / c4 (d->k.dec_fp8_force, read at load) forces one (A/B, conformance). */
     const int64_t block_keys = (chunk_tiles < longest ? chunk_tiles : longest) * DECODE_BN;
     const int box32 = a.key_cache->shape[1] % 32 == 0;
-    CUfunction t32_w2 = d->k.dec_w2[t][CUDA_DEC_W2_FP8_D128_T32];
+    const CUfunction t32_w2 = d->k.dec_w2[t][CUDA_DEC_W2_FP8_D128_T32];
     int t32_rounds = 0; /* unsplit, more than one round: 32-key tiles whatever the block length (above) */
     if (p->fp8 && p->head_dim_qk == 128 && p->head_dim_v == 128 && chunk_tiles >= longest && dec_tiles > resident &&
         t32_w2) {
