@@ -20,8 +20,10 @@
 #include "cpu_threads.h"
 
 /* Query rows (tokens x heads of one KV head) a wide item carries: enough to amortise each dequantised
- * K/V chunk over many rows, few enough that its state (q, o) stays in L2 and items balance. */
-#define CPU_ATTN_WIDE_ROWS 256
+ * K/V chunk over many rows, few enough that its state (q, o) stays in L2 and items balance. 384 is a
+ * multiple of the AVX-512 micro-kernels' row blocks (scores 48, P.V 6), so a full tile runs no narrower
+ * block: f32 prefill 67 -> 70 % of the FMA peak on Ice Lake against 256 (docs/perf/cpu.md finding 23). */
+#define CPU_ATTN_WIDE_ROWS 384
 /* Rows (every KV head's group, each padded to 4) a decode item that takes all KV heads may have. */
 #define CPU_ATTN_DECODE_ROWS 128
 /* Items of at most this many rows take the narrow kernel (it costs ~rows, the wide one ~32 lanes). */
