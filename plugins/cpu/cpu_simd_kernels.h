@@ -22,8 +22,9 @@
  *   SIMD_BF16_DOT           (optional, AVX-512 + AVX512_BF16) narrow scores of bf16 keys by vdpbf16ps
  *
  * Why these shapes: a micro-kernel keeps its accumulators in registers for a whole loop and loads
- * each operand once per several FMAs (scores: 2 query vectors + WIDE_KEYB broadcast key elements per
- * 2 * WIDE_KEYB FMAs), so it runs at the FMA ports rather than at the load ports.
+ * each operand once per several FMAs (scores: WIDE_ROWV query vectors + WIDE_KEYB broadcast key elements
+ * per WIDE_ROWV * WIDE_KEYB FMAs; P.V: WIDE_PCV value vectors + WIDE_PVR broadcast probabilities per
+ * WIDE_PVR * WIDE_PCV FMAs), so it runs at the FMA ports rather than at the load ports.
  */
 #ifndef SIMD_TABLE
 #error "cpu_simd_kernels.h is instantiated by cpu_simd_<isa>.c only"
