@@ -36,6 +36,7 @@
 #define ATTNRT_ATTN_DECODE_CUH
 
 #include "attn_decode_bulk.cuh"
+#include "attn_decode_timeline.cuh"
 #include "attn_mma.cuh"
 #include "split_merge.cuh"
 
@@ -479,6 +480,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 
     int st = 0, st_f = STAGES - 1;
     uint32_t phase = 0; /* BULK: bit s = the parity of stage s's next phase to wait for */
+    CK_TL_MARK(6);
     for (int j = 0; j < n_j; j++) {
         /* refill the stage consumed last iteration with tile j + STAGES - 1 (CPS 1: half of it here);
          * look up tile j + STAGES + 1 */
@@ -497,6 +499,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             ck_cp_async_wait<STAGES - 2>(); /* the refill's group is not committed yet */
         }
         __syncwarp();
+        CK_TL_MARK_TILE(j, n_j);
 
         const int64_t k0 = kbeg + (int64_t)(warp + NW * j) * KPW;
         const uint2 mt_info = meta[st];
@@ -719,6 +722,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
         st = st + 1 == STAGES ? 0 : st + 1;
         st_f = st_f + 1 == STAGES ? 0 : st_f + 1;
     }
+    CK_TL_MARK_LOOP_END;
     if (MB) { /* every issued copy was waited for: the barriers' memory may be reused */
         __syncwarp();
         if (lane == 0)
@@ -820,15 +824,21 @@ template <typename T, bool FP8, int D, int CPS = 0, bool L2W = false, bool TMA =
           int NWT = 0>
 __device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
 {
+    CK_TL_BLOCK_BEGIN;
     const ck_work_item_t it = dec_item(a);
     const ck_request_t rq = ck_request(a, it.seq);
+    CK_TL_MARK(5);
     const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / it.head_count), rq.L - it.q_first);
-    if (ntok <= 0) return; /* the planned rows are not in this batch (every split of the tile agrees) */
+    if (ntok <= 0) { /* the planned rows are not in this batch (every split of the tile agrees) */
+        CK_TL_BLOCK_END;
+        return;
+    }
     const bool e5 = FP8 && a.kv_dtype == CK_E5M2;
     if (a.softcap > 0.0f || a.alibi)
         attn_decode_rows<T, FP8, D, true, CPS, L2W, TMA, TKPW, TSTAGES, NWT>(a, it, ntok * it.head_count <= 8, e5);
     else
         attn_decode_rows<T, FP8, D, false, CPS, L2W, TMA, TKPW, TSTAGES, NWT>(a, it, ntok * it.head_count <= 8, e5);
+    CK_TL_BLOCK_END;
 }
 
 /* The wide-group kernels (`_r32`): every item is a 32-row tile of one token's heads (GQA groups wider than 16: MQA and
