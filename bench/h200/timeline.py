@@ -24,10 +24,11 @@ def launches(path):
     with open(path) as f:
         for line in f:
             if line.startswith("TL "):
-                f = [int(x) for x in line.split()[1:]]
-                r = dict(blk=f[0], sm=f[2], start=f[3], end=f[4], first=f[5], half=f[6], loop_end=f[7])
-                if len(f) >= 12:
-                    r.update(request=f[8], loop_start=f[9], first_last=f[10], loop_end_last=f[11])
+                fields = [int(x) for x in line.split()[1:]]
+                r = dict(blk=fields[0], sm=fields[2], start=fields[3], end=fields[4], first=fields[5], half=fields[6],
+                         loop_end=fields[7])
+                if len(fields) >= 12:
+                    r.update(request=fields[8], loop_start=fields[9], first_last=fields[10], loop_end_last=fields[11])
                 rows.append(r)
     rows.sort(key=lambda r: r["start"])
     out, cur, cur_end = [], [], 0
