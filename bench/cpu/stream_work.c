@@ -30,7 +30,7 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* The line of block q that goes with line o of the block being read, by mode (NULL: none). */
+/* Prefetches what mode asks for of block q while line o of the block being read is read (mode 0: nothing). */
 static void prefetch_for(int mode, const char *q, size_t o, int burst)
 {
     const size_t group = o / (4 * ROW) * (4 * ROW), i = o % (4 * ROW) / 64; /* 4 keys = 128 lines */
