@@ -92,7 +92,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s MODE [W [BS [BURST]]]\n", argv[0]);
         return 2;
     }
-    const int mode = atoi(argv[1]), work = argc > 2 ? atoi(argv[2]) : 6, bs = argc > 3 ? atoi(argv[3]) : 16;
+    const int mode = atoi(argv[1]), work = argc > 2 ? atoi(argv[2]) : 8, bs = argc > 3 ? atoi(argv[3]) : 16;
     const int burst = argc > 4 ? atoi(argv[4]) : 16;
     const size_t blk = (size_t)bs * ROW, nb = 65536 / (size_t)bs, total = nb * blk;
     const size_t small_nb = bs < 128 ? 128 / (size_t)bs : 1; /* 128 keys or one block: K + V stay in L2 */
