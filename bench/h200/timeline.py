@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """timeline.py — reads the decode kernels' timeline lines (plugins/cuda/kernels/attn_decode_timeline.cuh:
 `TL <block> 0 <SM> <start> <end> <first data> <half> <loop end> [<request> <loop start> <last warp's first data>
-<last warp's loop end>]`, ns on the global timer) from attnrt-bench's output and prints, for each launch, where its
+<last warp's loop end> [<item in> <request in> <first block id in> <Q in>]]`, ns on the global timer) from attnrt-bench's output and prints, for each launch, where its
 blocks spend their time (p10 / median / p90 in us) and which blocks wait longest for their first data.
 
     ATTNRT_CUDA_FATBIN_DIR=<dir with the timeline decode fatbin> attnrt-bench --plugin cuda --op decode ... \
@@ -29,6 +29,8 @@ def launches(path):
                          loop_end=fields[7])
                 if len(fields) >= 12:
                     r.update(request=fields[8], loop_start=fields[9], first_last=fields[10], loop_end_last=fields[11])
+                if len(fields) >= 16:
+                    r.update(item_in=fields[12], request_in=fields[13], table_in=fields[14], q_in=fields[15])
                 rows.append(r)
     rows.sort(key=lambda r: r["start"])
     out, cur, cur_end = [], [], 0
@@ -74,6 +76,10 @@ def report(name, i, run):
                       "", q([us(r["request"] - r["start"]) for r in rs]), q([us(r["loop_start"] - r["start"]) for r in rs]),
                       q([us(r["first"] - r["start"]) for r in rs]), q([us(r["loop_end"] - r["start"]) for r in rs]),
                       q([us(r["first_last"] - r["start"]) for r in rs]), q([us(r["loop_end_last"] - r["start"]) for r in rs])))
+        if "item_in" in rs[0]:
+            print("  %-12s       warp 0's loads in: item %s | request %s | first block id %s | Q %s" % (
+                "", q([us(r["item_in"] - r["start"]) for r in rs]), q([us(r["request_in"] - r["start"]) for r in rs]),
+                q([us(r["table_in"] - r["start"]) for r in rs]), q([us(r["q_in"] - r["start"]) for r in rs])))
     first = waves[0][1]
     med = statistics.median(us(r["first"] - r["start"]) for r in first)
     late = [r for r in first if us(r["first"] - r["start"]) > med + LATE_US]
@@ -86,6 +92,12 @@ def report(name, i, run):
                   us(min(r["first"] for r in first if r not in late) - t0),
                   us(max(r["first"] for r in first if r not in late) - t0),
                   q([us(r["end"] - t0) for r in late]), q([us(r["end"] - t0) for r in first if r not in late])))
+        if "item_in" in late[0]:
+            keys = ("item_in", "request_in", "table_in", "q_in", "loop_start", "first")
+            print("  late blocks' chain (us from the launch: item, request, first block id, Q, loop start, first data): "
+                  "%s against the others' %s" % (
+                      " ".join("%.1f" % statistics.median(us(r[k] - t0) for r in late) for k in keys),
+                      " ".join("%.1f" % statistics.median(us(r[k] - t0) for r in first if r not in late) for k in keys)))
 
 
 def main():

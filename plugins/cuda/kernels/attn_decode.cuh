@@ -169,6 +169,10 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     };
     const bool kpk = FP8 && a.k_scale && (a.ks_st[0] | a.ks_st[1]); /* per-key K / V scales */
     const bool vpk = FP8 && a.v_scale && (a.vs_st[0] | a.vs_st[1]);
+    /* per-tensor fp8 scales, loaded now (issued where they stand): as plain loads at their uses they went out
+     * behind the first tiles' copies and the key loop's start waited for them (session 29) */
+    const float k_scale0 = FP8 && a.k_scale && !kpk ? ck_ldg_now_f32(a.k_scale) : 1.0f;
+    const float v_scale0 = FP8 && a.v_scale && !vpk ? ck_ldg_now_f32(a.v_scale) : 1.0f;
     /* A key's row: the cache's base + block x block bytes (one 32 x 32 -> 64-bit product) + row x row bytes
      * + head x head bytes (32-bit), the strides read from the argument's constant bank (no registers held
      * across the loop); the host sends this kernel only caches whose offsets fit these widths
@@ -374,8 +378,10 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
                 qraw[nr][kk][e] = row < nrows && d < a.dqk ? q16[qbase + d] : (uint16_t)0;
             }
     }
+    CK_TL_MARK_AFTER(CK_TL_TABLE, b0[0]);
 #pragma unroll
     for (int j = 0; j < STAGES - 1; j++) fetch(j, j, b0[j], r0[j], j < n_j, 0);
+    if (!WIDE) CK_TL_MARK_AFTER(CK_TL_Q, qraw[0][0][0]);
 
     /* WIDE: Q's rows into shared memory while the first tiles are on their way, 16-byte chunks swizzled by row (chunk
      * c of row r at c ^ (r & 7), as the ring's), so that the k-steps' ldmatrix reads are conflict-free; zeros past the
@@ -464,7 +470,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     ck_key_range(pq0, S, a.causal, wl, wr, &unused, &all_hi);
     const bool plain = !GEN || (!(a.softcap > 0.0f) && !a.alibi);
     float sc_mul = a.scale / qmul; /* per tensor K scale folded in */
-    if (FP8 && a.k_scale && !kpk) sc_mul *= a.k_scale[0];
+    sc_mul *= k_scale0;
     const float scale2 = sc_mul * CK_LOG2E;
     constexpr bool e4m3 = E4M3; /* a template flag: one cvt form in the hot loop, not a select of two */
 
@@ -480,7 +486,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
 
     int st = 0, st_f = STAGES - 1;
     uint32_t phase = 0; /* BULK: bit s = the parity of stage s's next phase to wait for */
-    CK_TL_MARK(6);
+    CK_TL_MARK(CK_TL_LOOP_START);
     for (int j = 0; j < n_j; j++) {
         /* refill the stage consumed last iteration with tile j + STAGES - 1 (CPS 1: half of it here);
          * look up tile j + STAGES + 1 */
@@ -745,7 +751,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             lsum[nr][c] = x;
         }
     float ofin = 1.0f; /* the V scale still owed to the accumulators */
-    if (FP8) ofin = vpk ? vu : a.v_scale ? a.v_scale[0] : 1.0f;
+    if (FP8) ofin = vpk ? vu : v_scale0;
     __syncthreads();
     float *cm = (float *)(smem + lay.combine), *cl = cm + NW * ROWS, *co = cl + NW * ROWS;
 #pragma unroll
@@ -826,8 +832,10 @@ __device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
 {
     CK_TL_BLOCK_BEGIN;
     const ck_work_item_t it = dec_item(a);
+    CK_TL_MARK_AFTER(CK_TL_ITEM, it.seq);
     const ck_request_t rq = ck_request(a, it.seq);
-    CK_TL_MARK(5);
+    CK_TL_MARK(CK_TL_REQUEST);
+    CK_TL_MARK_AFTER(CK_TL_REQUEST_IN, rq.L);
     const int64_t ntok = min((int64_t)(CK_SPLIT_ROWS / it.head_count), rq.L - it.q_first);
     if (ntok <= 0) { /* the planned rows are not in this batch (every split of the tile agrees) */
         CK_TL_BLOCK_END;

@@ -283,6 +283,15 @@ __device__ __forceinline__ void ck_pdl_wait_at_exit()
 /* ---- PTX wrappers --------------------------------------------------------------------------- */
 __device__ __forceinline__ uint32_t ck_smem(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
+/* A read-only load in a volatile asm: issued where it stands in the program, not sunk by the compiler to just
+ * before its first use (where it would queue behind copies issued in between). */
+__device__ __forceinline__ float ck_ldg_now_f32(const float *p)
+{
+    float v;
+    asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    return v;
+}
+
 /* 16 bytes global -> shared, bypassing L1; src_bytes 0 writes zeros (and reads nothing). */
 __device__ __forceinline__ void ck_cp_async16(uint32_t dst, const void *src, int src_bytes)
 {
