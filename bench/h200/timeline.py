@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """timeline.py — reads the decode kernels' timeline lines (plugins/cuda/kernels/attn_decode_timeline.cuh:
 `TL <block> 0 <SM> <start> <end> <first data> <half> <loop end> [<request> <loop start> <last warp's first data>
-<last warp's loop end> [<item in> <request in> <first block id in> <Q in>]]`, ns on the global timer) from attnrt-bench's output and prints, for each launch, where its
-blocks spend their time (p10 / median / p90 in us) and which blocks wait longest for their first data.
+<last warp's loop end> [<item in> <request in> <first block id in> <Q in>]]`, ns on the global timer) from
+attnrt-bench's output and prints, for each launch, where its blocks spend their time (p10 / median / p90 in us) and
+which blocks wait longest for their first data (a mark a kernel does not reach, e.g. Q in the wide-group kernels, is 0).
 
     ATTNRT_CUDA_FATBIN_DIR=<dir with the timeline decode fatbin> attnrt-bench --plugin cuda --op decode ... \
         --iters 3 --warmup 1 > tl.txt
