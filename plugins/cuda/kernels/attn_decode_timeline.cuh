@@ -1,13 +1,14 @@
 /* attn_decode_timeline.cuh — a developer's timeline of the decode kernels, compiled in only with
  * -DCK_DEC_TIMELINE=1 (a variant fatbin loaded by ATTNRT_CUDA_FATBIN_DIR; the plugin's own build defines
  * nothing, so every macro below is empty there). Each block records on the global timer when it starts,
- * when warp 0 has read its request, starts its key loop, has its first tile's data, half its tiles and
- * ends its loop, when the last warp has its first data and ends its loop, and when the block ends; the
+ * when warp 0 has issued its request's loads, has its item, request, first block id and Q in registers,
+ * starts its key loop, has its first tile's data, half its tiles and ends its loop, when the last warp
+ * has its first data and ends its loop, and when the block ends; the
  * block that ends last prints one line a block after every block's work, so that printing slows no
  * block still running (ns):
  *     TL <block> 0 <SM> <start> <end> <first data> <half> <loop end> <request> <loop start>
  *        <last warp's first data> <last warp's loop end> <item> <request in> <table> <Q>
- * bench/h200/timeline.py reads them (docs/dev/cuda-decode.md, session 28: where a run's fixed cost is). */
+ * bench/h200/timeline.py reads them (docs/dev/cuda-decode.md, sessions 28-29: where a run's fixed cost is). */
 #ifndef ATTNRT_ATTN_DECODE_TIMELINE_CUH
 #define ATTNRT_ATTN_DECODE_TIMELINE_CUH
 
