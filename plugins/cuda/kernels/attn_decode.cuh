@@ -149,8 +149,8 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     const int64_t bsz = a.block_size, step_lb = STEP / bsz, step_r = STEP - step_lb * bsz;
     const int64_t key_first = kbeg + (int64_t)warp * KPW + lane;
     int64_t cur_lb = ck_div_bs(key_first, bsz), cur_r = key_first - cur_lb * bsz, cur_key = key_first;
-    /* ld.global.nc in a volatile asm: issued where it stands (two tiles before its use), not sunk by
-     * the compiler past the cp.async wait to just before the copies that need it */
+    /* ck_ldg_now_s32: issued where it stands (two tiles before its use), not sunk by the compiler past the
+     * cp.async wait to just before the copies that need it */
     auto bt_load = [&](int32_t &r_out) -> int32_t {
         const int64_t lb = cur_lb, key = cur_key;
         r_out = (int32_t)cur_r;
@@ -162,9 +162,8 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             cur_lb++;
         }
         int32_t b = -1;
-        if (lane < KPW && key <= kend)
-            asm volatile("ld.global.nc.b32 %0, [%1];" /* the column: one 32 x 32 -> 64-bit product (offsets_fit32) */
-                         : "=r"(b) : "l"(a.block_table + seq * a.bt_st[0] + (uint64_t)(uint32_t)lb * (uint32_t)a.bt_st[1]));
+        if (lane < KPW && key <= kend) /* the column: one 32 x 32 -> 64-bit product (offsets_fit32) */
+            b = ck_ldg_now_s32(a.block_table + seq * a.bt_st[0] + (uint64_t)(uint32_t)lb * (uint32_t)a.bt_st[1]);
         return b;
     };
     const bool kpk = FP8 && a.k_scale && (a.ks_st[0] | a.ks_st[1]); /* per-key K / V scales */

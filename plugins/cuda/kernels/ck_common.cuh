@@ -291,6 +291,12 @@ __device__ __forceinline__ float ck_ldg_now_f32(const float *p)
     asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
     return v;
 }
+__device__ __forceinline__ int32_t ck_ldg_now_s32(const int32_t *p)
+{
+    int32_t v;
+    asm volatile("ld.global.nc.b32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
 
 /* 16 bytes global -> shared, bypassing L1; src_bytes 0 writes zeros (and reads nothing). */
 __device__ __forceinline__ void ck_cp_async16(uint32_t dst, const void *src, int src_bytes)
