@@ -60,12 +60,18 @@ static attnrt_status_t open_context(const char *fn, const char *device, const at
         memcpy(copies[i].key, options[i].key, sizeof copies[i].key);
         memcpy(copies[i].value, options[i].value, sizeof copies[i].value);
     }
+    if (attnrt_alloc_table_init(&c->allocs) != ATTNRT_OK) {
+        free(c);
+        free(copies);
+        return attnrt_fail(ATTNRT_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    }
     c->ref = ref;
     c->api = &plugin->api;
     status = num_options ? c->api->device_open_with_options(plugin->handle, ref->index, copies, num_options, &c->device)
                          : c->api->device_open(plugin->handle, ref->index, &c->device);
     free(copies);
     if (status != ATTNRT_OK) {
+        attnrt_alloc_table_destroy(&c->allocs);
         free(c);
         char what[128];
         snprintf(what, sizeof what, "%s(%s)", fn, ref->name);
@@ -93,7 +99,7 @@ attnrt_status_t attnrt_close(attnrt_context_t *ctx)
 {
     attnrt_clear_error();
     if (!ctx) return ATTNRT_OK;
-    long allocs = atomic_load(&ctx->live_allocs), streams = atomic_load(&ctx->live_streams);
+    long allocs = (long)attnrt_alloc_table_count(&ctx->allocs), streams = atomic_load(&ctx->live_streams);
     long events = atomic_load(&ctx->live_events), plans = atomic_load(&ctx->live_plans);
     long pools = atomic_load(&ctx->live_pools);
     if (allocs || streams || events || plans || pools)
@@ -101,6 +107,7 @@ attnrt_status_t attnrt_close(attnrt_context_t *ctx)
                            "%ld plan(s) and %ld state pool(s) are still live; free and destroy them first",
                            ctx->ref->name, allocs, streams, events, plans, pools);
     ctx->api->device_close(ctx->device);
+    attnrt_alloc_table_destroy(&ctx->allocs);
     free(ctx);
     attnrt_registry_release();
     return ATTNRT_OK;
@@ -123,7 +130,20 @@ attnrt_status_t attnrt_mem_alloc(attnrt_context_t *ctx, size_t bytes, void **ptr
         snprintf(what, sizeof what, "attnrt_mem_alloc(%s, %zu bytes)", ctx->ref->name, bytes);
         return attnrt_context_fail(ctx, status, what);
     }
-    atomic_fetch_add(&ctx->live_allocs, 1);
+    if (!p)
+        return attnrt_fail(ATTNRT_ERR_PLUGIN, "attnrt_mem_alloc(%s, %zu bytes): the %s plugin returned success with a "
+                           "NULL pointer; the plugin is broken", ctx->ref->name, bytes, ctx->ref->plugin->name);
+    if ((uintptr_t)p > UINTPTR_MAX - bytes) { /* an allocation must not wrap the address space */
+        ctx->api->mem_free(ctx->device, p);
+        return attnrt_fail(ATTNRT_ERR_PLUGIN, "attnrt_mem_alloc(%s, %zu bytes): the %s plugin returned %p, whose end "
+                           "wraps the address space; the plugin is broken", ctx->ref->name, bytes,
+                           ctx->ref->plugin->name, p);
+    }
+    if (attnrt_alloc_table_insert(&ctx->allocs, p, bytes) != ATTNRT_OK) {
+        ctx->api->mem_free(ctx->device, p);
+        return attnrt_fail(ATTNRT_ERR_OUT_OF_MEMORY, "attnrt_mem_alloc(%s, %zu bytes): out of host memory recording "
+                           "the allocation", ctx->ref->name, bytes);
+    }
     *ptr = p;
     return ATTNRT_OK;
 }
@@ -133,9 +153,33 @@ attnrt_status_t attnrt_mem_free(attnrt_context_t *ctx, void *ptr)
     attnrt_clear_error();
     NEED(ctx, "attnrt_mem_free");
     if (!ptr) return ATTNRT_OK;
+    uintptr_t inside_base;
+    size_t inside_bytes;
+    if (!attnrt_alloc_table_remove(&ctx->allocs, ptr, &inside_base, &inside_bytes)) {
+        if (inside_bytes)
+            return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_mem_free(%s): ptr %p points %zu bytes into the "
+                               "%zu-byte allocation at %p; free the pointer attnrt_mem_alloc returned", ctx->ref->name,
+                               ptr, (size_t)((uintptr_t)ptr - inside_base), inside_bytes, (void *)inside_base);
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_mem_free(%s): ptr %p is not a live allocation of this "
+                           "context (freed already, or not from attnrt_mem_alloc on this context)", ctx->ref->name,
+                           ptr);
+    }
     ctx->api->mem_free(ctx->device, ptr);
-    atomic_fetch_sub(&ctx->live_allocs, 1);
     return ATTNRT_OK;
+}
+
+attnrt_status_t attnrt_context_check_span(attnrt_context_t *ctx, const char *fn, const char *name, const void *data,
+                                          uint64_t bytes)
+{
+    uintptr_t base;
+    size_t size;
+    if (!data || !attnrt_alloc_table_find(&ctx->allocs, data, &base, &size)) return ATTNRT_OK;
+    uint64_t offset = (uint64_t)((uintptr_t)data - base);
+    if (bytes <= size - offset) return ATTNRT_OK;
+    return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s spans %llu bytes from offset %llu of its %zu-byte "
+                       "allocation (attnrt_mem_alloc at %p): it runs %llu bytes past the end; check its shape and "
+                       "strides", fn, name, (unsigned long long)bytes, (unsigned long long)offset, size, (void *)base,
+                       (unsigned long long)(bytes - (size - offset)));
 }
 
 static attnrt_status_t copy(attnrt_context_t *ctx, void *dst, const void *src, size_t bytes, uint32_t kind,

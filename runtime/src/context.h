@@ -2,13 +2,15 @@
 #ifndef ATTNRT_CONTEXT_H
 #define ATTNRT_CONTEXT_H
 
+#include "alloc_table.h"
 #include "internal.h"
 
 struct attnrt_context {
     const attnrt_device_ref_t *ref;    /* registry-owned; lives until attnrt_shutdown */
     const attnrt_plugin_api_t *api;    /* &ref->plugin->api */
     void                      *device; /* plugin-owned, until device_close */
-    atomic_long                live_allocs, live_streams, live_events, live_plans, live_pools;
+    alloc_table_t              allocs; /* what attnrt_mem_alloc returned and attnrt_mem_free has not taken back */
+    atomic_long                live_streams, live_events, live_plans, live_pools;
 };
 
 struct attnrt_stream {
@@ -27,5 +29,10 @@ ATTNRT_HIDDEN attnrt_status_t attnrt_context_fail(const attnrt_context_t *ctx, a
 /* attnrt_mem_set's body; messages name `fn`. `stream` must already be checked to be the context's. */
 ATTNRT_HIDDEN attnrt_status_t attnrt_context_mem_set(attnrt_context_t *ctx, void *dst, int value, size_t bytes,
                                                      attnrt_stream_t *stream, const char *fn);
+
+/* Where `data` lies inside an attnrt_mem_alloc allocation of ctx, checks that all `bytes` from it do too
+ * ("<fn>: <name> ... runs past the end of its allocation"); memory from elsewhere is not checked. */
+ATTNRT_HIDDEN attnrt_status_t attnrt_context_check_span(attnrt_context_t *ctx, const char *fn, const char *name,
+                                                        const void *data, uint64_t bytes);
 
 #endif /* ATTNRT_CONTEXT_H */
