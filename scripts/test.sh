@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: a warnings-as-errors build and its tests, then the same under ASan + UBSan.
+# The whole test suite: a warnings-as-errors build and its tests, then the same under ASan + UBSan, then
+# the threaded tests under ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -14,4 +15,11 @@ meson test -C build-ci --print-errorlogs
   -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized -Dfatbins_from="$PWD/build-ci"
 ninja -C build-asan
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C build-asan --print-errorlogs
-echo "test.sh: all tests passed (plain and ASan+UBSan builds)"
+
+# ThreadSanitizer on the threaded tests (suite 'threads'; the cuda plugin is not built here).
+[ -f build-tsan/build.ninja ] || meson setup build-tsan -Dwerror=true -Dtests=enabled -Dcuda=disabled \
+  -Db_sanitize=thread
+ninja -C build-tsan
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  meson test -C build-tsan --suite threads --print-errorlogs
+echo "test.sh: all tests passed (plain, ASan+UBSan and ThreadSanitizer builds)"

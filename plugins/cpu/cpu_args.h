@@ -1,6 +1,8 @@
 /* cpu_args.h — shape checks and bounds-safe metadata reads shared by the cpu plugin's 1.2 ops (MLA,
- * lightning, gated delta). Plan and run call the same checks, so a run indexes only by shapes it has
- * verified; device metadata (lengths, slots, block ids) is clamped or skipped where it is read. */
+ * lightning, gated delta), and the overflow-checked sizes of every plan. Plan and run call the same
+ * checks, so a run indexes only by shapes it has verified; device metadata (lengths, slots, block ids)
+ * is clamped or skipped where it is read. Shapes are bounded to [0, 2^31) as the runtime bounds them,
+ * again here for callers that reach the plugin without the runtime (out-of-tree tools). */
 #ifndef ATTNRT_CPU_ARGS_H
 #define ATTNRT_CPU_ARGS_H
 
@@ -13,6 +15,19 @@
 #include "plugin_error.h"
 
 #define CPU_ANY_DIM (-1)
+#define CPU_MAX_SHAPE INT32_MAX /* the largest size of any dimension */
+
+/* a * b and a + b, or SIZE_MAX when the result does not fit (an allocation of that size then fails). */
+static inline size_t cpu_size_mul(size_t a, size_t b)
+{
+    size_t r;
+    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+static inline size_t cpu_size_add(size_t a, size_t b)
+{
+    size_t r;
+    return __builtin_add_overflow(a, b, &r) ? SIZE_MAX : r;
+}
 
 /* Copies a caller's struct of `given` bytes into `dst` (sizeof `size`): fields beyond the caller's
  * struct_size read as zero, as the ABI's versioning rule says. */
@@ -38,7 +53,17 @@ static inline void cpu_dims_string(char *buf, size_t cap, int n, const int64_t *
     if (at < cap) snprintf(buf + at, cap - at, "]");
 }
 
-/* ATTNRT_OK when t has `ndim` dims equal to shape (CPU_ANY_DIM: any size), sizes and strides >= 0 and,
+/* ATTNRT_OK when every size of t is in [0, 2^31); else INVALID_ARGUMENT naming op and tensor. */
+static inline attnrt_status_t cpu_check_sizes(const attnrt_tensor_t *t, const char *op, const char *name)
+{
+    for (int i = 0; t && i < t->ndim && i < ATTNRT_MAX_DIMS; i++)
+        if (t->shape[i] < 0 || t->shape[i] > CPU_MAX_SHAPE)
+            return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu %s: %s.shape[%d] = %lld is out of range [0, 2^31)", op,
+                               name, i, (long long)t->shape[i]);
+    return ATTNRT_OK;
+}
+
+/* ATTNRT_OK when t has `ndim` dims equal to shape (CPU_ANY_DIM: any size), sizes in [0, 2^31), strides >= 0 and,
  * when `rows` (data rows: q, k, v, out, caches, states), a unit innermost stride (or an innermost size of
  * 1); else INVALID_ARGUMENT naming op and tensor. */
 static inline attnrt_status_t cpu_check_shape(const attnrt_tensor_t *t, const char *op, const char *name, int ndim,
@@ -51,6 +76,8 @@ static inline attnrt_status_t cpu_check_shape(const attnrt_tensor_t *t, const ch
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu %s: %s has %d dims, expected %d %s", op, name, t->ndim,
                            ndim, want);
     }
+    attnrt_status_t st = cpu_check_sizes(t, op, name);
+    if (st != ATTNRT_OK) return st;
     int ok = 1;
     for (int i = 0; i < ndim; i++) {
         if (t->shape[i] < 0 || t->strides[i] < 0) ok = 0;

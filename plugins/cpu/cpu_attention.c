@@ -213,6 +213,8 @@ static void load_queries(const attn_job_t *job, const cpu_tile_t *t, int wide, i
         const char *src = job->q + (size_t)((q0 + ti) * job->q_st[0] + (h0 + hh) * job->q_st[1]) * job->q_es;
         float *dst = wide ? tmp : q + r * t->dqk_pad;
         dc_row_to_f32(dst, src, job->q_kind, (size_t)dq, 1.0f);
+        if (t->qb) /* the bf16 dots' query, unscaled: bf16 x bf16 products are exact in f32 */
+            for (int64_t d = 0; d < dq; d++) ((uint16_t *)t->qb)[r * t->dqk_pad + d] = dc_f32_to_bf16(dst[d]);
         for (int64_t d = 0; d < dq; d++) dst[d] *= job->scale;
         if (wide)
             for (int64_t d = 0; d < dq; d++) q[d * t->ld + r] = tmp[d];
@@ -222,9 +224,8 @@ static void load_queries(const attn_job_t *job, const cpu_tile_t *t, int wide, i
             for (int64_t r = rows; r < padded; r++) q[d * t->ld + r] = 0.0f;
     } else {
         memset(q + rows * t->dqk_pad, 0, (size_t)((padded - rows) * t->dqk_pad) * sizeof(float));
-        if (t->qb) /* the bf16 dot products' query: rounded once per item */
-            for (int64_t r = 0; r < padded; r++)
-                for (int64_t d = 0; d < dq; d++) ((uint16_t *)t->qb)[r * t->dqk_pad + d] = dc_f32_to_bf16(q[r * t->dqk_pad + d]);
+        if (t->qb)
+            memset((uint16_t *)t->qb + rows * t->dqk_pad, 0, (size_t)((padded - rows) * t->dqk_pad) * sizeof(uint16_t));
     }
     for (int64_t r = 0; r < padded; r++) {
         t->m[r] = -INFINITY;
@@ -276,7 +277,10 @@ static void attn_item(void *ctx, size_t index, unsigned worker)
         .m = (float *)(void *)(base + lay->m), .l = (float *)(void *)(base + lay->l),
         .s = (float *)(void *)(base + lay->s), .alpha = (float *)(void *)(base + lay->alpha),
         .kc = (float *)(void *)(base + lay->kc), .vc = (float *)(void *)(base + lay->vc),
-        .qb = !wide && job->simd->bf16_dot && job->kv_kind == DC_BF16 ? (const uint16_t *)(void *)(base + lay->qb) : NULL,
+        /* bf16 dots only where they are exact: a query of f32 or f16 would be rounded to bf16 */
+        .qb = !wide && job->simd->bf16_dot && job->kv_kind == DC_BF16 && job->q_kind == DC_BF16
+                  ? (const uint16_t *)(void *)(base + lay->qb) : NULL,
+        .qb_scale = job->scale,
     };
     int64_t *lo = (int64_t *)(void *)(base + lay->lo), *hi = (int64_t *)(void *)(base + lay->hi);
     for (int64_t u = 0; u < units; u++) {
@@ -443,8 +447,8 @@ static attnrt_status_t check_run_args(const cpu_attn_plan_t *p, const cpu_pool_t
     return ATTNRT_OK;
 }
 
-attnrt_status_t cpu_attention_run_ws(cpu_pool_t *pool, const void *plan, const attnrt_attention_args_t *in,
-                                     void *workspace, size_t workspace_bytes)
+attnrt_status_t cpu_attention_run(cpu_pool_t *pool, const void *plan, const attnrt_attention_args_t *in,
+                                  void *workspace, size_t workspace_bytes)
 {
     const cpu_attn_plan_t *p = plan;
     attnrt_attention_args_t a;
@@ -533,10 +537,4 @@ attnrt_status_t cpu_attention_run_ws(cpu_pool_t *pool, const void *plan, const a
     cpu_parallel_for(pool, p->num_items, attn_item, &job);
     if (p->num_merges) cpu_parallel_for(pool, p->num_merges * (size_t)job.Hkv, merge_item, &job);
     return ATTNRT_OK;
-}
-
-attnrt_status_t cpu_attention_run(cpu_pool_t *pool, const void *plan, const attnrt_attention_args_t *args)
-{
-    const cpu_attn_plan_t *p = plan;
-    return cpu_attention_run_ws(pool, plan, args, p ? p->own_workspace : NULL, p ? p->workspace_bytes : 0);
 }

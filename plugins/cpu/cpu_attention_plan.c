@@ -1,9 +1,11 @@
 /* cpu_attention_plan.c — splits a batch into work items (request, query-token tile, KV head, head
  * chunk, key split), decides split-KV and sizes its workspace, orders the items costliest first, and
  * allocates each pool participant's scratch, so that attention_run allocates nothing. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_args.h"
 #include "cpu_attention_plan.h"
 #include "cpu_ops.h"
 #include "dtype_convert.h"
@@ -47,7 +49,7 @@ cpu_attn_scratch_layout_t cpu_attn_scratch_layout(int64_t head_dim_qk, int64_t h
 }
 
 typedef struct costed_item {
-    int64_t         cost;
+    double          cost;
     size_t          order; /* ties keep request order: deterministic plans */
     cpu_attn_item_t item;
 } costed_item_t;
@@ -60,15 +62,43 @@ static int by_cost_desc(const void *pa, const void *pb)
 }
 
 /* Cost of one item of n tokens from i0 (of L), `heads` query heads and `kv_heads` KV heads: rows x kept
- * keys, plus the K/V reads that every key costs whatever the rows (what makes decode memory-bound). */
-static int64_t item_cost(int64_t S, int64_t L, int64_t i0, int64_t n, int64_t heads, int64_t kv_heads, int causal,
-                         int64_t wl, int64_t wr)
+ * keys, plus the K/V reads that every key costs whatever the rows (what makes decode memory-bound). A
+ * double: only an estimate, and products of heads and keys may pass 2^63. */
+static double item_cost(int64_t S, int64_t L, int64_t i0, int64_t n, int64_t heads, int64_t kv_heads, int causal,
+                        int64_t wl, int64_t wr)
 {
     int64_t lo, hi, lo2, hi2;
     cpu_attn_key_range(S - L + i0, S, causal, wl, wr, &lo, &hi2);
     cpu_attn_key_range(S - L + i0 + n - 1, S, causal, wl, wr, &lo2, &hi);
     const int64_t keys = hi >= lo ? hi - lo + 1 : 0;
-    return (n * heads + CPU_ATTN_KEY_COST * kv_heads) * (keys + 1); /* +1: an empty row still costs its write */
+    /* +1: an empty row still costs its write */
+    return ((double)n * (double)heads + CPU_ATTN_KEY_COST * (double)kv_heads) * ((double)keys + 1.0);
+}
+
+/* Request b's query length in the host batch, its bounds clamped to the T query rows as the run clamps
+ * them: metadata that claims more tokens than the query has plans no more work than the run can do. */
+static int64_t query_len(const attnrt_batch_host_t *batch, int64_t b, int64_t T)
+{
+    const int64_t lo = cpu_clamp64(batch->query_start_loc[b], 0, T);
+    return cpu_clamp64(batch->query_start_loc[b + 1], lo, T) - lo;
+}
+
+/* Every size in [0, 2^31), as the runtime checks them (again here for direct callers): the plan's
+ * arithmetic below relies on it. */
+static attnrt_status_t check_sizes(const attnrt_attention_args_t *a)
+{
+    const struct { const attnrt_tensor_t *t; const char *name; } ts[] = {
+        {a->query, "query"}, {a->key_cache, "key_cache"}, {a->value_cache, "value_cache"}, {a->out, "out"},
+        {a->block_table, "block_table"},
+    };
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+        attnrt_status_t st = cpu_check_sizes(ts[i].t, "paged attention plan", ts[i].name);
+        if (st != ATTNRT_OK) return st;
+    }
+    if (a->query->ndim != 3 || a->key_cache->ndim != 4 || a->value_cache->ndim != 4)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu paged attention plan: query has %d dims, the caches %d and "
+                           "%d; expected 3, 4 and 4", a->query->ndim, a->key_cache->ndim, a->value_cache->ndim);
+    return ATTNRT_OK;
 }
 
 /* The capability check the runtime could have asked for, built from the args: plan refuses exactly
@@ -101,12 +131,13 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
     PLUGIN_COPY_IN(batch, batch_in);
     if (!a.query || !a.key_cache || !a.value_cache || !a.out)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu paged attention plan: query, both caches and out are required");
-    attnrt_status_t st = check_supported(&a);
+    attnrt_status_t st = check_sizes(&a);
+    if (st == ATTNRT_OK) st = check_supported(&a);
     if (st != ATTNRT_OK) return st;
 
     const int64_t T = a.query->shape[0], Hq = a.query->shape[1], Hkv = a.key_cache->shape[2];
     const int64_t B = batch.num_seqs > 0 ? batch.num_seqs : 0;
-    if (Hkv <= 0 || Hq % Hkv != 0)
+    if (Hkv <= 0 || Hq <= 0 || Hq % Hkv != 0)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu paged attention plan: %lld query heads over %lld KV heads",
                            (long long)Hq, (long long)Hkv);
     if (B > 0 && (!batch.query_start_loc || !batch.seq_lens))
@@ -126,16 +157,16 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
 
     /* Pass 1: costs without splits, to decide them. */
     int32_t *nsplit = B ? calloc((size_t)B, sizeof *nsplit) : NULL;
-    int64_t *max_cost = B ? calloc((size_t)B, sizeof *max_cost) : NULL;
+    double *max_cost = B ? calloc((size_t)B, sizeof *max_cost) : NULL;
     if (B && (!nsplit || !max_cost)) {
         free(nsplit);
         free(max_cost);
         return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cpu paged attention plan: out of memory for %lld requests", (long long)B);
     }
     const int64_t wl = a.window_left, wr = a.window_right;
-    int64_t total_cost = 0;
+    double total_cost = 0.0;
     for (int64_t b = 0; b < B; b++) {
-        const int64_t L = (int64_t)batch.query_start_loc[b + 1] - batch.query_start_loc[b];
+        const int64_t L = query_len(&batch, b, T);
         const int64_t S = batch.seq_lens[b];
         if (L == 1 && all_heads) {
             max_cost[b] = item_cost(S, L, 0, 1, Hq, Hkv, a.causal, wl, wr);
@@ -144,49 +175,56 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
         }
         for (int64_t i0 = 0; i0 < L; i0 += tile) {
             const int64_t n = L - i0 < tile ? L - i0 : tile;
-            const int64_t c = item_cost(S, L, i0, n, heads_per_item, 1, a.causal, wl, wr);
-            total_cost += c * Hkv * head_chunks;
+            const double c = item_cost(S, L, i0, n, heads_per_item, 1, a.causal, wl, wr);
+            total_cost += c * (double)Hkv * (double)head_chunks;
             if (c > max_cost[b]) max_cost[b] = c;
         }
     }
     /* Split-KV: a request whose items are each more than an eighth of a thread's share is cut into key
      * ranges (decode with few requests and KV heads), so every thread gets about eight items: the last
      * item of the slower thread (which the other waits for) is then at most ~1/8 of the run. */
-    const int64_t share = total_cost / (8 * (int64_t)threads) + 1;
-    size_t n_items = 0, n_split = 0;
-    int64_t part_rows = 0;
+    const double share = floor(total_cost / (8.0 * threads)) + 1.0;
+    size_t n_items = 0, n_split = 0, part_rows = 0; /* SIZE_MAX once they overflow: the allocations fail */
     for (int64_t b = 0; b < B; b++) {
-        const int64_t L = (int64_t)batch.query_start_loc[b + 1] - batch.query_start_loc[b];
-        int64_t ns = threads > 1 ? (max_cost[b] + share - 1) / share : 1;
+        const int64_t L = query_len(&batch, b, T);
+        const double want = threads > 1 ? ceil(max_cost[b] / share) : 1.0;
+        int64_t ns = want < CPU_ATTN_MAX_SPLITS ? (int64_t)want : CPU_ATTN_MAX_SPLITS;
         const int64_t by_keys = ((int64_t)batch.seq_lens[b] + CPU_ATTN_MIN_SPLIT_KEYS - 1) / CPU_ATTN_MIN_SPLIT_KEYS;
         if (ns > by_keys) ns = by_keys;
-        if (ns > CPU_ATTN_MAX_SPLITS) ns = CPU_ATTN_MAX_SPLITS;
         if (L <= 0 || L > CPU_ATTN_MAX_SPLIT_QLEN || ns < 2) ns = 1;
         nsplit[b] = (int32_t)ns;
         if (ns > 1) {
             n_split++;
-            part_rows += ns * L * Hq;
+            part_rows = cpu_size_add(part_rows, cpu_size_mul((size_t)(ns * L), (size_t)Hq));
         }
-        if (L == 1 && all_heads) n_items += (size_t)ns;
-        else if (L > 0) n_items += (size_t)(((L + tile - 1) / tile) * Hkv * head_chunks * ns);
+        if (L == 1 && all_heads) n_items = cpu_size_add(n_items, (size_t)ns);
+        else if (L > 0)
+            n_items = cpu_size_add(n_items, cpu_size_mul(cpu_size_mul((size_t)((L + tile - 1) / tile), (size_t)Hkv),
+                                                         (size_t)(head_chunks * ns)));
     }
     free(max_cost);
 
     cpu_attn_plan_t *p = calloc(1, sizeof *p);
-    costed_item_t *tmp = n_items ? malloc(n_items * sizeof *tmp) : NULL;
+    costed_item_t *tmp = n_items ? malloc(cpu_size_mul(n_items, sizeof *tmp)) : NULL;
     const cpu_attn_scratch_layout_t lay = cpu_attn_scratch_layout(a.query->shape[2], a.value_cache->shape[3]);
-    const size_t ws_bytes = (size_t)part_rows * ((size_t)a.value_cache->shape[3] + 2) * sizeof(float);
+    const size_t ws_bytes = cpu_size_mul(cpu_size_mul(part_rows, (size_t)a.value_cache->shape[3] + 2), sizeof(float));
+    if (ws_bytes == SIZE_MAX || part_rows > INT64_MAX) { /* no workspace that large: refused, not wrapped */
+        free(nsplit);
+        free(tmp);
+        free(p);
+        return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cpu paged attention plan: the split-KV workspace of %zu partial "
+                           "rows does not fit in memory", part_rows);
+    }
     if (p) {
-        p->items = n_items ? malloc(n_items * sizeof *p->items) : NULL;
-        p->scratch = aligned_alloc(CACHE_LINE, lay.total * threads);
+        p->items = n_items ? malloc(cpu_size_mul(n_items, sizeof *p->items)) : NULL;
+        p->scratch = aligned_alloc(CACHE_LINE, cpu_size_mul(lay.total, threads));
         if (n_split) {
             p->splits = calloc((size_t)B, sizeof *p->splits);
             p->merge_seqs = malloc(n_split * sizeof *p->merge_seqs);
-            p->own_workspace = aligned_alloc(CACHE_LINE, (ws_bytes + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE);
         }
     }
     if (!p || !p->scratch || (n_items && (!tmp || !p->items)) ||
-        (n_split && (!p->splits || !p->merge_seqs || !p->own_workspace))) {
+        (n_split && (!p->splits || !p->merge_seqs))) {
         free(tmp);
         free(nsplit);
         cpu_attention_plan_destroy(p);
@@ -197,7 +235,7 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
     size_t k = 0, m = 0;
     int64_t base = 0;
     for (int64_t b = 0; b < B; b++) {
-        const int64_t L = (int64_t)batch.query_start_loc[b + 1] - batch.query_start_loc[b];
+        const int64_t L = query_len(&batch, b, T);
         const int64_t S = batch.seq_lens[b];
         const int32_t ns = nsplit[b];
         if (ns > 1) {
@@ -208,7 +246,7 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
             p->splits[b] = (cpu_attn_split_t){1, (int32_t)L, 0};
         }
         if (L == 1 && all_heads) {
-            const int64_t cost = item_cost(S, L, 0, 1, Hq, Hkv, a.causal, wl, wr) / ns;
+            const double cost = floor(item_cost(S, L, 0, 1, Hq, Hkv, a.causal, wl, wr) / ns);
             for (int32_t sp = 0; sp < ns; sp++) {
                 tmp[k].cost = cost;
                 tmp[k].order = k;
@@ -219,7 +257,7 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
         }
         for (int64_t i0 = 0; i0 < L; i0 += tile) {
             const int64_t n = L - i0 < tile ? L - i0 : tile;
-            const int64_t cost = item_cost(S, L, i0, n, heads_per_item, 1, a.causal, wl, wr) / ns;
+            const double cost = floor(item_cost(S, L, i0, n, heads_per_item, 1, a.causal, wl, wr) / ns);
             for (int64_t h = 0; h < Hkv; h++)
                 for (int64_t c = 0; c < head_chunks; c++) {
                     const int64_t hf = c * heads_per_item;
@@ -265,7 +303,6 @@ void cpu_attention_plan_destroy(void *plan)
     free(p->items);
     free(p->splits);
     free(p->merge_seqs);
-    free(p->own_workspace);
     free(p->scratch);
     free(p);
 }

@@ -64,9 +64,10 @@ typedef struct cpu_attn_plan {
     int32_t          *merge_seqs; /* split requests; merged after the items, one item per KV head */
     size_t            num_merges;
     int64_t           part_rows;  /* workspace rows of all parts: o [part_rows][Dv], m, l [part_rows] */
-    size_t            workspace_bytes;
-    char             *own_workspace; /* for cpu_attention_run, whose caller passes none          */
-    /* scratch: one slice of scratch_stride bytes per participant, 64-byte aligned sub-buffers */
+    size_t            workspace_bytes; /* the caller's, per run: runs of one plan may race        */
+    /* scratch: one slice of scratch_stride bytes per participant, 64-byte aligned sub-buffers; private
+     * to one cpu_parallel_for at a time (the pool runs them one after another), so a run keeps nothing
+     * there from one parallel_for to the next: another run's may come in between */
     char    *scratch;
     size_t   scratch_stride;
     unsigned scratch_slices;
@@ -81,11 +82,6 @@ typedef struct cpu_attn_scratch_layout {
 
 /* Computes the layout for the given head dims (shared by plan and run). */
 cpu_attn_scratch_layout_t cpu_attn_scratch_layout(int64_t head_dim_qk, int64_t head_dim_v);
-
-/* The run with the caller's workspace (>= the plan's workspace_bytes; host memory on this device).
- * cpu_attention_run (cpu_ops.h) is this with the plan's own copy. */
-attnrt_status_t cpu_attention_run_ws(cpu_pool_t *pool, const void *plan, const attnrt_attention_args_t *args,
-                                     void *workspace, size_t workspace_bytes);
 
 /* Keys a query at position pq may see among [0, seq_len): [*lo, *hi], empty when *lo > *hi. Causal keeps
  * p_k <= pq; window_left/right (>= 0) are inclusive counts. Both ends grow with pq, so a tile of

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_args.h"
 #include "cpu_ops.h"
 #include "plugin_error.h"
 
@@ -61,13 +62,13 @@ static inline attnrt_status_t cpu_linear_plan_new(cpu_pool_t *pool, uint32_t kin
                                                   const attnrt_batch_host_t *batch, int64_t num_seqs,
                                                   int64_t num_heads, size_t scratch_bytes, cpu_linear_plan_t **out)
 {
-    const size_t n_items = (size_t)num_seqs * (size_t)num_heads;
+    const size_t n_items = cpu_size_mul((size_t)num_seqs, (size_t)num_heads); /* SIZE_MAX: the allocation fails */
     const unsigned slices = cpu_pool_size(pool);
     const size_t stride = cpu_linear_align(scratch_bytes ? scratch_bytes : 1);
     cpu_linear_plan_t *p = calloc(1, sizeof *p);
     cpu_linear_order_t *order = num_seqs ? malloc((size_t)num_seqs * sizeof *order) : NULL;
-    if (p && n_items) p->items = malloc(n_items * sizeof *p->items);
-    if (p && stride <= SIZE_MAX / slices) p->scratch = aligned_alloc(CPU_LINEAR_ALIGN, stride * slices);
+    if (p && n_items) p->items = malloc(cpu_size_mul(n_items, sizeof *p->items));
+    if (p) p->scratch = aligned_alloc(CPU_LINEAR_ALIGN, cpu_size_mul(stride, slices));
     if (!p || !p->scratch || (n_items && !p->items) || (num_seqs && !order)) {
         free(order);
         cpu_linear_plan_free(p);

@@ -374,17 +374,19 @@ static int by_cost_desc(const void *pa, const void *pb)
     return (a->order > b->order) - (a->order < b->order);
 }
 
-static int64_t host_len(const attnrt_batch_host_t *batch, int64_t b)
+/* Request b's query length, its bounds clamped to the T query rows as the run clamps them. */
+static int64_t host_len(const attnrt_batch_host_t *batch, int64_t b, int64_t T)
 {
-    const int64_t L = (int64_t)batch->query_start_loc[b + 1] - batch->query_start_loc[b];
-    return L > 0 ? L : 0;
+    const int64_t lo = cpu_clamp64(batch->query_start_loc[b], 0, T);
+    return cpu_clamp64(batch->query_start_loc[b + 1], lo, T) - lo;
 }
 
-static size_t count_items(const attnrt_batch_host_t *batch, int64_t B, int64_t Hq, int64_t hpi, int64_t tile)
+/* Items of the batch; SIZE_MAX when that overflows (the allocation then fails). */
+static size_t count_items(const attnrt_batch_host_t *batch, int64_t B, int64_t T, int64_t Hq, int64_t hpi, int64_t tile)
 {
     size_t n = 0;
-    for (int64_t b = 0; b < B; b++) n += (size_t)((host_len(batch, b) + tile - 1) / tile);
-    return n * (size_t)((Hq + hpi - 1) / hpi);
+    for (int64_t b = 0; b < B; b++) n = cpu_size_add(n, (size_t)((host_len(batch, b, T) + tile - 1) / tile));
+    return cpu_size_mul(n, (size_t)((Hq + hpi - 1) / hpi));
 }
 
 void cpu_mla_plan_destroy(void *plan)
@@ -420,16 +422,16 @@ attnrt_status_t cpu_mla_plan(cpu_pool_t *pool, const attnrt_mla_args_t *args_in,
     int64_t hpi = Hq < CPU_MLA_ROWS ? (Hq > 0 ? Hq : 1) : CPU_MLA_ROWS, tile = 1;
     for (;;) {
         tile = sh.sparse ? 1 : CPU_MLA_ROWS / hpi;
-        if (count_items(&batch, B, Hq, hpi, tile) >= 2u * slices || hpi <= CPU_MLA_MIN_HEADS) break;
+        if (count_items(&batch, B, sh.T, Hq, hpi, tile) >= 2u * slices || hpi <= CPU_MLA_MIN_HEADS) break;
         hpi = (hpi + 1) / 2;
     }
-    const size_t n_items = Hq > 0 ? count_items(&batch, B, Hq, hpi, tile) : 0;
+    const size_t n_items = Hq > 0 ? count_items(&batch, B, sh.T, Hq, hpi, tile) : 0;
 
     const mla_layout_t lay = mla_layout(sh.D, sh.Dv);
     mla_plan_t *p = calloc(1, sizeof *p);
-    costed_item_t *tmp = n_items ? malloc(n_items * sizeof *tmp) : NULL;
-    if (p && n_items) p->items = malloc(n_items * sizeof *p->items);
-    if (p) p->scratch = aligned_alloc(CPU_MLA_ALIGN, lay.total * slices);
+    costed_item_t *tmp = n_items ? malloc(cpu_size_mul(n_items, sizeof *tmp)) : NULL;
+    if (p && n_items) p->items = malloc(cpu_size_mul(n_items, sizeof *p->items));
+    if (p) p->scratch = aligned_alloc(CPU_MLA_ALIGN, cpu_size_mul(lay.total, slices));
     if (!p || !p->scratch || (n_items && (!tmp || !p->items))) {
         free(tmp);
         cpu_mla_plan_destroy(p);
@@ -438,7 +440,7 @@ attnrt_status_t cpu_mla_plan(cpu_pool_t *pool, const attnrt_mla_args_t *args_in,
 
     size_t k = 0;
     for (int64_t b = 0; b < B && n_items; b++) {
-        const int64_t L = host_len(&batch, b), S = batch.seq_lens[b] > 0 ? batch.seq_lens[b] : 0;
+        const int64_t L = host_len(&batch, b, sh.T), S = batch.seq_lens[b] > 0 ? batch.seq_lens[b] : 0;
         for (int64_t i0 = 0; i0 < L; i0 += tile) {
             const int64_t n = L - i0 < tile ? L - i0 : tile;
             int64_t keys = sh.sparse ? sh.topk : S;

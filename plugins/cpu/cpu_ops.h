@@ -23,7 +23,9 @@ attnrt_status_t cpu_kv_write(cpu_pool_t *pool, const attnrt_kv_write_args_t *arg
 attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args_t *args,
                                    const attnrt_batch_host_t *batch, void **plan, size_t *workspace_bytes);
 void cpu_attention_plan_destroy(void *plan);
-attnrt_status_t cpu_attention_run(cpu_pool_t *pool, const void *plan, const attnrt_attention_args_t *args);
+/* workspace: the caller's, >= the plan's workspace_bytes (host memory of this device; NULL when 0). */
+attnrt_status_t cpu_attention_run(cpu_pool_t *pool, const void *plan, const attnrt_attention_args_t *args,
+                                  void *workspace, size_t workspace_bytes);
 
 /* Merge of partial states (cpu_merge.c). */
 attnrt_status_t cpu_merge_states(cpu_pool_t *pool, const attnrt_merge_args_t *args);

@@ -214,10 +214,8 @@ static void cpu_attention_plan_destroy_op(void *device, void *plan)
 static attnrt_status_t cpu_attention_run_op(void *device, const void *plan, const attnrt_attention_args_t *args,
                                             void *workspace, size_t workspace_bytes, void *stream)
 {
-    (void)workspace; /* the plan asks for none: scratch lives in the plan */
-    (void)workspace_bytes;
-    (void)stream;
-    return cpu_attention_run(pool_of(device), plan, args);
+    (void)stream; /* the split-KV partial states go to the caller's workspace: runs of one plan may race */
+    return cpu_attention_run(pool_of(device), plan, args, workspace, workspace_bytes);
 }
 
 static attnrt_status_t cpu_merge_states_op(void *device, const attnrt_merge_args_t *args, void *stream)

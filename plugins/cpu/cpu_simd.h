@@ -73,7 +73,9 @@ typedef struct cpu_tile {
     int    dv_pad;      /* the ld of o, vc: cpu_attn_ld(dv)                                      */
     int    dqk_pad;     /* the ld of narrow q rows and of kc: cpu_attn_ld(dqk)                   */
     const float *q;     /* narrow: [rows][dqk_pad], already times the softmax scale; wide: qt [dqk][ld] */
-    const uint16_t *qb; /* narrow with bf16_dot and a bf16 cache: q rounded to bf16, same layout; else NULL */
+    const uint16_t *qb; /* narrow with bf16_dot, a bf16 query and a bf16 cache: the query unscaled (exact:
+                           its values are bf16), same layout; else NULL                           */
+    float  qb_scale;    /* with qb: the softmax scale, applied to the f32 sums of the bf16 dots  */
     float *o;           /* [rows(_pad)][dv_pad] unnormalised output                              */
     float *m, *l;       /* [rows(_pad)] running max (may be -inf) and sum                        */
     float *s;           /* scores, then probabilities: narrow [rows][CPU_ATTN_CHUNK]; wide [CPU_ATTN_CHUNK][ld] */
@@ -85,7 +87,7 @@ typedef struct cpu_tile {
 typedef struct cpu_simd {
     cpu_isa_t   isa;
     const char *name;   /* "avx512bf16", "avx512", "avx2", "portable" */
-    int         bf16_dot; /* narrow scores of bf16 caches use tile->qb (the glue fills it)       */
+    int         bf16_dot; /* narrow scores of a bf16 query and cache use tile->qb (the glue fills it) */
     /* s[r][j] = q_r . k_j (times ks[j]) for r < rows, j < c->n. */
     void (*narrow_scores)(const cpu_tile_t *t, const cpu_kv_chunk_t *c);
     /* Online-softmax update of every row with s[r][0..n) (masked keys are -inf), then

@@ -143,8 +143,11 @@ KI float softmax_row(float *s, int n, float *m, float *l)
 /* ---- narrow: few rows, K/V straight from the cache ------------------------------------------ */
 
 #ifdef SIMD_BF16_DOT
-/* bf16 keys: acc += q . k by vdpbf16ps against the query rounded to bf16 (t->qb), 32 products an
- * instruction and no widening of the keys; the last dq % 32 elements in f32. */
+/* bf16 keys: acc += q . k by vdpbf16ps against the bf16 query (t->qb, unscaled), 32 products an
+ * instruction and no widening of the keys; the last dq % 32 elements in f32. bf16 x bf16 products are
+ * exact in f32 and the softmax scale multiplies the f32 sums, so the scores are as exact as the f32
+ * kernels' (folding the scale into the bf16 query would round it: 2^-9 of every product, times the
+ * scale, in the logits). */
 KI void scores_block_bf16(const cpu_tile_t *t, const cpu_kv_chunk_t *c, size_t hoff, int r0, int j0, const int nk)
 {
     const int dq = t->dqk, ld = t->dqk_pad, dvec = dq / 32 * 32;
@@ -168,11 +171,12 @@ KI void scores_block_bf16(const cpu_tile_t *t, const cpu_kv_chunk_t *c, size_t h
             for (int r = 0; r < NRB; r++) acc[b][r] = _mm512_dpbf16_ps(acc[b][r], qv[r], kv);
         }
     }
-    const float *q = t->q + (size_t)r0 * (size_t)ld;
     float *s = t->s + (size_t)r0 * CPU_ATTN_CHUNK + j0;
 #ifdef VF_HAS_SCORES16
     if (nk == 4 && dvec == dq) {
-        vf_scores16(acc, c->ks + j0, s, CPU_ATTN_CHUNK);
+        const float ks[4] = {c->ks[j0] * t->qb_scale, c->ks[j0 + 1] * t->qb_scale, c->ks[j0 + 2] * t->qb_scale,
+                             c->ks[j0 + 3] * t->qb_scale};
+        vf_scores16(acc, ks, s, CPU_ATTN_CHUNK);
         return;
     }
 #endif
@@ -182,10 +186,11 @@ KI void scores_block_bf16(const cpu_tile_t *t, const cpu_kv_chunk_t *c, size_t h
         vf_hsum4(acc[b][0], acc[b][1], acc[b][2], acc[b][3], sum);
         for (int d = dvec; d < dq; d++) {
             const float kx = dc_bf16_to_f32(k[b][d]);
-            for (int r = 0; r < NRB; r++) sum[r] += q[r * ld + d] * kx;
+            for (int r = 0; r < NRB; r++) sum[r] += dc_bf16_to_f32(qb[r * ld + d]) * kx;
         }
+        const float ks = c->ks[j0 + b] * t->qb_scale;
 #pragma GCC unroll 4
-        for (int r = 0; r < NRB; r++) s[r * CPU_ATTN_CHUNK + b] = sum[r] * c->ks[j0 + b];
+        for (int r = 0; r < NRB; r++) s[r * CPU_ATTN_CHUNK + b] = sum[r] * ks;
     }
 }
 #endif
@@ -301,82 +306,10 @@ KI void narrow_pv_block(const cpu_tile_t *t, const cpu_kv_chunk_t *c, size_t hof
         for (int b = 0; b < nb; b++) vf_storeu(o + r * t->dv_pad + b * VL, acc[r][b]);
 }
 
-#ifdef SIMD_BF16_DOT
-/* narrow_pv_block for bf16 values, 64 columns [d, d + 64), by vdpbf16ps on key PAIRS: unpacking the
- * value rows of keys j and j+1 word by word gives (v_j[x], v_j+1[x]) pairs, and one vdpbf16ps against
- * the broadcast pair (p_j, p_j+1) adds both keys' terms to 16 columns, half the instructions of
- * widening each value and an FMA per key. The unpack works within 128-bit lanes, so an accumulator
- * holds columns {8L + i} (lo) or {8L + 4 + i} (hi) in lane 4L + i; o is permuted into that order when
- * loaded and back when stored. The probabilities are rounded to bf16 (2^-9 relative, within bf16's
- * 1e-2 tolerance, like the scores' query); an odd last key pairs with itself at weight 0. */
-KI void pv_block_bf16(const cpu_tile_t *t, const cpu_kv_chunk_t *c, size_t hoff, int r0, int d, int j0, int j1,
-                      int first, int pf, size_t pf_off, size_t piece)
-{
-    const __m512i to_lo = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
-    const __m512i to_hi = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-    const __m512i from_a = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
-    const __m512i from_b = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
-    /* (p_j, p_j+1) as a bf16 pair per 32-bit word, rows of CPU_ATTN_CHUNK / 2 words */
-    uint32_t pp[NRB][CPU_ATTN_CHUNK / 2];
-    const int jb = j0 & ~1, n = j1 - jb;
-#pragma GCC unroll 4
-    for (int r = 0; r < NRB; r++) {
-        const float *p = t->s + (size_t)(r0 + r) * CPU_ATTN_CHUNK;
-        uint16_t *dst = (uint16_t *)(void *)pp[r];
-        for (int j = 0; j < n; j += 16) {
-            const __mmask16 in = (__mmask16)(n - j >= 16 ? 0xffff : (1u << (n - j)) - 1u);
-            __m512 x = _mm512_maskz_loadu_ps(in, p + jb + j);
-            if (jb < j0 && j == 0) x = _mm512_mask_mov_ps(x, 1, _mm512_setzero_ps()); /* key j0 - 1: not ours */
-            _mm256_storeu_si256((__m256i *)(void *)(dst + j), (__m256i)_mm512_cvtneps_pbh(x)); /* zeros past j1 */
-        }
-    }
-    float *o = t->o + (size_t)r0 * (size_t)t->dv_pad + d;
-    VF acc[NRB][4]; /* [row][lo0, hi0, lo1, hi1]: columns d .. d+31, then d+32 .. d+63 */
-#pragma GCC unroll 4
-    for (int r = 0; r < NRB; r++) {
-        const VF a = vf_set1(first ? t->alpha[r0 + r] : 1.0f);
-#pragma GCC unroll 2
-        for (int g = 0; g < 2; g++) {
-            const VF oa = vf_mul(a, vf_loadu(o + r * t->dv_pad + 32 * g)), ob = vf_mul(a, vf_loadu(o + r * t->dv_pad + 32 * g + 16));
-            acc[r][2 * g] = _mm512_permutex2var_ps(oa, to_lo, ob);
-            acc[r][2 * g + 1] = _mm512_permutex2var_ps(oa, to_hi, ob);
-        }
-    }
-    for (int j = jb; j < j1; j += 2) {
-        const int j2 = j + 1 < j1 ? j + 1 : j; /* an odd last key pairs with itself (weight 0) */
-        const int ja = j < j0 ? j2 : j;         /* a key before j0 likewise */
-        if (pf) {
-            if (j >= j0 && j < c->pf_n) prefetch_row((const char *)c->pf_value[j] + pf_off, piece);
-            if (j + 1 < j1 && j + 1 < c->pf_n) prefetch_row((const char *)c->pf_value[j + 1] + pf_off, piece);
-        }
-        const uint16_t *va = (const uint16_t *)(const void *)((const char *)c->v[ja] + hoff) + d;
-        const uint16_t *vb = (const uint16_t *)(const void *)((const char *)c->v[j2] + hoff) + d;
-        __m512i x[4];
-#pragma GCC unroll 2
-        for (int g = 0; g < 2; g++) {
-            const __m512i a = _mm512_loadu_si512((const void *)(va + 32 * g)), b = _mm512_loadu_si512((const void *)(vb + 32 * g));
-            x[2 * g] = _mm512_unpacklo_epi16(a, b);
-            x[2 * g + 1] = _mm512_unpackhi_epi16(a, b);
-        }
-#pragma GCC unroll 4
-        for (int r = 0; r < NRB; r++) {
-            const __m512bh pr = (__m512bh)_mm512_set1_epi32((int)pp[r][(j - jb) / 2]);
-#pragma GCC unroll 4
-            for (int b = 0; b < 4; b++) acc[r][b] = _mm512_dpbf16_ps(acc[r][b], (__m512bh)x[b], pr);
-        }
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < NRB; r++)
-#pragma GCC unroll 2
-        for (int g = 0; g < 2; g++) {
-            vf_storeu(o + r * t->dv_pad + 32 * g, _mm512_permutex2var_ps(acc[r][2 * g], from_a, acc[r][2 * g + 1]));
-            vf_storeu(o + r * t->dv_pad + 32 * g + 16, _mm512_permutex2var_ps(acc[r][2 * g], from_b, acc[r][2 * g + 1]));
-        }
-}
-#endif
-
 /* Every row of tile t (unit u) over keys [j0, j1) of the chunk (value rows + hoff bytes); prefetches piece
- * u of the next rows of those keys (the last unit also any pieces beyond the units). */
+ * u of the next rows of those keys (the last unit also any pieces beyond the units). bf16 values are
+ * widened and FMA'd in f32 under every ISA: vdpbf16ps on key pairs would round the probabilities to
+ * bf16 (up to 2^-9 max |v| in the output) and measured no faster on this memory-bound path. */
 KI void pv_range(const cpu_tile_t *t, const cpu_kv_chunk_t *c, size_t hoff, int j0, int j1, int first, int u,
                  int units, const dc_kind_t kind)
 {
@@ -390,10 +323,6 @@ KI void pv_range(const cpu_tile_t *t, const cpu_kv_chunk_t *c, size_t hoff, int 
         for (int j = j0; j < j1 && j < c->pf_n; j++) prefetch_row((const char *)c->pf_value[j] + (size_t)u * piece, piece);
     for (int r0 = 0; r0 < t->rows; r0 += NRB) {
         int d = 0, pf0 = pf && r0 == 0; /* prefetch once per key */
-#ifdef SIMD_BF16_DOT
-        if (kind == DC_BF16 && t->qb)
-            for (; d + 64 <= dv; d += 64, pf0 = 0) pv_block_bf16(t, c, hoff, r0, d, j0, j1, first, pf0, (size_t)u * piece, piece);
-#endif
         for (; d + NARROW_DB * VL <= dv; d += NARROW_DB * VL, pf0 = 0)
             narrow_pv_block(t, c, hoff, r0, d, NARROW_DB, j0, j1, first, pf0, (size_t)u * piece, piece, kind);
         for (; d + VL <= dv; d += VL, pf0 = 0)

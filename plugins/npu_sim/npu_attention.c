@@ -10,6 +10,7 @@
  * On the CPU a unit is cut further into groups of <= NPU_ROWS_MAX rows and tiles of NPU_TILE keys.
  * Metadata is read from the run's tensors and clamped, so garbage gives garbage but no stray access. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "dtype_convert.h"
@@ -194,7 +195,7 @@ static void run_unit(const job_t *j, int64_t seq, int64_t q_begin, int64_t L, in
         }
 }
 
-static void job_init(job_t *j, const npu_attn_plan_t *p, const attnrt_attention_args_t *a)
+static void job_init(job_t *j, const npu_attn_plan_t *p, const attnrt_attention_args_t *a, float *scratch)
 {
     memset(j, 0, sizeof *j);
     j->plan = p;
@@ -244,10 +245,19 @@ static void job_init(job_t *j, const npu_attn_plan_t *p, const attnrt_attention_
     j->scale = a->scale != 0.0f ? a->scale : (float)(1.0 / sqrt((double)j->dqk));
     j->causal = a->causal != 0;
     j->window_left = a->causal && a->window_left >= 0 ? a->window_left : -1;
-    carve_scratch(j, p->scratch);
+    if (scratch) carve_scratch(j, scratch);
 }
 
-attnrt_status_t npu_attention_run(npu_device_t *d, const void *plan, const attnrt_attention_args_t *in)
+enum { SCRATCH_ALIGN = 64 };
+
+size_t npu_attn_workspace_bytes(const npu_attn_plan_t *p)
+{
+    if (p->head_dim_qk <= 0 || p->head_dim_v <= 0) return 0;
+    return npu_attn_scratch_floats(p->head_dim_qk, p->head_dim_v) * sizeof(float) + SCRATCH_ALIGN;
+}
+
+attnrt_status_t npu_attention_run(npu_device_t *d, const void *plan, const attnrt_attention_args_t *in,
+                                  void *workspace, size_t workspace_bytes)
 {
     const npu_attn_plan_t *p = plan;
     attnrt_attention_args_t a;
@@ -267,9 +277,20 @@ attnrt_status_t npu_attention_run(npu_device_t *d, const void *plan, const attnr
                            NPU_DEV_ARG(d), (long long)p->num_tokens, (long long)p->num_q_heads,
                            (long long)p->num_kv_heads, (long long)p->head_dim_qk, (long long)p->head_dim_v,
                            (long long)p->num_seqs, (long long)p->bt_cols, (long long)p->block_size);
+    /* The scratch is the caller's workspace (npu_sim's device memory is host memory): runs of one plan may
+     * race on distinct streams, so nothing a run writes may live in the plan, and a run allocates nothing. */
+    const size_t need = npu_attn_workspace_bytes(p);
+    if (workspace_bytes < need || (need && !workspace))
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention run: workspace of %zu bytes < "
+                           "%zu planned", NPU_DEV_ARG(d), workspace_bytes, need);
+    float *scratch = NULL;
+    if (need) {
+        uintptr_t at = ((uintptr_t)workspace + SCRATCH_ALIGN - 1) & ~(uintptr_t)(SCRATCH_ALIGN - 1);
+        scratch = (float *)at;
+    }
     job_t j;
-    job_init(&j, p, &a);
-    if (j.bs > 0 && j.dqk > 0 && j.dv > 0) {
+    job_init(&j, p, &a, scratch);
+    if (j.bs > 0 && scratch) {
         for (int pass = 0; pass < 2; pass++) /* decode rows (the padded batch) first, then each prefill */
             for (int64_t b = 0; b < p->num_seqs; b++) {
                 const int64_t q_begin = clamp64(j.qsl[b * j.qsl_st], 0, j.T);

@@ -1,10 +1,26 @@
 /* npu_cost.c — simulated time and counters of each op. Every constant lives in the profile
- * (npu_profile.c) and is documented in docs/backends/npu_sim.md with its source. */
+ * (npu_profile.c) and is documented in docs/backends/npu_sim.md with its source. Sizes are products of
+ * shapes up to 2^31 each, so they are computed in double and saturate when stored as counters. */
 #include "npu_cost.h"
 
+#include <math.h>
 #include <string.h>
 
-static int64_t pad_dim(int64_t d) { return (d + NPU_HEAD_DIM_ALIGN - 1) / NPU_HEAD_DIM_ALIGN * NPU_HEAD_DIM_ALIGN; }
+static double pad_dim(int64_t d) { return ceil((double)d / NPU_HEAD_DIM_ALIGN) * NPU_HEAD_DIM_ALIGN; }
+
+/* A counter's value: x rounded down, saturated to [0, UINT64_MAX] (a double at or above 2^64 has no
+ * uint64 value to convert to). */
+static uint64_t counter(double x)
+{
+    if (!(x > 0.0)) return 0;
+    return x >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)x;
+}
+
+static void add_counter(uint64_t *c, double x)
+{
+    const uint64_t v = counter(x);
+    *c = *c > UINT64_MAX - v ? UINT64_MAX : *c + v;
+}
 
 static double max2(double a, double b) { return a > b ? a : b; }
 
@@ -23,19 +39,19 @@ static void launch(const npu_profile_t *p, attnrt_op_stats_t *s)
 }
 
 /* K and V bytes of one token over all KV heads, head dims padded as the kernel pads them. */
-static int64_t kv_token_bytes(const npu_cost_shape_t *sh)
+static double kv_token_bytes(const npu_cost_shape_t *sh)
 {
-    return sh->num_kv_heads * (pad_dim(sh->head_dim_qk) + pad_dim(sh->head_dim_v)) * sh->kv_bytes;
+    return (double)sh->num_kv_heads * (pad_dim(sh->head_dim_qk) + pad_dim(sh->head_dim_v)) * (double)sh->kv_bytes;
 }
 
 /* One unit of KV work: `rows` query rows (of every query head) against `tokens` keys read whole. */
 static void unit(const npu_profile_t *p, const npu_cost_shape_t *sh, int64_t rows, int64_t tokens, attnrt_op_stats_t *s)
 {
-    const double bytes = (double)tokens * (double)kv_token_bytes(sh);
+    const double bytes = (double)tokens * kv_token_bytes(sh);
     const double flops = 2.0 * (double)sh->num_q_heads * (double)rows * (double)tokens *
-                         (double)(pad_dim(sh->head_dim_qk) + pad_dim(sh->head_dim_v));
-    s->bytes_moved += (uint64_t)bytes;
-    s->flops += (uint64_t)flops;
+                         (pad_dim(sh->head_dim_qk) + pad_dim(sh->head_dim_v));
+    add_counter(&s->bytes_moved, bytes);
+    add_counter(&s->flops, flops);
     s->partitions++;
     s->time_us += max2(bytes / p->dram_bw_eff, flops / p->peak_flops_fp16) * 1e6 + p->partition_overhead_us;
 }
@@ -44,8 +60,8 @@ static void unit(const npu_profile_t *p, const npu_cost_shape_t *sh, int64_t row
 static void rows_io(const npu_profile_t *p, const npu_cost_shape_t *sh, int64_t rows, attnrt_op_stats_t *s)
 {
     const double bytes = (double)rows * (double)sh->num_q_heads *
-                         (double)(sh->head_dim_qk * sh->q_bytes + sh->head_dim_v * sh->out_bytes);
-    s->bytes_moved += (uint64_t)bytes;
+                         ((double)sh->head_dim_qk * (double)sh->q_bytes + (double)sh->head_dim_v * (double)sh->out_bytes);
+    add_counter(&s->bytes_moved, bytes);
     s->time_us += bytes / p->dram_bw_eff * 1e6;
 }
 
@@ -89,8 +105,8 @@ void npu_cost_decode(const npu_profile_t *p, const npu_cost_shape_t *sh, const i
         /* padding rows: seq_len 0, so flash visits no partition; naive and sliding still read their block */
         for (int64_t i = n; i < bucket; i++) kv_work(p, sh, 1, 0, 0, s);
         rows_io(p, sh, bucket, s);
-        s->padded_rows += (uint64_t)(bucket - n);
-        s->padding_tokens += (uint64_t)(bucket - n);
+        add_counter(&s->padded_rows, (double)(bucket - n));
+        add_counter(&s->padding_tokens, (double)(bucket - n));
     }
 }
 
@@ -100,16 +116,16 @@ void npu_cost_prefill_chunk(const npu_profile_t *p, const npu_cost_shape_t *sh, 
     launch(p, s);
     kv_work(p, sh, chunk, lo, hi, s); /* the compiled chunk is computed whole, padding included */
     rows_io(p, sh, chunk, s);
-    s->padding_tokens += (uint64_t)(chunk - rows);
+    add_counter(&s->padding_tokens, (double)(chunk - rows));
 }
 
 void npu_cost_kv_write(const npu_profile_t *p, int64_t tokens, int64_t num_kv_heads, int64_t head_dim_k,
                        int64_t head_dim_v, int64_t src_bytes, int64_t cache_bytes, attnrt_op_stats_t *s)
 {
     launch(p, s);
-    const double bytes = (double)tokens * (double)num_kv_heads * (double)(head_dim_k + head_dim_v) *
-                         (double)(src_bytes + cache_bytes);
-    s->bytes_moved += (uint64_t)bytes;
+    const double bytes = (double)tokens * (double)num_kv_heads * ((double)head_dim_k + (double)head_dim_v) *
+                         ((double)src_bytes + (double)cache_bytes);
+    add_counter(&s->bytes_moved, bytes);
     s->time_us += bytes / p->dram_bw_eff * 1e6;
 }
 
@@ -121,7 +137,7 @@ void npu_cost_merge(const npu_profile_t *p, int64_t n, int64_t tokens, int64_t h
     const double bytes = rows * ((double)n * ((double)head_dim * (double)state_bytes + 4.0) +
                                  (double)head_dim * (double)out_bytes + 4.0);
     const double flops = rows * (double)n * (2.0 * (double)head_dim + 4.0);
-    s->bytes_moved += (uint64_t)bytes;
-    s->flops += (uint64_t)flops;
+    add_counter(&s->bytes_moved, bytes);
+    add_counter(&s->flops, flops);
     s->time_us += max2(bytes / p->dram_bw_eff, flops / p->peak_flops_fp16) * 1e6;
 }

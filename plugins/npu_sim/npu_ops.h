@@ -20,7 +20,9 @@ attnrt_status_t npu_kv_write(npu_device_t *d, const attnrt_kv_write_args_t *args
 attnrt_status_t npu_attention_plan(npu_device_t *d, const attnrt_attention_args_t *args,
                                    const attnrt_batch_host_t *batch, void **plan, size_t *workspace_bytes);
 void            npu_attention_plan_destroy(void *plan);
-attnrt_status_t npu_attention_run(npu_device_t *d, const void *plan, const attnrt_attention_args_t *args);
+/* workspace: at least the plan's workspace_bytes of the device's (host) memory, the run's scratch. */
+attnrt_status_t npu_attention_run(npu_device_t *d, const void *plan, const attnrt_attention_args_t *args,
+                                  void *workspace, size_t workspace_bytes);
 
 /* Merge of partial states (npu_merge.c). */
 attnrt_status_t npu_merge_states(npu_device_t *d, const attnrt_merge_args_t *args);

@@ -16,10 +16,35 @@
 
 size_t npu_attn_scratch_floats(int64_t dqk, int64_t dv)
 {
-    const size_t R = NPU_ROWS_MAX, K = NPU_TILE;
+    if (dqk < 0 || dv < 0 || dqk > INT32_MAX || dv > INT32_MAX) return 0;
+    const uint64_t R = NPU_ROWS_MAX, K = NPU_TILE; /* below 2^40 in all: no overflow in 64 bits */
     /* q rows, running acc / m / l, partition acc / m / l, K tile, V tile, scores */
-    return R * (size_t)dqk + 2 * (R * (size_t)dv + 2 * R) + K * (size_t)dqk + K * (size_t)dv + K;
+    const uint64_t n = R * (uint64_t)dqk + 2 * (R * (uint64_t)dv + 2 * R) + K * (uint64_t)dqk + K * (uint64_t)dv + K;
+    return n <= SIZE_MAX / sizeof(float) ? (size_t)n : 0;
 }
+
+/* Every size in [0, 2^31), as the runtime checks them (again here for callers that reach the plugin
+ * without it): the plan's products of shapes then fit in 64 bits. */
+static attnrt_status_t check_sizes(const npu_device_t *d, const attnrt_attention_args_t *a)
+{
+    const struct { const attnrt_tensor_t *t; const char *name; int ndim; } ts[] = {
+        {a->query, "query", 3}, {a->key_cache, "key_cache", 4}, {a->value_cache, "value_cache", 4}, {a->out, "out", 3},
+        {a->block_table, "block_table", 0},
+    };
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+        const attnrt_tensor_t *t = ts[i].t;
+        if (ts[i].ndim && t->ndim != ts[i].ndim)
+            return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention plan: %s has %d dims, not %d",
+                               NPU_DEV_ARG(d), ts[i].name, t->ndim, ts[i].ndim);
+        for (int k = 0; k < t->ndim && k < ATTNRT_MAX_DIMS; k++)
+            if (t->shape[k] < 0 || t->shape[k] > INT32_MAX)
+                return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention plan: %s.shape[%d] = %lld "
+                                   "is out of range [0, 2^31)", NPU_DEV_ARG(d), ts[i].name, k, (long long)t->shape[k]);
+    }
+    return ATTNRT_OK;
+}
+
+static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
 static const char *front_end_name(uint32_t fe) { return fe == ATTNRT_FRONT_END_COMPILED ? "compiled" : "vLLM"; }
 
@@ -79,6 +104,13 @@ static attnrt_status_t select_kernel(const npu_device_t *d, const attnrt_attenti
     return ATTNRT_OK;
 }
 
+/* Request b's query length, its bounds clamped to the T query rows. */
+static int64_t query_len(const attnrt_batch_host_t *batch, int64_t b, int64_t T)
+{
+    const int64_t lo = clamp64(batch->query_start_loc[b], 0, T);
+    return clamp64(batch->query_start_loc[b + 1], lo, T) - lo;
+}
+
 /* The op's simulated cost for the host batch. */
 static attnrt_status_t cost_batch(const npu_device_t *d, const attnrt_attention_args_t *a,
                                   const attnrt_batch_host_t *batch, npu_attn_plan_t *p)
@@ -103,8 +135,9 @@ static attnrt_status_t cost_batch(const npu_device_t *d, const attnrt_attention_
                                 NPU_DEV_ARG(d));
     int64_t *hi = lo + B, decode = 0;
     const int64_t W = p->window;
+    /* lengths clamped as the run clamps them: no more work costed than a run can do */
     for (int64_t b = 0; b < B; b++) { /* decode rows first: one bucketed launch group */
-        const int64_t L = batch->query_start_loc[b + 1] - batch->query_start_loc[b], S = batch->seq_lens[b];
+        const int64_t L = query_len(batch, b, p->num_tokens), S = clamp64(batch->seq_lens[b], 0, p->max_model_len);
         if (L != 1) continue;
         lo[decode] = W && a->causal && S - W > 0 ? S - W : 0;
         hi[decode++] = S;
@@ -112,7 +145,7 @@ static attnrt_status_t cost_batch(const npu_device_t *d, const attnrt_attention_
     if (decode) npu_cost_decode(d->sel.profile, &sh, lo, hi, decode, &p->stats);
     free(lo);
     for (int64_t b = 0; b < B; b++) { /* then each prefill alone, chunk by chunk */
-        const int64_t L = batch->query_start_loc[b + 1] - batch->query_start_loc[b], S = batch->seq_lens[b];
+        const int64_t L = query_len(batch, b, p->num_tokens), S = clamp64(batch->seq_lens[b], 0, p->max_model_len);
         if (L < 2) continue;
         for (int64_t pos = S - L; pos < S;) {
             const int64_t end = npu_chunk_end(pos, S, p->prefill_chunk, p->block_size);
@@ -142,7 +175,8 @@ attnrt_status_t npu_attention_plan(npu_device_t *d, const attnrt_attention_args_
     if (batch.num_seqs > 0 && (!batch.query_start_loc || !batch.seq_lens))
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention plan: the host batch has no "
                            "query_start_loc or seq_lens", NPU_DEV_ARG(d));
-    attnrt_status_t st = check_supported(d, &a);
+    attnrt_status_t st = check_sizes(d, &a);
+    if (st == ATTNRT_OK) st = check_supported(d, &a);
     if (st != ATTNRT_OK) return st;
 
     npu_attn_plan_t *p = calloc(1, sizeof *p);
@@ -167,26 +201,20 @@ attnrt_status_t npu_attention_plan(npu_device_t *d, const attnrt_attention_args_
         snprintf(p->kernel_name, sizeof p->kernel_name, "none");
     }
     if (st == ATTNRT_OK) st = cost_batch(d, &a, &batch, p);
-    if (st == ATTNRT_OK) {
-        p->scratch_floats = npu_attn_scratch_floats(p->head_dim_qk, p->head_dim_v);
-        p->scratch = malloc(sizeof(float) * p->scratch_floats);
-        if (!p->scratch)
-            st = plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, NPU_DEV_FMT " paged attention plan: out of host memory for the "
-                             "run's scratch", NPU_DEV_ARG(d));
-    }
+    if (st == ATTNRT_OK && p->head_dim_qk > 0 && p->head_dim_v > 0 && !npu_attn_scratch_floats(p->head_dim_qk, p->head_dim_v))
+        st = plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention plan: head dims %lld / %lld: the "
+                         "run's scratch would not fit in memory", NPU_DEV_ARG(d), (long long)p->head_dim_qk,
+                         (long long)p->head_dim_v);
     if (st != ATTNRT_OK) {
         npu_attention_plan_destroy(p);
         return st;
     }
     *plan_out = p;
-    *workspace_bytes = 0;
+    *workspace_bytes = npu_attn_workspace_bytes(p);
     return ATTNRT_OK;
 }
 
 void npu_attention_plan_destroy(void *plan)
 {
-    npu_attn_plan_t *p = plan;
-    if (!p) return;
-    free(p->scratch);
-    free(p);
+    free(plan);
 }

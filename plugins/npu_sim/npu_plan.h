@@ -1,6 +1,7 @@
 /* npu_plan.h — what attention_plan leaves for attention_run: the kernel the rules chose for the batch's
- * block table, the shapes the plan was made for, the op's simulated cost, and the run's scratch.
- * Internal to the plugin; plugin-owned, freed by npu_attention_plan_destroy. */
+ * block table, the shapes the plan was made for and the op's simulated cost. Read-only once made: runs
+ * of one plan may race on distinct streams. Internal to the plugin; plugin-owned, freed by
+ * npu_attention_plan_destroy. */
 #ifndef ATTNRT_NPU_PLAN_H
 #define ATTNRT_NPU_PLAN_H
 
@@ -26,12 +27,12 @@ typedef struct npu_attn_plan {
     /* the shapes the plan was made for; a run with others is refused */
     int64_t num_tokens, num_seqs, num_q_heads, num_kv_heads, head_dim_qk, head_dim_v;
     attnrt_op_stats_t stats;     /* the op's cost, recorded by every run                            */
-    float  *scratch;             /* run's scratch: see npu_attention.c                               */
-    size_t  scratch_floats;
 } npu_attn_plan_t;
 
-/* Floats of scratch a run needs for these head dims. */
+/* Floats of scratch a run needs for these head dims; 0 when that many bytes overflow size_t. */
 size_t npu_attn_scratch_floats(int64_t head_dim_qk, int64_t head_dim_v);
+/* The workspace a run of plan p needs: its scratch, plus room to align it (0 when a run computes nothing). */
+size_t npu_attn_workspace_bytes(const npu_attn_plan_t *p);
 
 /* End (exclusive) of the prefill chunk that starts at position p of a request whose queries end at
  * `end`: at most `chunk` tokens, and never across a partition (block) boundary [S]. */

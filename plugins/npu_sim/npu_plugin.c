@@ -279,10 +279,8 @@ static void npu_attention_plan_destroy_op(void *device, void *plan)
 static attnrt_status_t npu_attention_run_op(void *device, const void *plan, const attnrt_attention_args_t *args,
                                             void *workspace, size_t workspace_bytes, void *stream)
 {
-    (void)workspace; /* the plan asks for none: the run's scratch lives in the plan */
-    (void)workspace_bytes;
     (void)stream;
-    return npu_attention_run(device, plan, args);
+    return npu_attention_run(device, plan, args, workspace, workspace_bytes);
 }
 
 static attnrt_status_t npu_merge_states_op(void *device, const attnrt_merge_args_t *args, void *stream)

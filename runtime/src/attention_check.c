@@ -31,6 +31,8 @@ attnrt_status_t attnrt_attention_check_args(const char *fn, const attnrt_attenti
     TRY(attnrt_check_tensor(fn, "lse", a->lse, 1, 2, DT_F32, 0, nd));
     TRY(attnrt_check_tensor(fn, "alibi_slopes", a->alibi_slopes, 1, 1, DT_F32, 0, nd));
     TRY(attnrt_check_tensor(fn, "sinks", a->sinks, 1, 1, DT_F32, 0, nd));
+    TRY(attnrt_check_no_overlap(fn, "out", a->out));
+    TRY(attnrt_check_no_overlap(fn, "lse", a->lse));
 
     s->T = a->query->shape[0];
     s->Hq = a->query->shape[1];
@@ -50,6 +52,8 @@ attnrt_status_t attnrt_attention_check_args(const char *fn, const attnrt_attenti
     if (s->Hq % s->Hkv != 0)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: num_q_heads = %lld (query.shape[1]) is not a multiple of "
                            "num_kv_heads = %lld (key_cache.shape[2])", fn, (long long)s->Hq, (long long)s->Hkv);
+    TRY(attnrt_check_rows(fn, "num_tokens (query.shape[0])", s->T, "num_q_heads (query.shape[1])", s->Hq));
+    TRY(attnrt_check_rows(fn, "num_seqs (seq_lens.shape[0])", s->B, "num_q_heads (query.shape[1])", s->Hq));
     TRY(attnrt_check_dim(fn, "key_cache", a->key_cache, 3, s->Dqk, "head_dim_qk = query.shape[2]"));
     TRY(attnrt_check_same_dtype(fn, "value_cache", a->value_cache, "key_cache", a->key_cache));
     TRY(attnrt_check_dim(fn, "value_cache", a->value_cache, 0, s->num_blocks, "num_blocks = key_cache.shape[0]"));
@@ -197,13 +201,21 @@ static const signature_schema_t attention_schema = {
     .scalar_mismatch = options_differ,
 };
 
+#define ATTENTION_TENSORS(a)                                                                                    \
+    {(a)->query, (a)->key_cache, (a)->value_cache, (a)->block_table, (a)->query_start_loc, (a)->seq_lens, (a)->out, \
+     (a)->lse, (a)->alibi_slopes, (a)->sinks, (a)->key_scale, (a)->value_scale}
+
 void attnrt_attention_signature(const attnrt_attention_args_t *a, plan_signature_t *sig)
 {
-    const attnrt_tensor_t *tensors[] = {a->query, a->key_cache, a->value_cache, a->block_table, a->query_start_loc,
-                                        a->seq_lens, a->out, a->lse, a->alibi_slopes, a->sinks, a->key_scale,
-                                        a->value_scale};
+    const attnrt_tensor_t *tensors[] = ATTENTION_TENSORS(a);
     const double scalars[] = {a->scale, a->softcap, a->causal, a->window_left, a->window_right};
     _Static_assert(SIG_COUNT(tensors) == SIG_COUNT(tensor_names), "attention: tensors and their names");
     _Static_assert(SIG_COUNT(scalars) == SIG_COUNT(scalar_names), "attention: options and their names");
     attnrt_signature_make(sig, &attention_schema, tensors, scalars);
+}
+
+attnrt_status_t attnrt_attention_check_spans(attnrt_context_t *ctx, const char *fn, const attnrt_attention_args_t *a)
+{
+    const attnrt_tensor_t *tensors[] = ATTENTION_TENSORS(a);
+    return attnrt_check_spans(ctx, fn, tensors, tensor_names, SIG_COUNT(tensors));
 }

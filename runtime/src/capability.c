@@ -38,23 +38,24 @@ static attnrt_status_t cascade_supported(const attnrt_plugin_api_t *api, void *d
     return st;
 }
 
-static attnrt_status_t ask(const attnrt_plugin_api_t *api, void *device, const char *device_name,
+/* The capability answer of `device`; messages start with `fn`, the public function asked. */
+static attnrt_status_t ask(const char *fn, const attnrt_plugin_api_t *api, void *device, const char *device_name,
                            const attnrt_op_query_t *query, char *reason, size_t reason_cap)
 {
     if (reason && reason_cap) reason[0] = '\0';
-    if (!query) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "op capability query: query is NULL");
+    if (!query) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: query is NULL", fn);
     /* Read only what the caller's struct_size covers (it may end before our sizeof; the rest is zero),
      * through memcpy so that nothing past it, nor a field of a short struct, is ever touched. */
     size_t given;
     memcpy(&given, query, sizeof given);
     if (given < ATTNRT_STRUCT_SIZE(attnrt_op_query_t, features))
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "op capability query: query->struct_size = %zu; set it to "
-                           "sizeof(attnrt_op_query_t)", given);
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: query->struct_size = %zu; set it to "
+                           "sizeof(attnrt_op_query_t)", fn, given);
     attnrt_op_query_t full = {0};
     memcpy(&full, query, given < sizeof full ? given : sizeof full);
     full.struct_size = sizeof full;
     if (full.op == 0 || full.op >= ATTNRT_OP_COUNT_)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "op capability query: op = %u is not an attnrt_op_t", full.op);
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: query->op = %u is not an attnrt_op_t", fn, full.op);
     char why[512] = "";
     attnrt_status_t status;
     if (full.op == ATTNRT_OP_CASCADE) {
@@ -69,8 +70,8 @@ static attnrt_status_t ask(const attnrt_plugin_api_t *api, void *device, const c
     if (status == ATTNRT_OK) return ATTNRT_OK;
     if (!why[0]) attnrt_strlcpy(why, "no reason given", sizeof why);
     if (reason && reason_cap) attnrt_strlcpy(reason, why, reason_cap);
-    return attnrt_fail(status == ATTNRT_ERR_UNSUPPORTED ? status : ATTNRT_ERR_UNSUPPORTED, "%s: %s unsupported: %s",
-                       device_name, attnrt_op_name(full.op), why);
+    return attnrt_fail(ATTNRT_ERR_UNSUPPORTED, "%s: %s: %s unsupported: %s", fn, device_name, attnrt_op_name(full.op),
+                       why);
 }
 
 attnrt_status_t attnrt_op_supported(attnrt_context_t *ctx, const attnrt_op_query_t *query, char *reason,
@@ -78,20 +79,22 @@ attnrt_status_t attnrt_op_supported(attnrt_context_t *ctx, const attnrt_op_query
 {
     attnrt_clear_error();
     if (!ctx) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_op_supported: ctx is NULL");
-    return ask(ctx->api, ctx->device, ctx->ref->name, query, reason, reason_cap);
+    return ask("attnrt_op_supported", ctx->api, ctx->device, ctx->ref->name, query, reason, reason_cap);
 }
 
 attnrt_status_t attnrt_device_op_supported(uint32_t device, const attnrt_op_query_t *query, char *reason,
                                            size_t reason_cap)
 {
-    attnrt_context_t *ctx;
+    static const char fn[] = "attnrt_device_op_supported";
+    attnrt_context_t *ctx = NULL;
     const attnrt_device_ref_t *ref = NULL;
     attnrt_clear_error();
-    attnrt_status_t status = attnrt_registry_device(device, &ref);
+    attnrt_status_t status = attnrt_registry_enter(fn);
+    if (status == ATTNRT_OK) status = attnrt_registry_device(fn, device, &ref);
+    if (status == ATTNRT_OK) status = attnrt_context_open(fn, ref->name, &ctx); /* then the context pins it */
+    attnrt_registry_leave();
     if (status != ATTNRT_OK) return status;
-    status = attnrt_open(ref->name, &ctx);
-    if (status != ATTNRT_OK) return status;
-    status = attnrt_op_supported(ctx, query, reason, reason_cap);
+    status = ask(fn, ctx->api, ctx->device, ctx->ref->name, query, reason, reason_cap);
     char saved[1024];
     attnrt_strlcpy(saved, attnrt_last_error(), sizeof saved);
     attnrt_close(ctx);
@@ -101,7 +104,7 @@ attnrt_status_t attnrt_device_op_supported(uint32_t device, const attnrt_op_quer
 attnrt_status_t attnrt_require_supported(const char *fn, attnrt_context_t *ctx, const attnrt_op_query_t *query)
 {
     char why[512];
-    attnrt_status_t st = ask(ctx->api, ctx->device, ctx->ref->name, query, why, sizeof why);
+    attnrt_status_t st = ask(fn, ctx->api, ctx->device, ctx->ref->name, query, why, sizeof why);
     if (st == ATTNRT_OK) return st;
     return attnrt_fail(ATTNRT_ERR_UNSUPPORTED, "%s: %s does not support this %s (q %s, kv %s, head_dim %u/%u, "
                        "block_size %u): %s", fn, ctx->ref->name, attnrt_op_name(query->op),

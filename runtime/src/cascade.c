@@ -68,6 +68,15 @@ static attnrt_status_t check_cascade(const char *fn, const attnrt_cascade_args_t
     return st;
 }
 
+/* Every tensor with data inside its attnrt_mem_alloc allocation: the suffix's, then the prefix's. */
+static attnrt_status_t check_cascade_spans(attnrt_context_t *ctx, const char *fn, const attnrt_cascade_args_t *a)
+{
+    static const char *const names[] = {"prefix_block_table", "prefix_seq_lens"};
+    const attnrt_tensor_t *tensors[] = {a->prefix_block_table, a->prefix_seq_lens};
+    TRY(attnrt_attention_check_spans(ctx, fn, a->suffix));
+    return attnrt_check_spans(ctx, fn, tensors, names, 2);
+}
+
 attnrt_status_t attnrt_cascade_plan(attnrt_context_t *ctx, const attnrt_cascade_args_t *args,
                                     const attnrt_cascade_host_t *host, attnrt_plan_t **plan)
 {
@@ -90,6 +99,7 @@ attnrt_status_t attnrt_cascade_plan(attnrt_context_t *ctx, const attnrt_cascade_
         st = attnrt_attention_check_batch(fn, &s, host->suffix, args->suffix->causal, args->suffix->block_table,
                                           &suffix_names);
     }
+    if (st == ATTNRT_OK) st = check_cascade_spans(ctx, fn, args);
     if (st != ATTNRT_OK) return st;
     /* Two f32 partial states [T, Hq, Dv] and their LSEs; shapes are < 2^31 each, the product may not be. */
     size_t o_elems, lse_elems, o_bytes, lse_bytes;
@@ -159,6 +169,7 @@ attnrt_status_t attnrt_cascade_run(attnrt_plan_t *plan, const attnrt_cascade_arg
         st = attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: prefix_block_table or prefix_seq_lens differ from the plan "
                          "(shape, dtype or strides); make a new plan", fn);
     if (st == ATTNRT_OK) st = attnrt_plan_check_workspace(fn, plan, workspace, workspace_bytes);
+    if (st == ATTNRT_OK) st = check_cascade_spans(ctx, fn, args);
     if (st != ATTNRT_OK) return st;
 
     cascade_passes_t passes;

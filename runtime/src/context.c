@@ -16,6 +16,19 @@ static attnrt_status_t need(const void *p, const char *fn, const char *arg)
         if (need_st_ != ATTNRT_OK) return need_st_;          \
     } while (0)
 
+/* "<fn>: stream belongs to another context (cpu:0 at 0x..) than ctx (cpu:0 at 0x..)": two contexts on one
+ * device share its name, so their addresses tell them apart. */
+static attnrt_status_t other_context(const char *fn, const char *what, const attnrt_context_t *its, const char *mine,
+                                     const attnrt_context_t *ctx)
+{
+    return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s belongs to another context (%s at %p) than %s (%s at %p)",
+                       fn, what, its->ref->name, (const void *)its, mine, ctx->ref->name, (const void *)ctx);
+}
+
+static attnrt_status_t open_device(const char *fn, const attnrt_device_ref_t *ref,
+                                   const attnrt_device_attribute_t *options, uint32_t num_options,
+                                   attnrt_context_t **ctx);
+
 /* Default-device choice, the device_open call with or without options, and the context object: the one
  * code path of attnrt_open and attnrt_open_with_options. */
 static attnrt_status_t open_context(const char *fn, const char *device, const attnrt_device_attribute_t *options,
@@ -35,12 +48,21 @@ static attnrt_status_t open_context(const char *fn, const char *device, const at
                                "bytes", fn, i, key_ok ? "value" : "key", key_ok ? sizeof o->value : sizeof o->key);
         if (!o->key[0]) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: options[%u].key is empty", fn, i);
     }
-    uint32_t index;
-    attnrt_status_t status = (device && device[0]) ? attnrt_device_find(device, &index) : attnrt_device_default(&index);
-    if (status != ATTNRT_OK) return status;
+    /* The registry stays held until the context counts as open: attnrt_shutdown cannot unload the plugin
+     * in between. */
     const attnrt_device_ref_t *ref = NULL;
-    status = attnrt_registry_device(index, &ref);
-    if (status != ATTNRT_OK) return status;
+    attnrt_status_t status = attnrt_registry_enter(fn);
+    if (status == ATTNRT_OK) status = attnrt_registry_pick(fn, device, &ref);
+    if (status == ATTNRT_OK) status = open_device(fn, ref, options, num_options, ctx);
+    attnrt_registry_leave();
+    return status;
+}
+
+static attnrt_status_t open_device(const char *fn, const attnrt_device_ref_t *ref,
+                                   const attnrt_device_attribute_t *options, uint32_t num_options,
+                                   attnrt_context_t **ctx)
+{
+    attnrt_status_t status;
     const attnrt_plugin_t *plugin = ref->plugin;
     if (num_options > 0 && !plugin->api.device_open_with_options)
         return attnrt_fail(ATTNRT_ERR_UNSUPPORTED, "%s(%s): the %s plugin takes no device options (its ABI is %u.%u); "
@@ -86,6 +108,11 @@ attnrt_status_t attnrt_open(const char *device, attnrt_context_t **ctx)
 {
     attnrt_clear_error();
     return open_context("attnrt_open", device, NULL, 0, ctx);
+}
+
+attnrt_status_t attnrt_context_open(const char *fn, const char *device, attnrt_context_t **ctx)
+{
+    return open_context(fn, device, NULL, 0, ctx);
 }
 
 attnrt_status_t attnrt_open_with_options(const char *device, const attnrt_device_attribute_t *options,
@@ -190,9 +217,7 @@ static attnrt_status_t copy(attnrt_context_t *ctx, void *dst, const void *src, s
     if (bytes == 0) return ATTNRT_OK;
     NEED(dst, fn);
     NEED(src, fn);
-    if (stream && stream->ctx != ctx)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: stream belongs to %s, not %s", fn, stream->ctx->ref->name,
-                           ctx->ref->name);
+    if (stream && stream->ctx != ctx) return other_context(fn, "stream", stream->ctx, "ctx", ctx);
     attnrt_status_t status = ctx->api->mem_copy(ctx->device, dst, src, bytes, kind, stream ? stream->handle : NULL);
     return status == ATTNRT_OK ? status : attnrt_context_fail(ctx, status, fn);
 }
@@ -222,8 +247,7 @@ attnrt_status_t attnrt_mem_set(attnrt_context_t *ctx, void *dst, int value, size
     if (bytes == 0) return ATTNRT_OK;
     NEED(dst, "attnrt_mem_set");
     if (stream && stream->ctx != ctx) /* as copy() does: another device's stream must not reach this plugin */
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_mem_set: stream belongs to %s, not %s",
-                           stream->ctx->ref->name, ctx->ref->name);
+        return other_context("attnrt_mem_set", "stream", stream->ctx, "ctx", ctx);
     return attnrt_context_mem_set(ctx, dst, value, bytes, stream, "attnrt_mem_set");
 }
 
@@ -289,8 +313,7 @@ attnrt_status_t attnrt_stream_synchronize(attnrt_context_t *ctx, attnrt_stream_t
     if (!ctx && stream) ctx = stream->ctx;
     NEED(ctx, "attnrt_stream_synchronize");
     if (stream && stream->ctx != ctx)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_stream_synchronize: stream belongs to %s, not %s",
-                           stream->ctx->ref->name, ctx->ref->name);
+        return other_context("attnrt_stream_synchronize", "stream", stream->ctx, "ctx", ctx);
     attnrt_status_t status = ctx->api->stream_synchronize(ctx->device, stream ? stream->handle : NULL);
     return status == ATTNRT_OK ? status : attnrt_context_fail(ctx, status, "attnrt_stream_synchronize");
 }
@@ -333,8 +356,7 @@ attnrt_status_t attnrt_event_record(attnrt_event_t *event, attnrt_stream_t *stre
     attnrt_clear_error();
     NEED(event, "attnrt_event_record");
     attnrt_context_t *ctx = event->ctx;
-    if (stream && stream->ctx != ctx)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_event_record: stream and event are on different contexts");
+    if (stream && stream->ctx != ctx) return other_context("attnrt_event_record", "stream", stream->ctx, "event", ctx);
     attnrt_status_t status = ctx->api->event_record(ctx->device, event->handle, stream ? stream->handle : NULL);
     return status == ATTNRT_OK ? status : attnrt_context_fail(ctx, status, "attnrt_event_record");
 }
@@ -345,8 +367,7 @@ attnrt_status_t attnrt_event_elapsed_ms(attnrt_event_t *start, attnrt_event_t *e
     NEED(start, "attnrt_event_elapsed_ms");
     NEED(end, "attnrt_event_elapsed_ms");
     NEED(ms, "attnrt_event_elapsed_ms");
-    if (start->ctx != end->ctx)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "attnrt_event_elapsed_ms: events are on different contexts");
+    if (start->ctx != end->ctx) return other_context("attnrt_event_elapsed_ms", "end", end->ctx, "start", start->ctx);
     attnrt_context_t *ctx = start->ctx;
     attnrt_status_t status = ctx->api->event_elapsed_ms(ctx->device, start->handle, end->handle, ms);
     return status == ATTNRT_OK ? status : attnrt_context_fail(ctx, status, "attnrt_event_elapsed_ms");

@@ -63,11 +63,19 @@ static const char *const scalar_names[] = {"scale", "use_l2norm"};
 static const signature_schema_t gdn_schema = {SIG_COUNT(tensor_names), SIG_COUNT(scalar_names), tensor_names,
                                               scalar_names, NULL};
 
+#define GDN_TENSORS(a)                                                                                          \
+    {(a)->query, (a)->key, (a)->value, (a)->g, (a)->beta, (a)->out, (a)->state, (a)->query_start_loc,               \
+     (a)->state_indices, (a)->has_initial_state, (a)->spec_state_indices, (a)->num_accepted}
+
+static attnrt_status_t gdn_check_spans(attnrt_context_t *ctx, const char *fn, const attnrt_gated_delta_args_t *a)
+{
+    const attnrt_tensor_t *tensors[] = GDN_TENSORS(a);
+    return attnrt_check_spans(ctx, fn, tensors, tensor_names, SIG_COUNT(tensors));
+}
+
 static void gdn_signature(const attnrt_gated_delta_args_t *a, plan_signature_t *sig)
 {
-    const attnrt_tensor_t *tensors[] = {a->query, a->key, a->value, a->g, a->beta, a->out, a->state,
-                                        a->query_start_loc, a->state_indices, a->has_initial_state,
-                                        a->spec_state_indices, a->num_accepted};
+    const attnrt_tensor_t *tensors[] = GDN_TENSORS(a);
     const double scalars[] = {a->scale, a->use_l2norm};
     _Static_assert(SIG_COUNT(tensors) == SIG_COUNT(tensor_names), "gated delta: tensors and their names");
     _Static_assert(SIG_COUNT(scalars) == SIG_COUNT(scalar_names), "gated delta: options and their names");
@@ -85,6 +93,7 @@ attnrt_status_t attnrt_gated_delta_plan(attnrt_context_t *ctx, const attnrt_gate
     linear_shape_t s;
     TRY(check_gdn_args(fn, args, 0, &s));
     TRY(attnrt_linear_check_host(fn, ctx, &s, args->state, batch, states, pool));
+    TRY(gdn_check_spans(ctx, fn, args));
 
     /* Validation first, so bad input is INVALID_ARGUMENT on every device; then what the device offers. */
     const attnrt_plugin_api_t *api = ctx->api;
@@ -129,6 +138,7 @@ attnrt_status_t attnrt_gated_delta_run(attnrt_plan_t *plan, const attnrt_gated_d
     gdn_signature(args, &now);
     TRY(attnrt_plan_check_run(fn, plan, &now, workspace, workspace_bytes));
     attnrt_context_t *ctx = plan->ctx;
+    TRY(gdn_check_spans(ctx, fn, args));
     attnrt_status_t st = ctx->api->gated_delta_run(ctx->device, plan->pass[0].plugin_plan, args, workspace,
                                                    workspace_bytes, stream ? stream->handle : NULL);
     return st == ATTNRT_OK ? st : attnrt_context_fail(ctx, st, fn);

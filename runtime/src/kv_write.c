@@ -16,6 +16,8 @@ static attnrt_status_t check_kv_write(const char *fn, const attnrt_kv_write_args
     TRY(attnrt_check_tensor(fn, "slot_mapping", a->slot_mapping, 0, 1, DT_I64, 0, 1));
     TRY(attnrt_check_tensor(fn, "key_cache", a->key_cache, 0, 4, DT_KV, 1, 1));
     TRY(attnrt_check_tensor(fn, "value_cache", a->value_cache, 0, 4, DT_KV, 1, 1));
+    TRY(attnrt_check_no_overlap(fn, "key_cache", a->key_cache));
+    TRY(attnrt_check_no_overlap(fn, "value_cache", a->value_cache));
     const attnrt_tensor_t *kc = a->key_cache;
     int64_t T = a->key->shape[0], Hkv = kc->shape[2], Dk = kc->shape[3], Dv = a->value_cache->shape[3];
     if (kc->shape[1] < 1)
@@ -24,6 +26,7 @@ static attnrt_status_t check_kv_write(const char *fn, const attnrt_kv_write_args
     if (Hkv < 1 || Dk < 1 || Dv < 1)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: num_kv_heads = %lld, head_dim_k = %lld, head_dim_v = %lld;"
                            " each must be >= 1", fn, (long long)Hkv, (long long)Dk, (long long)Dv);
+    TRY(attnrt_check_rows(fn, "num_tokens (key.shape[0])", T, "num_kv_heads (key_cache.shape[2])", Hkv));
     TRY(attnrt_check_same_dtype(fn, "value", a->value, "key", a->key));
     TRY(attnrt_check_same_dtype(fn, "value_cache", a->value_cache, "key_cache", kc));
     TRY(attnrt_check_dim(fn, "key", a->key, 1, Hkv, "num_kv_heads = key_cache.shape[2]"));
@@ -65,10 +68,16 @@ attnrt_status_t attnrt_kv_write(attnrt_context_t *ctx, const attnrt_kv_write_arg
     static const char fn[] = "attnrt_kv_write";
     attnrt_clear_error();
     if (!ctx) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
-    if (stream && stream->ctx != ctx)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: stream belongs to another context", fn);
+    TRY(attnrt_check_stream_context(fn, stream, ctx, "ctx"));
     attnrt_op_query_t query;
     attnrt_status_t st = check_kv_write(fn, args, &query);
+    if (st != ATTNRT_OK) return st;
+    static const char *const names[] = {"key", "value", "slot_mapping", "key_cache", "value_cache", "key_scale",
+                                        "value_scale"};
+    const attnrt_tensor_t *tensors[] = {args->key, args->value, args->slot_mapping, args->key_cache,
+                                        args->value_cache, args->key_scale, args->value_scale};
+    _Static_assert(sizeof names / sizeof names[0] == sizeof tensors / sizeof tensors[0], "kv_write: tensors, names");
+    st = attnrt_check_spans(ctx, fn, tensors, names, sizeof tensors / sizeof tensors[0]);
     if (st != ATTNRT_OK) return st;
     st = attnrt_require_supported(fn, ctx, &query);
     if (st != ATTNRT_OK) return st;

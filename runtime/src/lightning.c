@@ -25,12 +25,21 @@ static const char *const tensor_names[] = {"query", "key", "value", "out", "slop
                                            "state_indices", "has_initial_state"};
 static const signature_schema_t lightning_schema = {SIG_COUNT(tensor_names), 0, tensor_names, NULL, NULL};
 
+#define LIGHTNING_TENSORS(a)                                                                                    \
+    {(a)->query, (a)->key, (a)->value, (a)->out, (a)->slopes, (a)->state, (a)->query_start_loc, (a)->state_indices, \
+     (a)->has_initial_state}
+
 static void lightning_signature(const attnrt_lightning_args_t *a, plan_signature_t *sig)
 {
-    const attnrt_tensor_t *tensors[] = {a->query, a->key, a->value, a->out, a->slopes, a->state, a->query_start_loc,
-                                        a->state_indices, a->has_initial_state};
+    const attnrt_tensor_t *tensors[] = LIGHTNING_TENSORS(a);
     _Static_assert(SIG_COUNT(tensors) == SIG_COUNT(tensor_names), "lightning: tensors and their names");
     attnrt_signature_make(sig, &lightning_schema, tensors, NULL);
+}
+
+static attnrt_status_t lightning_check_spans(attnrt_context_t *ctx, const char *fn, const attnrt_lightning_args_t *a)
+{
+    const attnrt_tensor_t *tensors[] = LIGHTNING_TENSORS(a);
+    return attnrt_check_spans(ctx, fn, tensors, tensor_names, SIG_COUNT(tensors));
 }
 
 attnrt_status_t attnrt_lightning_plan(attnrt_context_t *ctx, const attnrt_lightning_args_t *args,
@@ -44,6 +53,7 @@ attnrt_status_t attnrt_lightning_plan(attnrt_context_t *ctx, const attnrt_lightn
     linear_shape_t s;
     TRY(check_lightning_args(fn, args, 0, &s));
     TRY(attnrt_linear_check_host(fn, ctx, &s, args->state, batch, states, pool));
+    TRY(lightning_check_spans(ctx, fn, args));
 
     /* Validation first, so bad input is INVALID_ARGUMENT on every device; then what the device offers. */
     const attnrt_plugin_api_t *api = ctx->api;
@@ -87,6 +97,7 @@ attnrt_status_t attnrt_lightning_run(attnrt_plan_t *plan, const attnrt_lightning
     lightning_signature(args, &now);
     TRY(attnrt_plan_check_run(fn, plan, &now, workspace, workspace_bytes));
     attnrt_context_t *ctx = plan->ctx;
+    TRY(lightning_check_spans(ctx, fn, args));
     attnrt_status_t st = ctx->api->lightning_run(ctx->device, plan->pass[0].plugin_plan, args, workspace,
                                                  workspace_bytes, stream ? stream->handle : NULL);
     return st == ATTNRT_OK ? st : attnrt_context_fail(ctx, st, fn);

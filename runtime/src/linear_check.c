@@ -22,6 +22,8 @@ attnrt_status_t attnrt_linear_check_tensors(const char *fn, const linear_tensors
     TRY(attnrt_check_tensor(fn, "query_start_loc", lt->query_start_loc, 0, 1, DT_I32, 0, nd));
     TRY(attnrt_check_tensor(fn, "state_indices", lt->state_indices, lt->state_indices_optional, 1, DT_I32, 0, nd));
     TRY(attnrt_check_tensor(fn, "has_initial_state", lt->has_initial_state, 0, 1, DT_FLAG, 0, nd));
+    TRY(attnrt_check_no_overlap(fn, "out", lt->out));
+    TRY(attnrt_check_no_overlap(fn, "state", lt->state));
 
     s->T = lt->query->shape[0];
     s->H = lt->query->shape[1];
@@ -40,6 +42,12 @@ attnrt_status_t attnrt_linear_check_tensors(const char *fn, const linear_tensors
     if (s->B < 0)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: query_start_loc.shape[0] = 0; must be num_seqs + 1 >= 1",
                            fn);
+    /* Rows per head of the wider side: value heads (gated delta has HV >= H) unless the args are off. */
+    const int64_t rows_heads = s->HV >= s->H ? s->HV : s->H;
+    const char *heads_name = s->HV < s->H ? "num_heads (query.shape[1])"
+                             : lt->grouped ? "num_v_heads (value.shape[1])" : "num_heads (value.shape[1])";
+    TRY(attnrt_check_rows(fn, "num_tokens (query.shape[0])", s->T, heads_name, rows_heads));
+    TRY(attnrt_check_rows(fn, "num_seqs (query_start_loc.shape[0] - 1)", s->B, heads_name, rows_heads));
     TRY(attnrt_check_same_dtype(fn, "key", lt->key, "query", lt->query));
     TRY(attnrt_check_same_dtype(fn, "value", lt->value, "query", lt->query));
     TRY(attnrt_check_dim(fn, "key", lt->key, 0, s->T, "num_tokens = query.shape[0]"));

@@ -1,6 +1,8 @@
-/* Loading one plugin file: dlopen, the entry symbol, ABI negotiation, vtable checks, probe, init.
- * Every failure leaves a one-line reason that names the file and says what to do. */
+/* Loading one plugin file: the write check, dlopen, the entry symbol, ABI negotiation, vtable checks, probe,
+ * init, device count; and the one mapping of the status codes plugins return. Every failure leaves a
+ * one-line reason that names the file and says what to do. */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,9 +46,70 @@ static attnrt_status_t refuse(attnrt_plugin_t *p, attnrt_status_t status, const 
     va_end(ap);
     free(p->reason);
     p->reason = attnrt_strdup(msg);
+    if (!p->reason) status = ATTNRT_ERR_OUT_OF_MEMORY; /* a reason lost is a plugin lost: discovery fails */
     p->status = status;
-    attnrt_log(ATTNRT_LOG_DEBUG, "plugin %s refused: %s", p->path, msg);
+    attnrt_log(ATTNRT_LOG_DEBUG, "plugin %s refused: %s", p->path ? p->path : "?", msg);
     return attnrt_fail(status, "%s", msg);
+}
+
+/* Shuts a loaded plugin down and unmaps it: afterwards no code of it is mapped or callable. */
+static void unload_code(attnrt_plugin_t *p)
+{
+    if (p->handle && p->api.shutdown) p->api.shutdown(p->handle);
+    if (p->dl) dlclose(p->dl);
+    p->handle = NULL;
+    p->dl = NULL;
+    p->device_count = 0;
+    memset(&p->api, 0, sizeof p->api);
+}
+
+attnrt_status_t attnrt_plugin_reject(attnrt_plugin_t *p, attnrt_status_t status, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    unload_code(p);
+    return refuse(p, status, "%s", msg);
+}
+
+bool attnrt_plugin_name_valid(const char *name)
+{
+    size_t n = strnlen(name, ATTNRT_PLUGIN_NAME_MAX + 1);
+    if (n == 0 || n > ATTNRT_PLUGIN_NAME_MAX) return false;
+    for (const char *c = name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-')) return false;
+    return true;
+}
+
+attnrt_status_t attnrt_plugin_status(attnrt_status_t status)
+{
+    switch (status) {
+    case ATTNRT_OK:
+    case ATTNRT_ERR_INVALID_ARGUMENT:
+    case ATTNRT_ERR_UNSUPPORTED:
+    case ATTNRT_ERR_OUT_OF_MEMORY:
+    case ATTNRT_ERR_NOT_FOUND:
+    case ATTNRT_ERR_ABI_MISMATCH:
+    case ATTNRT_ERR_PLUGIN:
+    case ATTNRT_ERR_NO_DEVICE:
+    case ATTNRT_ERR_DEVICE:
+    case ATTNRT_ERR_BUSY:
+    case ATTNRT_ERR_INTERNAL: return status;
+    }
+    return ATTNRT_ERR_PLUGIN;
+}
+
+/* At most `max` bytes of a string the plugin owns, copied, with anything unprintable made '?'. */
+static char *copy_plugin_string(const char *s, size_t max)
+{
+    size_t n = strnlen(s, max);
+    char *d = malloc(n + 1);
+    if (!d) return NULL;
+    for (size_t i = 0; i < n; i++) d[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+    d[n] = '\0';
+    return d;
 }
 
 /* The file's stem without "attnrt_" and ".so": the name to show before the plugin tells its own. */
@@ -74,6 +137,12 @@ attnrt_status_t attnrt_plugin_fail(const attnrt_plugin_t *p, attnrt_status_t sta
 {
     char msg[768];
     attnrt_plugin_message(p, msg, sizeof msg);
+    attnrt_status_t mapped = attnrt_plugin_status(status);
+    if (mapped == ATTNRT_OK) /* a caller's bug: success is never a failure */
+        return attnrt_fail(ATTNRT_ERR_INTERNAL, "%s: failed with ATTNRT_OK (a libattnrt bug; please report it)", what);
+    if (mapped != status)
+        return attnrt_fail(mapped, "%s: the %s plugin returned %d, which is not an attnrt_status_t; the plugin is "
+                           "broken (its message: %s)", what, p->name, (int)status, msg);
     return attnrt_fail(status, "%s: %s", what, msg);
 }
 
@@ -111,7 +180,62 @@ static attnrt_status_t check_vtable(attnrt_plugin_t *p, const attnrt_plugin_api_
     }
     if (!p->api.name || !p->api.name[0])
         return refuse(p, ATTNRT_ERR_PLUGIN, "%s: the plugin has no name; the plugin is broken", p->path);
+    if (!attnrt_plugin_name_valid(p->api.name))
+        return refuse(p, ATTNRT_ERR_PLUGIN, "%s: the plugin's name is not 1..%d characters of a-z, 0-9, '_' and '-'; "
+                      "the plugin is broken", p->path, ATTNRT_PLUGIN_NAME_MAX);
     return ATTNRT_OK;
+}
+
+/* The status a failed load step is refused with: `otherwise`, unless the plugin ran out of memory. */
+static attnrt_status_t oom_or(attnrt_status_t plugin_status, attnrt_status_t otherwise)
+{
+    return plugin_status == ATTNRT_ERR_OUT_OF_MEMORY ? ATTNRT_ERR_OUT_OF_MEMORY : otherwise;
+}
+
+/* True when users other than the owner and group may write `path`; *mode gets its permission bits. */
+static int writable_by_others(const char *path, mode_t *mode)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return 0;
+    *mode = st.st_mode & 07777;
+    return (st.st_mode & S_IWOTH) != 0;
+}
+
+/* As the dynamic loader's secure mode: code that every user could have replaced is not run, whether the
+ * file or its folder (sticky or not: a sticky folder still lets anyone plant a file) is writable by others.
+ * ATTNRT_PLUGIN_ALLOW_WRITABLE=1 loads it anyway, with a warning. */
+static attnrt_status_t check_not_writable(attnrt_plugin_t *p, const struct stat *file)
+{
+    char dirs[2][PATH_MAX], real[PATH_MAX];
+    int ndirs = 0;
+    attnrt_strlcpy(dirs[ndirs], p->path, sizeof dirs[0]);
+    char *slash = strrchr(dirs[ndirs], '/');
+    if (slash) {
+        slash[slash == dirs[ndirs] ? 1 : 0] = '\0';
+        ndirs++;
+    }
+    if (realpath(p->path, real) && (slash = strrchr(real, '/')) != NULL) { /* the folder of a link's target too */
+        slash[slash == real ? 1 : 0] = '\0';
+        if (ndirs == 0 || strcmp(real, dirs[0]) != 0) attnrt_strlcpy(dirs[ndirs++], real, sizeof dirs[0]);
+    }
+    const char *what = NULL, *where = p->path;
+    mode_t mode = file->st_mode & 07777;
+    if (file->st_mode & S_IWOTH) what = "file";
+    for (int i = 0; !what && i < ndirs; i++)
+        if (writable_by_others(dirs[i], &mode)) {
+            what = "folder";
+            where = dirs[i];
+        }
+    if (!what) return ATTNRT_OK;
+    const char *allow = secure_getenv("ATTNRT_PLUGIN_ALLOW_WRITABLE");
+    if (allow && strcmp(allow, "1") == 0) {
+        attnrt_log(ATTNRT_LOG_WARN, "loading %s although its %s %s is writable by every user (mode %04o), because "
+                   "ATTNRT_PLUGIN_ALLOW_WRITABLE=1", p->path, what, where, (unsigned)mode);
+        return ATTNRT_OK;
+    }
+    return refuse(p, ATTNRT_ERR_PLUGIN, "%s: refused: its %s %s is writable by every user (mode %04o), so anyone could "
+                  "replace the code this process would run; remove that permission (chmod o-w %s), or set "
+                  "ATTNRT_PLUGIN_ALLOW_WRITABLE=1 to load it anyway", p->path, what, where, (unsigned)mode, where);
 }
 
 static attnrt_status_t load_steps(const char *path, const char *expected_name, attnrt_plugin_t *p)
@@ -127,6 +251,8 @@ static attnrt_status_t load_steps(const char *path, const char *expected_name, a
     struct stat st;
     if (stat(path, &st) != 0)
         return refuse(p, ATTNRT_ERR_NOT_FOUND, "%s: no such file", path);
+    attnrt_status_t checked = check_not_writable(p, &st);
+    if (checked != ATTNRT_OK) return checked;
 
     dlerror();
     p->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -154,25 +280,37 @@ static attnrt_status_t load_steps(const char *path, const char *expected_name, a
     free(p->name);
     free(p->version);
     p->name = attnrt_strdup(p->api.name);
-    p->version = attnrt_strdup(p->api.version ? p->api.version : "");
+    p->version = copy_plugin_string(p->api.version ? p->api.version : "", ATTNRT_NAME_MAX);
     if (!p->name || !p->version) return refuse(p, ATTNRT_ERR_OUT_OF_MEMORY, "out of memory loading %s", path);
     if (expected_name && strcmp(expected_name, p->name) != 0)
         attnrt_log(ATTNRT_LOG_WARN, "%s calls itself '%s', not '%s'", path, p->name, expected_name);
 
+    /* Each step's failure has its status, except running out of host memory, which stays that: discovery then
+     * fails with it and the next call tries again, instead of the plugin being refused for good. */
     char msg[768];
-    if (p->api.probe() != ATTNRT_OK) {
+    attnrt_status_t step = p->api.probe();
+    if (step != ATTNRT_OK) {
         attnrt_plugin_message(p, msg, sizeof msg);
-        return refuse(p, ATTNRT_ERR_NO_DEVICE, "plugin %s (%s): probe failed: %s", p->name, path, msg);
+        return refuse(p, oom_or(step, ATTNRT_ERR_NO_DEVICE), "plugin %s (%s): probe failed: %s", p->name, path, msg);
     }
-    if (p->api.init(&host_api, &p->handle) != ATTNRT_OK) {
+    step = p->api.init(&host_api, &p->handle);
+    if (step != ATTNRT_OK) {
         attnrt_plugin_message(p, msg, sizeof msg);
         p->handle = NULL;
-        return refuse(p, ATTNRT_ERR_PLUGIN, "plugin %s (%s): init failed: %s", p->name, path, msg);
+        return refuse(p, oom_or(step, ATTNRT_ERR_PLUGIN), "plugin %s (%s): init failed: %s", p->name, path, msg);
     }
-    if (p->api.device_count(p->handle, &p->device_count) != ATTNRT_OK) {
+    step = p->api.device_count(p->handle, &p->device_count);
+    if (step != ATTNRT_OK) {
         attnrt_plugin_message(p, msg, sizeof msg);
         p->device_count = 0;
-        return refuse(p, ATTNRT_ERR_DEVICE, "plugin %s (%s): cannot count devices: %s", p->name, path, msg);
+        return refuse(p, oom_or(step, ATTNRT_ERR_DEVICE), "plugin %s (%s): cannot count devices: %s", p->name, path,
+                      msg);
+    }
+    if (p->device_count > ATTNRT_PLUGIN_MAX_DEVICES) {
+        uint32_t claimed = p->device_count;
+        p->device_count = 0;
+        return refuse(p, ATTNRT_ERR_PLUGIN, "plugin %s (%s): reports %u devices, more than the %u a plugin may have; "
+                      "the plugin is broken", p->name, path, claimed, ATTNRT_PLUGIN_MAX_DEVICES);
     }
     p->status = ATTNRT_OK;
     attnrt_log(ATTNRT_LOG_INFO, "loaded plugin %s %s (ABI %u.%u) from %s: %u device(s)", p->name, p->version,
@@ -184,21 +322,13 @@ attnrt_status_t attnrt_plugin_load(const char *path, const char *expected_name, 
 {
     memset(p, 0, sizeof *p);
     attnrt_status_t status = load_steps(path, expected_name, p);
-    if (status != ATTNRT_OK) {
-        /* A refused plugin keeps only its record: no code of it stays mapped or callable. */
-        if (p->handle) p->api.shutdown(p->handle);
-        if (p->dl) dlclose(p->dl);
-        p->handle = NULL;
-        p->dl = NULL;
-        memset(&p->api, 0, sizeof p->api);
-    }
+    if (status != ATTNRT_OK) unload_code(p); /* a refused plugin keeps only its record */
     return status;
 }
 
 void attnrt_plugin_unload(attnrt_plugin_t *p)
 {
-    if (p->handle && p->api.shutdown) p->api.shutdown(p->handle);
-    if (p->dl) dlclose(p->dl);
+    unload_code(p);
     free(p->path);
     free(p->name);
     free(p->version);

@@ -12,10 +12,15 @@ static uint32_t log_level = ATTNRT_LOG_WARN;
 static void log_read_env(void)
 {
     const char *v = secure_getenv("ATTNRT_LOG");
-    if (!v) return;
+    if (!v || !v[0]) return;
     static const char *const names[] = {"error", "warn", "info", "debug"};
     for (uint32_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(v, names[i]) == 0) log_level = i;
+        if (strcmp(v, names[i]) == 0) {
+            log_level = i;
+            return;
+        }
+    /* Not through attnrt_log: that would wait for this very pthread_once. */
+    fprintf(stderr, "attnrt: warn: ATTNRT_LOG=%.64s is not one of error, warn, info, debug; logging at warn\n", v);
 }
 
 uint32_t attnrt_log_level(void)

@@ -16,7 +16,9 @@ static attnrt_status_t check_merge(const char *fn, const attnrt_merge_args_t *a,
     if (!a->states || !a->lses)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, a->states ? "lses" : "states");
     TRY(attnrt_check_tensor(fn, "out", a->out, 0, 3, DT_ACT, 1, 1));
+    TRY(attnrt_check_no_overlap(fn, "out", a->out));
     int64_t T = a->out->shape[0], H = a->out->shape[1], D = a->out->shape[2];
+    TRY(attnrt_check_rows(fn, "num_tokens (out.shape[0])", T, "num_heads (out.shape[1])", H));
     for (uint32_t i = 0; i < a->num_states; i++) {
         char name[32], lname[32];
         snprintf(name, sizeof name, "states[%u]", i);
@@ -31,6 +33,7 @@ static attnrt_status_t check_merge(const char *fn, const attnrt_merge_args_t *a,
         TRY(attnrt_check_dim(fn, lname, a->lses[i], 1, H, "num_heads = out.shape[1]"));
     }
     TRY(attnrt_check_tensor(fn, "out_lse", a->out_lse, 1, 2, DT_F32, 0, 1));
+    TRY(attnrt_check_no_overlap(fn, "out_lse", a->out_lse));
     if (a->out_lse) {
         TRY(attnrt_check_dim(fn, "out_lse", a->out_lse, 0, T, "num_tokens = out.shape[0]"));
         TRY(attnrt_check_dim(fn, "out_lse", a->out_lse, 1, H, "num_heads = out.shape[1]"));
@@ -48,6 +51,23 @@ static attnrt_status_t check_merge(const char *fn, const attnrt_merge_args_t *a,
     return ATTNRT_OK;
 }
 
+/* Every tensor with data inside its attnrt_mem_alloc allocation. */
+static attnrt_status_t check_merge_spans(attnrt_context_t *ctx, const char *fn, const attnrt_merge_args_t *a)
+{
+    static const char *const names[] = {"out", "out_lse", "sinks"};
+    const attnrt_tensor_t *tensors[] = {a->out, a->out_lse, a->sinks};
+    TRY(attnrt_check_spans(ctx, fn, tensors, names, 3));
+    for (uint32_t i = 0; i < a->num_states; i++) {
+        char name[32], lname[32];
+        snprintf(name, sizeof name, "states[%u]", i);
+        snprintf(lname, sizeof lname, "lses[%u]", i);
+        const char *const pair_names[] = {name, lname};
+        const attnrt_tensor_t *pair[] = {a->states[i], a->lses[i]};
+        TRY(attnrt_check_spans(ctx, fn, pair, pair_names, 2));
+    }
+    return ATTNRT_OK;
+}
+
 attnrt_status_t attnrt_merge_states_unchecked(attnrt_context_t *ctx, const attnrt_merge_args_t *args,
                                               attnrt_stream_t *stream, const char *fn)
 {
@@ -62,10 +82,10 @@ attnrt_status_t attnrt_merge_states(attnrt_context_t *ctx, const attnrt_merge_ar
     static const char fn[] = "attnrt_merge_states";
     attnrt_clear_error();
     if (!ctx) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
-    if (stream && stream->ctx != ctx)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: stream belongs to another context", fn);
+    TRY(attnrt_check_stream_context(fn, stream, ctx, "ctx"));
     attnrt_op_query_t query;
     attnrt_status_t st = check_merge(fn, args, &query);
+    if (st == ATTNRT_OK) st = check_merge_spans(ctx, fn, args);
     if (st != ATTNRT_OK) return st;
     st = attnrt_require_supported(fn, ctx, &query);
     if (st != ATTNRT_OK) return st;

@@ -33,6 +33,8 @@ static attnrt_status_t check_mla_args(const char *fn, const attnrt_mla_args_t *a
     TRY(attnrt_check_tensor(fn, "lse", a->lse, 1, 2, DT_F32, 0, nd));
     TRY(attnrt_check_tensor(fn, "sinks", a->sinks, 1, 1, DT_F32, 0, nd));
     TRY(attnrt_check_tensor(fn, "indices", a->indices, 1, 2, DT_I32, 0, nd));
+    TRY(attnrt_check_no_overlap(fn, "out", a->out));
+    TRY(attnrt_check_no_overlap(fn, "lse", a->lse));
 
     s->T = a->query->shape[0];
     s->Hq = a->query->shape[1];
@@ -57,6 +59,8 @@ static attnrt_status_t check_mla_args(const char *fn, const attnrt_mla_args_t *a
     if (a->kv_cache->shape[2] != 1)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: kv_cache.shape[2] = %lld, expected 1: an MLA cache has "
                            "one latent head [num_blocks, block_size, 1, kv_dim]", fn, (long long)a->kv_cache->shape[2]);
+    TRY(attnrt_check_rows(fn, "num_tokens (query.shape[0])", s->T, "num_q_heads (query.shape[1])", s->Hq));
+    TRY(attnrt_check_rows(fn, "num_seqs (seq_lens.shape[0])", s->B, "num_q_heads (query.shape[1])", s->Hq));
     TRY(attnrt_check_dim(fn, "kv_cache", a->kv_cache, 3, s->Dqk, "kv_dim = query.shape[2]"));
     TRY(attnrt_check_dim(fn, "block_table", a->block_table, 0, s->B, "num_seqs = seq_lens.shape[0]"));
     TRY(attnrt_check_dim(fn, "query_start_loc", a->query_start_loc, 0, s->B + 1, "num_seqs + 1"));
@@ -134,14 +138,23 @@ static const char *const scalar_names[] = {"scale", "causal"};
 static const signature_schema_t mla_schema = {SIG_COUNT(tensor_names), SIG_COUNT(scalar_names), tensor_names,
                                               scalar_names, NULL};
 
+#define MLA_TENSORS(a)                                                                                          \
+    {(a)->query, (a)->out, (a)->kv_cache, (a)->block_table, (a)->query_start_loc, (a)->seq_lens, (a)->lse,          \
+     (a)->sinks, (a)->kv_scale, (a)->indices}
+
 static void mla_signature(const attnrt_mla_args_t *a, plan_signature_t *sig)
 {
-    const attnrt_tensor_t *tensors[] = {a->query, a->out, a->kv_cache, a->block_table, a->query_start_loc,
-                                        a->seq_lens, a->lse, a->sinks, a->kv_scale, a->indices};
+    const attnrt_tensor_t *tensors[] = MLA_TENSORS(a);
     const double scalars[] = {a->scale, a->causal};
     _Static_assert(SIG_COUNT(tensors) == SIG_COUNT(tensor_names), "mla: tensors and their names");
     _Static_assert(SIG_COUNT(scalars) == SIG_COUNT(scalar_names), "mla: options and their names");
     attnrt_signature_make(sig, &mla_schema, tensors, scalars);
+}
+
+static attnrt_status_t mla_check_spans(attnrt_context_t *ctx, const char *fn, const attnrt_mla_args_t *a)
+{
+    const attnrt_tensor_t *tensors[] = MLA_TENSORS(a);
+    return attnrt_check_spans(ctx, fn, tensors, tensor_names, SIG_COUNT(tensors));
 }
 
 attnrt_status_t attnrt_mla_plan(attnrt_context_t *ctx, const attnrt_mla_args_t *args, const attnrt_batch_host_t *batch,
@@ -157,6 +170,7 @@ attnrt_status_t attnrt_mla_plan(attnrt_context_t *ctx, const attnrt_mla_args_t *
     TRY(attnrt_attention_check_batch(fn, &ms.att, batch, args->causal && !args->indices, args->block_table,
                                      &attnrt_batch_names));
     if (args->indices_host) TRY(check_indices_host(fn, args, &ms, batch));
+    TRY(mla_check_spans(ctx, fn, args));
 
     /* Validation first, so bad input is INVALID_ARGUMENT on every device; then what the device offers. */
     const attnrt_plugin_api_t *api = ctx->api;
@@ -192,6 +206,7 @@ attnrt_status_t attnrt_mla_run(attnrt_plan_t *plan, const attnrt_mla_args_t *arg
     mla_signature(args, &now);
     TRY(attnrt_plan_check_run(fn, plan, &now, workspace, workspace_bytes));
     attnrt_context_t *ctx = plan->ctx;
+    TRY(mla_check_spans(ctx, fn, args));
     attnrt_status_t st = ctx->api->mla_run(ctx->device, plan->pass[0].plugin_plan, args, workspace, workspace_bytes,
                                            stream ? stream->handle : NULL);
     return st == ATTNRT_OK ? st : attnrt_context_fail(ctx, st, fn);

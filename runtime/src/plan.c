@@ -62,6 +62,15 @@ attnrt_status_t attnrt_plan_attention_pass(const char *fn, attnrt_context_t *ctx
     return attnrt_plan_pass_result(fn, ctx, st, pass, ctx->api->attention_plan_destroy);
 }
 
+attnrt_status_t attnrt_check_stream_context(const char *fn, const attnrt_stream_t *stream, const attnrt_context_t *ctx,
+                                            const char *owner)
+{
+    if (!stream || stream->ctx == ctx) return ATTNRT_OK;
+    return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: stream belongs to another context (%s at %p) than %s (%s at "
+                       "%p)", fn, stream->ctx->ref->name, (const void *)stream->ctx, owner, ctx->ref->name,
+                       (const void *)ctx);
+}
+
 attnrt_status_t attnrt_plan_check_kind(const char *fn, const attnrt_plan_t *plan, const plan_kind_t *kind,
                                        const attnrt_stream_t *stream)
 {
@@ -69,9 +78,7 @@ attnrt_status_t attnrt_plan_check_kind(const char *fn, const attnrt_plan_t *plan
     if (plan->kind != kind)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: plan was made by %s; use %s", fn, plan->kind->planner,
                            plan->kind->runner);
-    if (stream && stream->ctx != plan->ctx)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: stream belongs to another context", fn);
-    return ATTNRT_OK;
+    return attnrt_check_stream_context(fn, stream, plan->ctx, "the plan's");
 }
 
 attnrt_status_t attnrt_plan_check_run(const char *fn, const attnrt_plan_t *plan, const plan_signature_t *now,
@@ -90,7 +97,8 @@ attnrt_status_t attnrt_plan_check_workspace(const char *fn, const attnrt_plan_t 
     if (plan->workspace_bytes > 0 && !workspace)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: workspace is NULL but the plan needs %zu bytes", fn,
                            plan->workspace_bytes);
-    return ATTNRT_OK;
+    /* The bytes the plan uses must lie inside the workspace's allocation, when it is one of ours. */
+    return attnrt_context_check_span(plan->ctx, fn, "workspace", workspace, plan->workspace_bytes);
 }
 
 attnrt_status_t attnrt_plan_workspace_size(const attnrt_plan_t *plan, size_t *bytes)
@@ -122,6 +130,7 @@ attnrt_status_t attnrt_attention_plan(attnrt_context_t *ctx, const attnrt_attent
     attnrt_status_t st = attnrt_attention_check_args(fn, args, 0, &shape);
     if (st == ATTNRT_OK)
         st = attnrt_attention_check_batch(fn, &shape, batch, args->causal, args->block_table, &attnrt_batch_names);
+    if (st == ATTNRT_OK) st = attnrt_attention_check_spans(ctx, fn, args);
     if (st != ATTNRT_OK) return st;
     attnrt_op_query_t query;
     attnrt_attention_query(args, &shape, &query);
@@ -154,6 +163,7 @@ attnrt_status_t attnrt_attention_run(attnrt_plan_t *plan, const attnrt_attention
     attnrt_attention_signature(args, &now);
     TRY(attnrt_plan_check_run(fn, plan, &now, workspace, workspace_bytes));
     attnrt_context_t *ctx = plan->ctx;
+    TRY(attnrt_attention_check_spans(ctx, fn, args));
     attnrt_status_t st = ctx->api->attention_run(ctx->device, plan->pass[0].plugin_plan, args, workspace,
                                                  workspace_bytes, stream ? stream->handle : NULL);
     return st == ATTNRT_OK ? st : attnrt_context_fail(ctx, st, fn);

@@ -120,6 +120,12 @@ attnrt_status_t attnrt_state_pool_create(attnrt_context_t *ctx, attnrt_dtype_t d
         snprintf(what, sizeof what, "%s(%s, %d slots of %zu bytes)", fn, ctx->ref->name, num_slots, slot_bytes);
         return attnrt_context_fail(ctx, st, what);
     }
+    if (!data) {
+        free(p);
+        free(used);
+        return attnrt_fail(ATTNRT_ERR_PLUGIN, "%s(%s): the %s plugin's mem_alloc returned success with a NULL "
+                           "pointer; the plugin is broken", fn, ctx->ref->name, ctx->ref->plugin->name);
+    }
     pthread_mutex_init(&p->lock, NULL);
     p->ctx = ctx;
     p->tensor = t;

@@ -29,16 +29,45 @@ enum {
     DT_FLAG = DT_BOOL | DT_U8,            /* 0/1 flags such as has_initial_state */
 };
 
+/* The largest tensor libattnrt takes: its elements (product of the shape) times the element size, and
+ * its extent (sum of (shape_i - 1) * stride_i elements, plus one, in bytes), at most 2^48 bytes each.
+ * Every product a plan forms from shapes then stays far inside int64. */
+#define ATTNRT_TENSOR_MAX_BYTES ((int64_t)1 << 48)
+
+/* The most rows one op computes: num_tokens x num_heads and num_seqs x num_heads stay below 2^31, which
+ * bounds the work items a plan makes (per token or request, per head) and keeps row indices in int32. */
+#define ATTNRT_MAX_ROWS INT32_MAX
+
 /* The DT_* bit of a dtype, 0 when unknown. */
 ATTNRT_HIDDEN uint32_t attnrt_dtype_bit(attnrt_dtype_t dtype);
 ATTNRT_HIDDEN int attnrt_dtype_equal(attnrt_dtype_t a, attnrt_dtype_t b);
 
+/* Writes how messages name a dtype: "f32"; "f32x2 (lanes = 2; libattnrt takes scalar dtypes, lanes = 1)";
+ * "{code 2, bits 64, lanes 1} (a dtype libattnrt does not know)". Returns buf. */
+ATTNRT_HIDDEN const char *attnrt_dtype_describe(attnrt_dtype_t dtype, char *buf, size_t cap);
+
 /* Checks a tensor argument: present (unless optional and NULL), struct_size, ndim, dtype in `dtypes`,
- * shapes >= 0, strides >= 0, innermost stride 1 (when inner_contiguous) and data non-NULL (when
- * need_data). Returns ATTNRT_OK for an absent optional tensor. */
+ * shapes in [0, 2^31), strides >= 0, size and extent within ATTNRT_TENSOR_MAX_BYTES (computed without
+ * overflow), data + extent not wrapping the address space, innermost stride 1 (when inner_contiguous)
+ * and data non-NULL (when need_data). Returns ATTNRT_OK for an absent optional tensor. */
 ATTNRT_HIDDEN attnrt_status_t attnrt_check_tensor(const char *fn, const char *name, const attnrt_tensor_t *t,
                                                   int optional, int32_t ndim, uint32_t dtypes, int inner_contiguous,
                                                   int need_data);
+/* Bytes from t->data to the end of its last element (extent + one element); 0 for an empty tensor.
+ * Only for a tensor attnrt_check_tensor accepted. */
+ATTNRT_HIDDEN uint64_t attnrt_tensor_span(const attnrt_tensor_t *t);
+/* Checks that no two elements of an output share memory (NULL: OK): over the dims of shape > 1 sorted
+ * by stride, each stride must be >= the span of the dims before it, so stride 0, overlapping rows and
+ * interleavings the test cannot prove disjoint are refused, naming the dims. After attnrt_check_tensor. */
+ATTNRT_HIDDEN attnrt_status_t attnrt_check_no_overlap(const char *fn, const char *name, const attnrt_tensor_t *t);
+/* For each of n tensors with data (NULL tensors and NULL data skipped), that its span stays inside the
+ * attnrt_mem_alloc allocation of ctx it starts in (attnrt_context_check_span). Allocates nothing. */
+ATTNRT_HIDDEN attnrt_status_t attnrt_check_spans(attnrt_context_t *ctx, const char *fn,
+                                                 const attnrt_tensor_t *const *tensors, const char *const *names,
+                                                 uint32_t n);
+/* Checks count x heads <= ATTNRT_MAX_ROWS; the names say where each comes from ("num_tokens = query.shape[0]"). */
+ATTNRT_HIDDEN attnrt_status_t attnrt_check_rows(const char *fn, const char *count_name, int64_t count,
+                                                const char *heads_name, int64_t heads);
 /* Checks t->shape[dim] == expected; `what` names where the expectation comes from ("Hq = query.shape[1]"). */
 ATTNRT_HIDDEN attnrt_status_t attnrt_check_dim(const char *fn, const char *name, const attnrt_tensor_t *t, int dim,
                                                int64_t expected, const char *what);

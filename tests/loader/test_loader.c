@@ -1,6 +1,7 @@
 /* Loading one plugin: ABI negotiation, vtable checks, probe/init/count failures, lifecycle, and files
  * that are not plugins. main() runs this group and those of test_loader_discovery.c,
- * test_loader_context.c and test_loader_args.c, each test in its own process (tl_run_isolated). */
+ * test_loader_context.c, test_loader_args.c and test_loader_validation.c, each test in its own process
+ * (tl_run_isolated). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 int loader_discovery_tests(void);
 int loader_context_tests(void);
 int loader_args_tests(void);
+int loader_validation_tests(void);
 int loader_init_and_exit(void);
 
 /* True while the shared object at `path` is mapped in this process. */
@@ -321,5 +323,6 @@ int main(int argc, char **argv)
     failed += loader_discovery_tests();
     failed += loader_context_tests();
     failed += loader_args_tests();
+    failed += loader_validation_tests();
     return failed ? 1 : 0;
 }

@@ -117,33 +117,84 @@ static void test_struct_size_too_small_is_rejected(void **state)
     assert_int_equal(tl_attr(0, "violations"), 0);
 }
 
-static void test_index_out_of_range_is_rejected(void **state)
+static void test_index_out_of_range_is_rejected_naming_the_function(void **state)
 {
     (void)state;
     tl_use("two_devices");
     attnrt_plugin_info_t info = ATTNRT_PLUGIN_INFO_INIT;
-    expect_bad(attnrt_plugin_get_info(1, &info), ATTNRT_ERR_INVALID_ARGUMENT, "index = 1 >= plugin count = 1");
+    expect_bad(attnrt_plugin_get_info(1, &info), ATTNRT_ERR_INVALID_ARGUMENT,
+               "attnrt_plugin_get_info: index = 1 >= plugin count = 1");
     assert_null(info.path);
     attnrt_device_properties_t props = {.struct_size = sizeof props};
-    expect_bad(attnrt_device_get_properties(2, &props), ATTNRT_ERR_INVALID_ARGUMENT, "index = 2 >= device count = 2");
-    expect_bad(attnrt_device_get_properties(UINT32_MAX, &props), ATTNRT_ERR_INVALID_ARGUMENT, "device count = 2");
+    expect_bad(attnrt_device_get_properties(2, &props), ATTNRT_ERR_INVALID_ARGUMENT,
+               "attnrt_device_get_properties: index = 2 >= device count = 2");
+    expect_bad(attnrt_device_get_properties(UINT32_MAX, &props), ATTNRT_ERR_INVALID_ARGUMENT,
+               "attnrt_device_get_properties: index = 4294967295 >= device count = 2");
     assert_int_equal(props.name[0], 0);
     attnrt_device_attribute_t attr = {.struct_size = sizeof attr};
-    expect_bad(attnrt_device_get_attribute(2, 0, &attr), ATTNRT_ERR_INVALID_ARGUMENT, "device count = 2");
-    expect_bad(attnrt_device_get_attribute(1, 1000, &attr), ATTNRT_ERR_INVALID_ARGUMENT, "asked for attribute 1000");
+    expect_bad(attnrt_device_get_attribute(2, 0, &attr), ATTNRT_ERR_INVALID_ARGUMENT,
+               "attnrt_device_get_attribute: index = 2 >= device count = 2");
+    expect_bad(attnrt_device_get_attribute(1, 1000, &attr), ATTNRT_ERR_INVALID_ARGUMENT,
+               "attnrt_device_get_attribute: i = 1000 >= attribute_count = 9 of two_devices:1");
     uint32_t plugin = 42;
-    expect_bad(attnrt_device_get_plugin(2, &plugin), ATTNRT_ERR_INVALID_ARGUMENT, "device count = 2");
+    expect_bad(attnrt_device_get_plugin(2, &plugin), ATTNRT_ERR_INVALID_ARGUMENT,
+               "attnrt_device_get_plugin: index = 2 >= device count = 2");
     assert_int_equal(plugin, 42);
     assert_ok(attnrt_device_get_plugin(1, &plugin));
     assert_int_equal(plugin, 0);
     attnrt_op_query_t q = {.struct_size = sizeof q, .op = ATTNRT_OP_MERGE_STATES};
-    expect_bad(attnrt_device_op_supported(2, &q, NULL, 0), ATTNRT_ERR_INVALID_ARGUMENT, "device count = 2");
+    expect_bad(attnrt_device_op_supported(2, &q, NULL, 0), ATTNRT_ERR_INVALID_ARGUMENT,
+               "attnrt_device_op_supported: index = 2 >= device count = 2");
     uint32_t index = 42;
-    expect_bad(attnrt_device_find("two_devices:2", &index), ATTNRT_ERR_NOT_FOUND, "no device named 'two_devices:2'");
+    expect_bad(attnrt_device_find("two_devices:2", &index), ATTNRT_ERR_NOT_FOUND,
+               "attnrt_device_find: no device named 'two_devices:2'");
     assert_int_equal(index, 42);
     attnrt_context_t *ctx = NULL;
-    expect_bad(attnrt_open("two_devices:2", &ctx), ATTNRT_ERR_NOT_FOUND, "two_devices:0, two_devices:1");
+    expect_bad(attnrt_open("two_devices:2", &ctx), ATTNRT_ERR_NOT_FOUND,
+               "attnrt_open: no device named 'two_devices:2'; devices: two_devices:0, two_devices:1");
     assert_null(ctx);
+}
+
+static void test_attribute_index_out_of_range_names_the_device_once(void **state)
+{
+    (void)state;
+    tl_use("basic");
+    attnrt_device_attribute_t attr = {.struct_size = sizeof attr};
+    assert_status(attnrt_device_get_attribute(0, 9, &attr), ATTNRT_ERR_INVALID_ARGUMENT);
+    assert_string_equal(attnrt_last_error(), "attnrt_device_get_attribute: i = 9 >= attribute_count = 9 of basic:0");
+    assert_int_equal(attr.key[0], 0);
+}
+
+static void test_capability_query_errors_name_the_function_called(void **state)
+{
+    (void)state;
+    tl_use("basic");
+    attnrt_context_t *ctx = NULL;
+    attnrt_op_query_t bad_op = {.struct_size = sizeof bad_op, .op = 99};
+    assert_ok(attnrt_open(NULL, &ctx));
+    expect_bad(attnrt_op_supported(ctx, NULL, NULL, 0), ATTNRT_ERR_INVALID_ARGUMENT,
+               "attnrt_op_supported: query is NULL");
+    expect_bad(attnrt_op_supported(ctx, &bad_op, NULL, 0), ATTNRT_ERR_INVALID_ARGUMENT,
+               "attnrt_op_supported: query->op = 99 is not an attnrt_op_t");
+    assert_ok(attnrt_close(ctx));
+    expect_bad(attnrt_device_op_supported(0, NULL, NULL, 0), ATTNRT_ERR_INVALID_ARGUMENT,
+               "attnrt_device_op_supported: query is NULL");
+    expect_bad(attnrt_device_op_supported(0, &bad_op, NULL, 0), ATTNRT_ERR_INVALID_ARGUMENT,
+               "attnrt_device_op_supported: query->op = 99 is not an attnrt_op_t");
+}
+
+static void test_a_failed_start_up_is_replayed_naming_the_function_called(void **state)
+{
+    (void)state;
+    tl_use("probe_fails");
+    attnrt_context_t *ctx = NULL;
+    uint32_t n = 0;
+    expect_bad(attnrt_init(), ATTNRT_ERR_NO_DEVICE, "attnrt_init: ATTNRT_PLUGIN=");
+    expect_bad(attnrt_open(NULL, &ctx), ATTNRT_ERR_NO_DEVICE, "attnrt_open: ATTNRT_PLUGIN=");
+    expect_bad(attnrt_device_count(&n), ATTNRT_ERR_NO_DEVICE, "attnrt_device_count: ATTNRT_PLUGIN=");
+    expect_bad(attnrt_device_find("x", &n), ATTNRT_ERR_NO_DEVICE, "attnrt_device_find: ATTNRT_PLUGIN=");
+    expect_bad(attnrt_device_default(&n), ATTNRT_ERR_NO_DEVICE, "attnrt_device_default: ATTNRT_PLUGIN=");
+    assert_error_has("tp-probe: no fake driver here");
 }
 
 /* ---- contexts, memory, streams, events, capabilities ---- */
@@ -353,7 +404,10 @@ int loader_args_tests(void)
         T(every_op_has_a_name_and_others_are_unknown),
         T(query_functions_reject_null_outputs),
         T(struct_size_too_small_is_rejected),
-        T(index_out_of_range_is_rejected),
+        T(index_out_of_range_is_rejected_naming_the_function),
+        T(attribute_index_out_of_range_names_the_device_once),
+        T(capability_query_errors_name_the_function_called),
+        T(a_failed_start_up_is_replayed_naming_the_function_called),
         T(context_functions_reject_a_null_context),
         T(context_functions_reject_null_pointers_and_zero_bytes),
         T(capability_query_rejects_bad_queries),

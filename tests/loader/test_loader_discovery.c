@@ -95,12 +95,63 @@ static void test_auto_mode_searches_path_dirs_in_order_then_files_by_name(void *
     assert_int_equal(d0, 0); /* devices follow plugin order */
 }
 
+/* ---- no silent limits ---- */
+
+static void test_every_one_of_a_hundred_plugin_folders_is_searched(void **state)
+{
+    (void)state;
+    enum { FOLDERS = 100 };
+    static char list[FOLDERS * (PATH_MAX / 8)];
+    size_t used = 0;
+    for (int i = 0; i < FOLDERS; i++) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/d%03d", tl_tmpdir(), i);
+        assert_int_equal(mkdir(dir, 0700), 0);
+        int n = snprintf(list + used, sizeof list - used, "%s%s", i ? ":" : "", dir);
+        assert_true(n > 0 && (size_t)n < sizeof list - used);
+        used += (size_t)n;
+    }
+    const char *last = tl_tmp_copy("basic", "d099/attnrt_basic.so"); /* the last folder holds a plugin */
+    setenv("ATTNRT_PLUGIN_PATH", list, 1);
+    assert_ok(attnrt_init());
+    int index = tl_plugin_index(last);
+    if (index < 0) fail_msg("%s in the 100th folder was never tried", last);
+    assert_int_equal(tl_info((uint32_t)index).status, ATTNRT_OK);
+#ifdef TL_CPU_PLUGIN
+    assert_true(tl_plugin_index(TL_CPU_PLUGIN) >= 0); /* and the build tree after them */
+#endif
+}
+
+static void test_every_one_of_three_hundred_files_in_a_folder_is_tried(void **state)
+{
+    (void)state;
+    enum { FILES = 300 };
+    char name[64];
+    for (int i = 0; i < FILES - 1; i++) {
+        snprintf(name, sizeof name, "attnrt_junk%03d.so", i);
+        tl_tmp_write(name, "not a shared object");
+    }
+    const char *good = tl_tmp_copy("basic", "attnrt_zz_basic.so"); /* sorts last */
+    setenv("ATTNRT_PLUGIN_PATH", tl_tmpdir(), 1);
+    assert_ok(attnrt_init());
+    uint32_t count = 0, here = 0;
+    assert_ok(attnrt_plugin_count(&count));
+    for (uint32_t i = 0; i < count; i++) {
+        attnrt_plugin_info_t info = tl_info(i);
+        if (strncmp(info.path, tl_tmpdir(), strlen(tl_tmpdir())) != 0) continue;
+        here++;
+        if (info.status != ATTNRT_OK) assert_has(info.reason, "cannot be loaded");
+    }
+    assert_int_equal(here, FILES); /* each has a record: loaded, or with its reason */
+    int index = tl_plugin_index(good);
+    assert_true(index >= 0);
+    assert_int_equal(tl_info((uint32_t)index).status, ATTNRT_OK);
+}
+
+#ifdef TL_CPU_PLUGIN /* registered only where the cpu plugin is built */
 static void test_earlier_directory_shadows_a_plugin_of_the_same_name(void **state)
 {
     (void)state;
-#ifndef TL_CPU_PLUGIN
-    skip();
-#else
     const char *copy = tl_tmp_copy(TL_CPU_PLUGIN, "attnrt_cpu.so");
     setenv("ATTNRT_PLUGIN_PATH", tl_tmpdir(), 1);
     assert_ok(attnrt_init());
@@ -114,8 +165,8 @@ static void test_earlier_directory_shadows_a_plugin_of_the_same_name(void **stat
         cpus += strcmp(props.name, "cpu:0") == 0;
     }
     assert_int_equal(cpus, 1);
-#endif
 }
+#endif
 
 static void test_explicit_name_is_looked_up_in_plugin_path(void **state)
 {
@@ -131,19 +182,39 @@ static void test_explicit_name_is_looked_up_in_plugin_path(void **state)
     assert_int_equal(count, 2);
 }
 
+#ifdef TL_CUDA_PLUGIN
+static void test_built_cuda_plugin_is_found_by_name(void **state)
+{
+    (void)state;
+    setenv("ATTNRT_PLUGIN", "cuda", 1);
+    attnrt_status_t st = attnrt_init();
+    if (st != ATTNRT_OK && st != ATTNRT_ERR_NO_DEVICE) /* without a driver its probe fails: NO_DEVICE */
+        fail_msg("ATTNRT_PLUGIN=cuda: %s: %s", attnrt_status_name(st), attnrt_last_error());
+    assert_string_equal(tl_info(0).path, TL_CUDA_PLUGIN);
+    assert_string_equal(tl_info(0).name, "cuda");
+}
+#else
 static void test_missing_cuda_plugin_is_one_clear_line(void **state)
 {
     (void)state;
     setenv("ATTNRT_PLUGIN", "cuda", 1);
     attnrt_status_t st = attnrt_init();
-    if (st == ATTNRT_OK || st == ATTNRT_ERR_NO_DEVICE) {
-        assert_string_equal(tl_info(0).name, "cuda");
-        skip(); /* a cuda plugin is built or installed here (its probe may fail: no driver) */
-    }
     assert_status(st, ATTNRT_ERR_NOT_FOUND);
     assert_error_has("ATTNRT_PLUGIN=cuda");
     assert_error_has("attnrt_cuda.so");
     assert_error_has("-Dcuda=enabled");
+    assert_one_line(attnrt_last_error());
+}
+#endif
+
+static void test_missing_plugin_without_a_meson_option_suggests_none(void **state)
+{
+    (void)state;
+    setenv("ATTNRT_PLUGIN", "acme_npu", 1);
+    assert_status(attnrt_init(), ATTNRT_ERR_NOT_FOUND);
+    assert_error_has("attnrt_init: ATTNRT_PLUGIN=acme_npu: no plugin file attnrt_acme_npu.so in");
+    assert_error_has("ATTNRT_PLUGIN_PATH");
+    assert_null(strstr(attnrt_last_error(), "meson")); /* there is no -Dacme_npu option to suggest */
     assert_one_line(attnrt_last_error());
 }
 
@@ -208,17 +279,16 @@ static void test_plugin_with_zero_devices_loads_but_opens_nothing(void **state)
     assert_int_equal(count, 0);
     attnrt_context_t *ctx = NULL;
     assert_status(attnrt_open(NULL, &ctx), ATTNRT_ERR_NO_DEVICE);
+    assert_error_has("attnrt_open: no device");
     assert_error_has("attnrt-info");
     assert_status(attnrt_open("zero_devices:0", &ctx), ATTNRT_ERR_NOT_FOUND);
-    assert_error_has("(none)");
+    assert_error_has("attnrt_open: no device named 'zero_devices:0'; devices: (none)");
 }
 
+#ifdef TL_CPU_PLUGIN /* registered only where the cpu plugin is built */
 static void test_default_device_prefers_the_cpu_over_other_devices(void **state)
 {
     (void)state;
-#ifndef TL_CPU_PLUGIN
-    skip();
-#else
     tl_tmp_copy("basic", "attnrt_basic.so"); /* sorts before the build tree's cpu plugin */
     setenv("ATTNRT_PLUGIN_PATH", tl_tmpdir(), 1);
     uint32_t index = 99, basic = 99;
@@ -231,8 +301,8 @@ static void test_default_device_prefers_the_cpu_over_other_devices(void **state)
     setenv("ATTNRT_DEVICE", "basic:0", 1); /* ATTNRT_DEVICE overrides the ranking */
     assert_ok(attnrt_device_default(&index));
     assert_int_equal(index, basic);
-#endif
 }
+#endif
 
 /* ---- ATTNRT_LOG=debug, seen from a child process (the log level is read once per process) ---- */
 
@@ -296,14 +366,25 @@ int loader_discovery_tests(void)
         T(explicit_mode_failure_fails_every_later_call),
         T(auto_mode_skips_bad_plugins_and_keeps_their_reasons),
         T(auto_mode_searches_path_dirs_in_order_then_files_by_name),
+        T(every_one_of_a_hundred_plugin_folders_is_searched),
+        T(every_one_of_three_hundred_files_in_a_folder_is_tried),
+#ifdef TL_CPU_PLUGIN
         T(earlier_directory_shadows_a_plugin_of_the_same_name),
+#endif
         T(explicit_name_is_looked_up_in_plugin_path),
+#ifdef TL_CUDA_PLUGIN
+        T(built_cuda_plugin_is_found_by_name),
+#else
         T(missing_cuda_plugin_is_one_clear_line),
+#endif
+        T(missing_plugin_without_a_meson_option_suggests_none),
         T(relative_or_malformed_plugin_name_is_invalid_argument),
         T(relative_plugin_dirs_and_the_cwd_are_never_searched),
         T(shutdown_rereads_the_environment),
         T(plugin_with_zero_devices_loads_but_opens_nothing),
+#ifdef TL_CPU_PLUGIN
         T(default_device_prefers_the_cpu_over_other_devices),
+#endif
         T(debug_log_shows_paths_dlerror_and_both_abi_versions),
     };
     return tl_run_isolated("loader: discovery", tests, sizeof tests / sizeof tests[0]);

@@ -313,7 +313,8 @@ int npu_run_case(const npu_case_t *c, npu_result_t *res)
         fail_msg(res, st, "attention_plan", &fx);
         goto done_batch;
     }
-    st = fx.api->attention_run(fx.dev, plan, &a, NULL, 0, NULL);
+    void *wsd = ws ? upload(&fx, &bufs, NULL, ws, 0xff) : NULL; /* the run's scratch */
+    st = fx.api->attention_run(fx.dev, plan, &a, wsd, ws, NULL);
     if (st != ATTNRT_OK) {
         fail_msg(res, st, "attention_run", &fx);
         goto done_batch;

@@ -176,7 +176,11 @@ static void a_decode_step_reports_its_cost(void **state)
     attnrt_batch_host_t batch = {sizeof batch, 1, qsl, sl, table, COLS};
     attnrt_plan_t *plan = NULL;
     assert_int_equal(attnrt_attention_plan(ctx, &a, &batch, &plan), ATTNRT_OK);
-    assert_int_equal(attnrt_attention_run(plan, &a, NULL, 0, NULL), ATTNRT_OK);
+    size_t ws_bytes = 0;
+    void *ws = NULL;
+    assert_int_equal(attnrt_plan_workspace_size(plan, &ws_bytes), ATTNRT_OK);
+    assert_int_equal(attnrt_mem_alloc(ctx, ws_bytes, &ws), ATTNRT_OK);
+    assert_int_equal(attnrt_attention_run(plan, &a, ws, ws_bytes, NULL), ATTNRT_OK);
     assert_int_equal(attnrt_last_op_stats(ctx, &st), ATTNRT_OK);
     assert_int_equal(st.op, ATTNRT_OP_PAGED_ATTENTION);
     assert_int_equal(st.simulated, 1);
@@ -208,6 +212,7 @@ static void a_decode_step_reports_its_cost(void **state)
     assert_true(sqrt(num / den) < 1e-5);
 
     assert_int_equal(attnrt_plan_destroy(plan), ATTNRT_OK);
+    assert_int_equal(attnrt_mem_free(ctx, ws), ATTNRT_OK);
     void *bufs[] = {kc, vc, kd, vd, sd, qd, btd, qsld, sld, od};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) attnrt_mem_free(ctx, bufs[i]);
     assert_int_equal(attnrt_close(ctx), ATTNRT_OK);

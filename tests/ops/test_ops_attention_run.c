@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "ops_fixture.h"
+#include "ops_planner.h"
 
 static const char AR[] = "attnrt_attention_run";
 
@@ -106,12 +107,12 @@ static void attention_run_refuses_null_lse_data(void **state)
     RUN_INVALID(f, plan, "lse.data is NULL");
 }
 
-/* [2^31-1, 2^31-1, 2, 16] caches: the element count passes 2^63, yet NULL data must still be refused.
+/* [2^31-1, 1024, 2, 16] f32 caches, just inside the 2^48-byte limit on a tensor: NULL data must still be refused.
  * Non-causal with every seq_len 0, so a kernel reached by mistake reads no key. */
-static void attention_run_refuses_null_cache_data_when_its_element_count_overflows(void **state)
+static void attention_run_refuses_null_data_of_a_huge_cache(void **state)
 {
     ops_fixture_t *f = *state;
-    const int64_t huge[4] = {INT32_MAX, INT32_MAX, OPS_HKV, OPS_D};
+    const int64_t huge[4] = {INT32_MAX, 1024, OPS_HKV, OPS_D};
     const int32_t zeros[OPS_B] = {0, 0, 0};
     ops_retensor(&f->key_cache, ATTNRT_F32, 4, huge);
     ops_retensor(&f->value_cache, ATTNRT_F32, 4, huge);
@@ -229,12 +230,15 @@ static void attention_run_refuses_softcap_differing_from_plan(void **state)
 
 /* ---- workspace and stream ---- */
 
+/* On the planner device: cpu attention plans ask for no workspace. */
 static void attention_run_refuses_workspace_smaller_than_planned(void **state)
 {
     ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_attention_plan_ok(f);
+    attnrt_plan_t *plan = NULL;
+    OPS_OK(attnrt_attention_plan(ops_planner_context(f), &f->att, &f->batch, &plan));
+    ops_keep_plan(f, plan);
     size_t ws = workspace_of(plan);
-    if (ws == 0) skip(); /* this device plans no workspace; cascade covers the check */
+    assert_true(ws > 0);
     char needle[96];
     snprintf(needle, sizeof needle, "workspace_bytes = %zu < %zu the plan needs", ws - 1, ws);
     OPS_REJECTS(f, AR, attnrt_attention_run(plan, &f->att, f->dev[OB_WORKSPACE], ws - 1, NULL),
@@ -263,7 +267,7 @@ int ops_run_attention_run_tests(void)
         OPS_TEST(attention_run_refuses_null_out_data),
         OPS_TEST(attention_run_refuses_null_block_table_data),
         OPS_TEST(attention_run_refuses_null_lse_data),
-        OPS_TEST(attention_run_refuses_null_cache_data_when_its_element_count_overflows),
+        OPS_TEST(attention_run_refuses_null_data_of_a_huge_cache),
         OPS_TEST(attention_run_refuses_negative_stride),
         OPS_TEST(attention_run_refuses_nan_scale),
         OPS_TEST(attention_run_refuses_batch_shape_differing_from_plan),
@@ -276,7 +280,7 @@ int ops_run_attention_run_tests(void)
         OPS_TEST(attention_run_refuses_causal_differing_from_plan),
         OPS_TEST(attention_run_refuses_scale_differing_from_plan),
         OPS_TEST(attention_run_refuses_softcap_differing_from_plan),
-        OPS_TEST(attention_run_refuses_workspace_smaller_than_planned),
+        OPS_PLANNER_TEST(attention_run_refuses_workspace_smaller_than_planned),
         OPS_TEST(attention_run_refuses_stream_of_another_context),
     };
     return cmocka_run_group_tests_name("ops: attnrt_attention_run", tests, NULL, NULL);

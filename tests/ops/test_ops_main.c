@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ops_entries.h"
 #include "ops_fixture.h"
 
 int main(void)
@@ -24,6 +25,11 @@ int main(void)
     failed += ops_run_gated_delta_tests();
     failed += ops_run_linear_run_tests();
     failed += ops_run_options_tests();
+    /* tensor layouts, on every op entry */
+    failed += ops_run_stride_tests();
+    failed += ops_run_aliasing_tests();
+    failed += ops_run_huge_shape_tests();
+    failed += ops_run_dtype_name_tests();
     /* Every context was closed by the teardowns, so the runtime shuts down cleanly. */
     attnrt_status_t st = attnrt_shutdown();
     if (st != ATTNRT_OK) {

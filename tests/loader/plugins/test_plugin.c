@@ -13,21 +13,35 @@
  *   TP_PROBE_FAILS / TP_INIT_FAILS / TP_COUNT_FAILS   that step fails with a message
  *   TP_NO_ENTRY        exports no attnrt_plugin_get_api (only some other symbol)
  *   TP_RETURNS_NULL    attnrt_plugin_get_api returns NULL
+ *   TP_PLANNER         supports every op; paged attention, MLA, lightning and gated delta plans ask for a
+ *                      workspace (test_plugin_planner.c, linked into this variant only)
+ * Plugins that return what the runtime must not accept:
+ *   TP_CLAIMS_NAME="x" the plugin calls itself "x" (another plugin's name), whatever its file is called
+ *   TP_DEVICE_NAME="x" every device calls itself "x" (another plugin's device, or its own twin)
+ *   TP_UNTERMINATED_NAME  device names fill all ATTNRT_NAME_MAX bytes with no NUL
+ *   TP_ODD_STATUS      mem_alloc returns 1 and stream_create -77: codes that are not attnrt_status_t values
+ *   TP_NULL_ALLOC      mem_alloc returns ATTNRT_OK with a NULL pointer
  * Device memory is host memory from aligned_alloc. Every object is counted, and every contract break
  * the plugin can see (a foreign stream, a device closed with live objects) counts as a "violation";
  * the counts are the device attributes below, so the tests can see leaks. Environment knobs:
  *   TP_FAIL_ALLOC_AT=N  (read at init) the Nth mem_alloc fails with OUT_OF_MEMORY: fault injection
  *   TP_TRACE=<file>     probe / init / shutdown append "<name> <step>" lines to it, so the lifecycle
  *                       stays visible after the runtime has unloaded the plugin
+ *   TP_SLOW_MS=N        device_properties and device_open append "<name> inside <entry>" to TP_TRACE and
+ *                       then take N ms, so a test can act while a call is inside the plugin
  */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "attnrt_plugin.h"
 #include "plugin_error.h"
+#ifdef TP_PLANNER
+#include "test_plugin_planner.h"
+#endif
 
 #ifndef TP_NAME
 #error "TP_NAME must name the variant"
@@ -88,6 +102,19 @@ static void trace(const char *step)
     if (!f) return;
     fprintf(f, "%s %s\n", TP_NAME, step);
     fclose(f);
+}
+
+/* TP_SLOW_MS: says that `entry` is running, then keeps it running for that long. */
+static void slow_entry(const char *entry)
+{
+    const char *knob = getenv("TP_SLOW_MS");
+    long ms = knob ? strtol(knob, NULL, 10) : 0;
+    if (ms <= 0) return;
+    char step[64];
+    snprintf(step, sizeof step, "inside %s", entry);
+    trace(step);
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&t, &t) != 0) {}
 }
 
 /* ---- lifecycle ---- */
@@ -172,9 +199,16 @@ static attnrt_status_t tp_device_properties(void *plugin, uint32_t index, attnrt
     attnrt_status_t st = check_index(index);
     if (st != ATTNRT_OK) return st;
     if (props->struct_size < ATTNRT_DEVICE_PROPERTIES_STRUCT_SIZE) violation(); /* the runtime passes a full one */
+    slow_entry("device_properties");
     attnrt_device_properties_t p;
     memset(&p, 0, sizeof p);
+#if defined(TP_UNTERMINATED_NAME)
+    memset(p.name, 'x', sizeof p.name);
+#elif defined(TP_DEVICE_NAME)
+    snprintf(p.name, sizeof p.name, "%s", TP_DEVICE_NAME);
+#else
     snprintf(p.name, sizeof p.name, "%s:%u", TP_NAME, index);
+#endif
     snprintf(p.vendor, sizeof p.vendor, "attnrt tests");
     snprintf(p.model, sizeof p.model, "fake device %u", index);
     snprintf(p.arch, sizeof p.arch, "none");
@@ -223,6 +257,7 @@ static attnrt_status_t tp_device_open(void *plugin, uint32_t index, void **devic
     if (plugin != the_plugin) violation();
     attnrt_status_t st = check_index(index);
     if (st != ATTNRT_OK) return st;
+    slow_entry("device_open");
     tp_device_t *d = calloc(1, sizeof *d);
     if (!d) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "tp: out of memory opening %s:%u", TP_NAME, index);
     d->magic = DEVICE_MAGIC;
@@ -269,6 +304,14 @@ static attnrt_status_t tp_mem_alloc(void *device, size_t bytes, void **ptr)
     if (the_plugin && the_plugin->fail_alloc_at == call)
         return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "tp: injected failure of allocation #%ld on %s:%u "
                            "(TP_FAIL_ALLOC_AT=%ld)", call, TP_NAME, d->index, call);
+#if defined(TP_ODD_STATUS)
+    plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "tp: %s:%u answers mem_alloc with 1 (built with TP_ODD_STATUS)", TP_NAME,
+                d->index);
+    return (attnrt_status_t)1;
+#elif defined(TP_NULL_ALLOC)
+    *ptr = NULL;
+    return ATTNRT_OK;
+#endif
     if (bytes > TP_MEMORY_TOTAL - atomic_load(&bytes_in_use))
         return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "tp: %s:%u has no room for %zu bytes of fake device memory",
                            TP_NAME, d->index, bytes);
@@ -332,6 +375,11 @@ static attnrt_status_t tp_mem_set(void *device, void *dst, int value, size_t byt
 static attnrt_status_t tp_stream_create(void *device, void **stream)
 {
     tp_device_t *d = as_device(device);
+#ifdef TP_ODD_STATUS
+    plugin_fail(ATTNRT_ERR_DEVICE, "tp: %s:%u answers stream_create with -77 (built with TP_ODD_STATUS)", TP_NAME,
+                d->index);
+    return (attnrt_status_t)-77;
+#endif
     tp_stream_t *s = calloc(1, sizeof *s);
     if (!s) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "tp: out of memory creating a stream");
     s->magic = STREAM_MAGIC;
@@ -453,8 +501,10 @@ static attnrt_status_t tp_merge_states(void *device, const attnrt_merge_args_t *
 #else
 #define TP_DEVICE_OPEN tp_device_open
 #endif
-#ifdef TP_NO_NAME
+#if defined(TP_NO_NAME)
 #define TP_API_NAME NULL
+#elif defined(TP_CLAIMS_NAME)
+#define TP_API_NAME TP_CLAIMS_NAME
 #else
 #define TP_API_NAME TP_NAME
 #endif
@@ -532,6 +582,8 @@ ATTNRT_PLUGIN_EXPORT const attnrt_plugin_api_t *attnrt_plugin_get_api(uint32_t h
     (void)&tp_api; /* built, but never handed out */
     plugin_fail(ATTNRT_ERR_ABI_MISMATCH, "tp: declines every runtime (built with TP_RETURNS_NULL)");
     return NULL;
+#elif defined(TP_PLANNER)
+    return tp_planner_api(&tp_api.base);
 #else
     /* Deliberately no check of host_abi_major: the runtime's own check is what is under test. */
     return &tp_api.base;
