@@ -3,7 +3,9 @@
  *                 plan's work list in device memory (none for a pure decode batch); or
  *   SIMT:         one launch, one warp per query row.
  * Nothing is allocated, nothing waits (except on the NULL stream, whose calls complete before they
- * return), and no device memory is read on the host: the run can be captured in a CUDA graph. The
+ * return), and no device memory is read on the host: the run can be captured in a CUDA graph. What the
+ * kernels write besides the outputs (partials, counters) is in the caller's workspace, the counters zeroed
+ * here on the run's stream, so runs of one plan may overlap on distinct streams. The
  * kernels read query_start_loc / seq_lens / block_table on the device, clamped to the tensors. */
 #include <math.h>
 #include <string.h>
@@ -220,12 +222,18 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
         k.part_o = (float *)(void *)((char *)workspace + p->off_part_o);
     }
     k.part_rows = p->part_rows;
-    k.split_count = (uint32_t *)(uintptr_t)p->split_count; /* split row tiles merged by their last block */
+    if (p->count_bytes) { /* this run's counters, zero before its kernels: another run's are in its own workspace */
+        uint32_t *count = (uint32_t *)(void *)((char *)workspace + p->off_count);
+        const CUresult r = cuda_drv.MemsetD8Async((CUdeviceptr)(uintptr_t)count, 0, p->count_bytes, cuda_stream_of(stream));
+        if (r != CUDA_SUCCESS)
+            return cuda_fail(r, "cuda paged attention run: cuMemsetD8Async (%zu bytes of counters)", p->count_bytes);
+        if (p->num_parts) k.split_count = count; /* split row tiles merged by their last block */
+        if (p->pf_next) k.pf_next = count + p->num_parts;
+    }
     if (p->n_prefill) {
         k.items = items;
         if (q_map) { /* persistent: one block a SM walks the items */
             k.pf_items = (int32_t)p->n_prefill;
-            if (p->pf_next) k.pf_next = (uint32_t *)(uintptr_t)p->split_count + p->num_parts;
             const int cap = d->k.prefill_ws_blocks > 0 ? d->k.prefill_ws_blocks : d->sm_count;
             const uint32_t grid = cap > 0 && (uint32_t)cap < p->n_prefill ? (uint32_t)cap : p->n_prefill;
             st = cuda_launch(p->f_prefill_ws, grid, p->prefill_ws_threads, p->smem_prefill_ws, stream, &k,

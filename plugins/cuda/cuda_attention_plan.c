@@ -114,10 +114,7 @@ void cuda_attention_plan_destroy(cuda_dev_t *d, void *plan)
 {
     cuda_attn_plan_t *p = plan;
     if (!p) return;
-    if ((p->list_dev || p->split_count) && cuda_enter(d) == ATTNRT_OK) {
-        if (p->list_dev) cuda_drv.MemFree(p->list_dev);
-        if (p->split_count) cuda_drv.MemFree(p->split_count);
-    }
+    if (p->list_dev && cuda_enter(d) == ATTNRT_OK) cuda_drv.MemFree(p->list_dev);
     free(p);
 }
 
@@ -518,21 +515,6 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     p->n_decode = p->ws_decode ? 0u : (uint32_t)n_decode;
     p->list_bytes = p->dec_splits ? 0 : (n_prefill + n_decode) * sizeof(ck_work_item_t);
     p->pf_next = p->f_prefill_ws && p->n_prefill > 1 && !d->k.prefill_ws_static;
-    if (st == ATTNRT_OK && (p->num_parts > 0 || p->pf_next)) {
-        /* one arrival count per split row tile (indexed by its first partial), then the warp-specialized kernel's item
-         * counters; zero now, and the kernel's last block of each tile (of the grid) sets them back to zero, so every run
-         * and graph replay finds zeros */
-        CUdeviceptr cnt = 0;
-        const size_t bytes = (size_t)(p->num_parts + 2 * p->pf_next) * sizeof(uint32_t);
-        CUresult r = cuda_drv.MemAlloc(&cnt, bytes);
-        if (r == CUDA_SUCCESS) {
-            p->split_count = cnt;
-            r = cuda_drv.MemsetD8Async(cnt, 0, bytes, NULL);
-            if (r == CUDA_SUCCESS) r = cuda_drv.StreamSynchronize(NULL);
-        }
-        if (r != CUDA_SUCCESS)
-            st = cuda_fail(r, "cuda paged attention plan: %zu bytes of split counters", bytes);
-    }
     ck_work_item_t *list = NULL; /* built here, then uploaded into the plan's device copy */
     if (st == ATTNRT_OK && p->list_bytes && !(list = malloc(p->list_bytes)))
         st = plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cuda paged attention plan: out of memory");
@@ -575,8 +557,12 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     }
 
     p->off_part_o = align_up((size_t)p->num_parts * DECODE_ROWS * sizeof(float));
-    p->workspace_bytes = p->num_parts == 0 ? 0
-                         : p->off_part_o + (size_t)p->num_parts * DECODE_ROWS * (size_t)p->head_dim_v * sizeof(float);
+    /* one arrival count per split row tile (indexed by its first partial), then the warp-specialized kernel's item
+     * counters: in the workspace, not the plan, since runs write them (each run zeroes its own) */
+    p->off_count = p->num_parts == 0 ? 0
+                   : align_up(p->off_part_o + (size_t)p->num_parts * DECODE_ROWS * (size_t)p->head_dim_v * sizeof(float));
+    p->count_bytes = (size_t)(p->num_parts + 2 * p->pf_next) * sizeof(uint32_t);
+    p->workspace_bytes = p->count_bytes ? p->off_count + p->count_bytes : 0;
     *plan_out = p;
     *workspace_bytes = p->workspace_bytes;
     return ATTNRT_OK;

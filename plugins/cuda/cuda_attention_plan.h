@@ -5,11 +5,13 @@
  * host (one ck_work_item_t per block of each launch: prefill items, then decode items) and uploads it
  * once into device memory it owns; runs only pass its address (no copy on the run's stream: a run
  * that copied it into the workspace waited ~8-10 us for it before its first kernel; a captured graph
- * refers to the plan's list). The workspace holds the split-KV partial states; the plan owns one
- * arrival counter per split row tile (device memory), which the last block of the tile uses to merge
- * the partials and resets, so runs of ONE plan must not overlap in time (on two streams at once).
+ * refers to the plan's list, which no run writes). Everything a run writes is in the caller's workspace:
+ * the split-KV partial states, one arrival counter per split row tile (the tile's last block merges the
+ * partials) and the warp-specialized kernel's two item counters. The run zeroes the counters on its own
+ * stream before its kernels (a memset node in a captured graph), so runs of one plan on distinct streams
+ * with distinct workspaces are independent, and every graph replay starts from zeros.
  *
- *   workspace: [part_lse] [part_o]
+ *   workspace: [part_lse] [part_o] [split counts (num_parts)] [item counters (2, pf_next)]
  */
 #ifndef ATTNRT_CUDA_ATTENTION_PLAN_H
 #define ATTNRT_CUDA_ATTENTION_PLAN_H
@@ -48,10 +50,10 @@ typedef struct cuda_attn_plan {
     int      ws_fp8;        /* 1: the prefill tiles are f_prefill_ws's fp8-cache form's (CK_PF_ROWS rows, which f_prefill does
                                not take: the SIMT kernel where the maps fail) */
     int      part_rows;     /* rows of one split's partial state (ck_attn_args_t.part_rows) */
-    CUdeviceptr split_count; /* [num_parts] arrival counts of the split row tiles, then (pf_next) the warp-specialized
-                                kernel's two item counters (device, zero between runs) */
-    int      pf_next;       /* 1: split_count + num_parts holds those counters */
-    size_t   off_part_o, workspace_bytes; /* part_lse at the workspace's start */
+    int      pf_next;       /* 1: the warp-specialized kernel takes its items by the two counters after the split counts */
+    size_t   off_part_o;    /* part_lse at the workspace's start */
+    size_t   off_count, count_bytes; /* the counters (uint32_t; count_bytes 0: none), zeroed by every run */
+    size_t   workspace_bytes;
     /* what the plan decided, for notes and tests */
     int      max_splits;
 } cuda_attn_plan_t;

@@ -102,11 +102,11 @@ typedef struct ck_attn_args {
     float        scale, softcap;
     /* decode kernel: items == NULL derives item blockIdx.x = ((seq * hkv + kv_head) * dec_splits + split)
      * (every request one decode row tile of all `group` heads); split_count [num_parts]: arrivals at
-     * each row tile's first partial, zero between runs (the last block merges, then resets it) */
+     * each row tile's first partial, in the workspace, zeroed by the run before its kernels (the last block merges) */
     uint32_t    *split_count;
     int32_t      dec_splits, pad_;
-    /* the warp-specialized kernel's item counters (next item past the first round, blocks done), zero between runs (its
-     * last block resets them); NULL: block b takes items b, b + gridDim.x, ... */
+    /* the warp-specialized kernel's item counters (next item past the first round, blocks done), in the workspace,
+     * zeroed by the run before its kernels; NULL: block b takes items b, b + gridDim.x, ... */
     uint32_t    *pf_next;
 } ck_attn_args_t;
 
