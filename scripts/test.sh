@@ -22,4 +22,11 @@ UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C build-asan --prin
 ninja -C build-tsan
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   meson test -C build-tsan --suite threads --print-errorlogs
-echo "test.sh: all tests passed (plain, ASan+UBSan and ThreadSanitizer builds)"
+# The libFuzzer target over plan + run (tests/fuzz), built with clang, runtime and plugins instrumented
+# under ASan + UBSan: one seeded minute from the committed corpus (suite 'fuzz'). Only the target and the
+# cpu plugin it runs on are built here.
+[ -f build-fuzz/build.ninja ] || CC=clang meson setup build-fuzz -Dwerror=true -Dtests=enabled -Dcuda=disabled \
+  -Dfuzz=enabled -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link
+ninja -C build-fuzz tests/fuzz/attnrt-fuzz plugins/cpu/attnrt_cpu.so
+meson test -C build-fuzz --no-rebuild --suite fuzz --print-errorlogs
+echo "test.sh: all tests passed (plain, ASan+UBSan, ThreadSanitizer and fuzz builds)"

@@ -111,8 +111,10 @@ static attnrt_status_t gdn_check(const attnrt_gated_delta_args_t *a, int64_t B, 
     if (!(a->scale >= 0.0f) || isinf(a->scale))
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu gated_delta: scale %g is not a finite number >= 0", (double)a->scale);
 
+    /* per-token tensors of a batch without tokens may have no data (they have no elements) */
     if (run && B > 0 &&
-        (!a->query->data || !a->key->data || !a->value->data || !a->g->data || !a->beta->data || !a->out->data ||
+        ((T > 0 && (!a->query->data || !a->key->data || !a->value->data || !a->g->data || !a->beta->data ||
+                    !a->out->data)) ||
          !a->state->data || !a->query_start_loc->data || (!spec && !a->state_indices->data) ||
          (spec && (!a->spec_state_indices->data || !a->num_accepted->data))))
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu gated_delta run: a required tensor has no data");

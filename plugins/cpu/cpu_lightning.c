@@ -92,8 +92,9 @@ static attnrt_status_t lightning_check(const attnrt_lightning_args_t *a, int64_t
     if (Dk < 1 || Dv < 1 || cpu_op_check(&q, reason, sizeof reason) != ATTNRT_OK)
         return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cpu lightning: %s", Dk < 1 || Dv < 1 ? "head dims must be >= 1" : reason);
 
+    /* per-token tensors of a batch without tokens may have no data (they have no elements) */
     if (run && B > 0 &&
-        (!a->query->data || !a->key->data || !a->value->data || !a->out->data || !a->slopes->data ||
+        ((T > 0 && (!a->query->data || !a->key->data || !a->value->data || !a->out->data)) || !a->slopes->data ||
          !a->state->data || !a->query_start_loc->data || !a->state_indices->data))
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu lightning run: a required tensor has no data");
 

@@ -225,9 +225,10 @@ attnrt_status_t cuda_lightning_run(cuda_dev_t *d, const void *plan, const attnrt
     if (sh.T != p->T || sh.H != p->H || sh.HV != p->HV || sh.Dk != p->Dk || sh.Dv != p->Dv)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda lightning run: shapes differ from the plan's; plan this batch again");
     if (p->B <= 0) return ATTNRT_OK;
-    if (!a.key || !a.slopes || !a.query_start_loc || !a.state_indices || !a.query->data || !a.key->data ||
-        !a.value->data || !a.out->data || !a.slopes->data || !a.state->data || !a.query_start_loc->data ||
-        !a.state_indices->data)
+    /* per-token tensors of a batch without tokens may have no data (they have no elements) */
+    if (!a.key || !a.slopes || !a.query_start_loc || !a.state_indices ||
+        (sh.T > 0 && (!a.query->data || !a.key->data || !a.value->data || !a.out->data)) || !a.slopes->data ||
+        !a.state->data || !a.query_start_loc->data || !a.state_indices->data)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda lightning run: a required tensor or its data is missing");
     ck_lin_args_t k;
     memset(&k, 0, sizeof k);
@@ -296,7 +297,8 @@ attnrt_status_t cuda_gated_delta_run(cuda_dev_t *d, const void *plan, const attn
                            "batch again");
     if (p->B <= 0) return ATTNRT_OK;
     if (!a.key || !a.g || !a.beta || !a.query_start_loc || (!spec && !a.state_indices) || (spec && !a.num_accepted) ||
-        !a.query->data || !a.key->data || !a.value->data || !a.g->data || !a.beta->data || !a.out->data ||
+        (sh.T > 0 && (!a.query->data || !a.key->data || !a.value->data || !a.g->data || !a.beta->data ||
+                      !a.out->data)) ||
         !a.state->data || !a.query_start_loc->data || (!spec && !a.state_indices->data) ||
         (spec && (!a.spec_state_indices->data || !a.num_accepted->data)))
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda gated_delta run: a required tensor or its data is missing");
