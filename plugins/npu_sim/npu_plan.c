@@ -10,9 +10,11 @@
 #include "dtype_convert.h"
 #include "npu_ops.h"
 #include "npu_plan.h"
+#include "plugin_args.h"
 #include "plugin_error.h"
 #include "plugin_query.h"
 #include "plugin_struct.h"
+#include "plugin_tensor.h"
 
 size_t npu_attn_scratch_floats(int64_t dqk, int64_t dv)
 {
@@ -44,28 +46,13 @@ static attnrt_status_t check_sizes(const npu_device_t *d, const attnrt_attention
     return ATTNRT_OK;
 }
 
-static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
-
 static const char *front_end_name(uint32_t fe) { return fe == ATTNRT_FRONT_END_COMPILED ? "compiled" : "vLLM"; }
 
 /* The query the runtime asked before planning, rebuilt from the args: plan refuses what op_supported does. */
 static attnrt_status_t check_supported(const npu_device_t *d, const attnrt_attention_args_t *a)
 {
-    attnrt_op_query_t q;
-    plugin_attention_query(a, &q);
-    q.features = (a->softcap > 0 ? ATTNRT_FEATURE_SOFTCAP : 0u) | (a->alibi_slopes ? ATTNRT_FEATURE_ALIBI : 0u) |
-                 (a->lse ? ATTNRT_FEATURE_LSE : 0u) |
-                 (a->key_scale && a->key_scale->ndim == 2 ? ATTNRT_FEATURE_KV_SCALE_BLOCK : 0u);
-    char reason[NPU_MSG_MAX];
-    if (npu_op_check(&d->sel, &q, reason, sizeof reason) != ATTNRT_OK)
-        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention: %s", NPU_DEV_ARG(d), reason);
-    const dc_kind_t qk = dc_kind_of(a->query->dtype), ok = dc_kind_of(a->out->dtype);
-    if (ok != qk && ok != DC_F32)
-        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention: out dtype %s is neither the query's "
-                           "(%s) nor f32", NPU_DEV_ARG(d), dc_kind_name(ok), dc_kind_name(qk));
-    if (dc_kind_of(a->value_cache->dtype) != dc_kind_of(a->key_cache->dtype))
-        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention: key and value caches differ in dtype",
-                           NPU_DEV_ARG(d));
+    attnrt_status_t st = plugin_attention_supported(d->host.name, &npu_op_rules, &d->sel, a);
+    if (st != ATTNRT_OK) return st;
     if (!a->causal && (a->window_left >= 0 || a->window_right >= 0))
         return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention: window (%d, %d) without causal: the "
                            "RBLN sliding-window kernel is causal with a left window only", NPU_DEV_ARG(d),
@@ -104,13 +91,6 @@ static attnrt_status_t select_kernel(const npu_device_t *d, const attnrt_attenti
     return ATTNRT_OK;
 }
 
-/* Request b's query length, its bounds clamped to the T query rows. */
-static int64_t query_len(const attnrt_batch_host_t *batch, int64_t b, int64_t T)
-{
-    const int64_t lo = clamp64(batch->query_start_loc[b], 0, T);
-    return clamp64(batch->query_start_loc[b + 1], lo, T) - lo;
-}
-
 /* The op's simulated cost for the host batch. */
 static attnrt_status_t cost_batch(const npu_device_t *d, const attnrt_attention_args_t *a,
                                   const attnrt_batch_host_t *batch, npu_attn_plan_t *p)
@@ -137,7 +117,7 @@ static attnrt_status_t cost_batch(const npu_device_t *d, const attnrt_attention_
     const int64_t W = p->window;
     /* lengths clamped as the run clamps them: no more work costed than a run can do */
     for (int64_t b = 0; b < B; b++) { /* decode rows first: one bucketed launch group */
-        const int64_t L = query_len(batch, b, p->num_tokens), S = clamp64(batch->seq_lens[b], 0, p->max_model_len);
+        const int64_t L = plugin_batch_query_len(batch, b, p->num_tokens), S = plugin_clamp64(batch->seq_lens[b], 0, p->max_model_len);
         if (L != 1) continue;
         lo[decode] = W && a->causal && S - W > 0 ? S - W : 0;
         hi[decode++] = S;
@@ -145,7 +125,7 @@ static attnrt_status_t cost_batch(const npu_device_t *d, const attnrt_attention_
     if (decode) npu_cost_decode(d->sel.profile, &sh, lo, hi, decode, &p->stats);
     free(lo);
     for (int64_t b = 0; b < B; b++) { /* then each prefill alone, chunk by chunk */
-        const int64_t L = query_len(batch, b, p->num_tokens), S = clamp64(batch->seq_lens[b], 0, p->max_model_len);
+        const int64_t L = plugin_batch_query_len(batch, b, p->num_tokens), S = plugin_clamp64(batch->seq_lens[b], 0, p->max_model_len);
         if (L < 2) continue;
         for (int64_t pos = S - L; pos < S;) {
             const int64_t end = npu_chunk_end(pos, S, p->prefill_chunk, p->block_size);
@@ -162,20 +142,18 @@ static attnrt_status_t cost_batch(const npu_device_t *d, const attnrt_attention_
 attnrt_status_t npu_attention_plan(npu_device_t *d, const attnrt_attention_args_t *args_in,
                                    const attnrt_batch_host_t *batch_in, void **plan_out, size_t *workspace_bytes)
 {
-    if (!args_in || !batch_in || !plan_out || !workspace_bytes)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention plan: args, batch and both outputs "
-                           "are required", NPU_DEV_ARG(d));
     attnrt_attention_args_t a;
     attnrt_batch_host_t batch;
-    PLUGIN_COPY_IN(a, args_in);
-    PLUGIN_COPY_IN(batch, batch_in);
+    attnrt_status_t st = PLUGIN_PLAN_OPEN(d->host.name, "paged attention", a, args_in, batch, batch_in,
+                                          PLUGIN_BATCH_AS_GIVEN, plan_out, workspace_bytes);
+    if (st != ATTNRT_OK) return st;
     if (!a.query || !a.key_cache || !a.value_cache || !a.out || !a.block_table)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention plan: query, both caches, "
                            "block_table and out are required", NPU_DEV_ARG(d));
     if (batch.num_seqs > 0 && (!batch.query_start_loc || !batch.seq_lens))
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention plan: the host batch has no "
                            "query_start_loc or seq_lens", NPU_DEV_ARG(d));
-    attnrt_status_t st = check_sizes(d, &a);
+    st = check_sizes(d, &a);
     if (st == ATTNRT_OK) st = check_supported(d, &a);
     if (st != ATTNRT_OK) return st;
 

@@ -46,17 +46,4 @@ static inline int64_t npu_chunk_end(int64_t p, int64_t end, int64_t chunk, int64
     return e;
 }
 
-/* Keys [*lo, *hi] (inclusive; empty when *lo > *hi) a query at position pq sees among [0, seq_len):
- * causal keeps p_k <= pq; window_left / window_right (>= 0) are inclusive counts. */
-static inline void npu_key_range(int64_t pq, int64_t seq_len, int causal, int64_t window_left, int64_t window_right,
-                                 int64_t *lo, int64_t *hi)
-{
-    int64_t a = 0, b = seq_len - 1;
-    if (window_left >= 0 && pq - window_left > a) a = pq - window_left;
-    if (causal && pq < b) b = pq;
-    if (window_right >= 0 && pq + window_right < b) b = pq + window_right;
-    *lo = a;
-    *hi = b;
-}
-
 #endif

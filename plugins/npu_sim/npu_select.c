@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "plugin_struct.h"
+
 const char npu_msg_fp8_naive[] = "Naive Attention does not support FP8 KV cache.";
 const char npu_msg_softcap[] = "RBLN Attention Backend does not support logits soft cap. Outputs may be slightly off.";
 
@@ -248,8 +250,7 @@ attnrt_status_t npu_select(const npu_select_ctx_t *ctx, const attnrt_attention_c
     if (msg && cap) msg[0] = '\0';
     if (!config || !sel)
         return refuse(msg, cap, ATTNRT_ERR_INVALID_ARGUMENT, "select_attention: config and selection are required");
-    size_t n = config->struct_size < sizeof s.c ? config->struct_size : sizeof s.c;
-    memcpy(&s.c, config, n);
+    PLUGIN_COPY_IN(s.c, config);
     s.p = ctx->profile;
     memcpy(s.impl_text, s.c.attn_impl, sizeof s.c.attn_impl);
     s.impl = parse_impl(s.impl_text);

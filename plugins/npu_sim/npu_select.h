@@ -1,8 +1,8 @@
-/* npu_select.h — Rebellions' attention-kernel selection rules (NPU_SIM.md "Kernel selection"), for
- * select_attention, the capability answers and attention_plan alike, so the three cannot disagree.
- * Messages are the vendor's own where the vendor has one (optimum-rbln validate_attention_method,
- * set_default_values, validate_sliding_window; vllm-rbln's attention backend; the docs), with the
- * profile's limits filled in. */
+/* npu_select.h — Rebellions' attention-kernel selection rules (docs/backends/npu_sim.md, "Kernel
+ * selection"), for select_attention, the capability answers and attention_plan alike, so the three
+ * cannot disagree. Messages are the vendor's own where the vendor has one (optimum-rbln
+ * validate_attention_method, set_default_values, validate_sliding_window; vllm-rbln's attention
+ * backend; the docs), with the profile's limits filled in. */
 #ifndef ATTNRT_NPU_SELECT_H
 #define ATTNRT_NPU_SELECT_H
 
