@@ -1,4 +1,4 @@
-/* conform_sweep.c - the random sweep: cases drawn over the whole parameter space of issue #3, each
+/* conform_sweep.c - the random sweep: cases drawn over the whole parameter space of the ops (docs/semantics.md), each
  * from its own seed, with the options mixed freely. Sizes are bounded so that the float64 reference
  * stays cheap: a sweep case costs at most about CF_SWEEP_BUDGET multiply-adds there. */
 #include <math.h>
@@ -9,7 +9,7 @@
 #include "conform_rng.h"
 
 #define CF_SWEEP_BUDGET 6e6
-#define CF_SWEEP_MLA_LINEAR_BUDGET 1.5e7 /* the 1.2 ops: MLA's 576-wide rows, recurrent states */
+#define CF_SWEEP_MLA_LINEAR_BUDGET 1.5e7 /* MLA's 576-wide rows, recurrent states */
 #define SWEEP_SALT 0x5eed5eed5eed5eedull
 #define SWEEP_MLA_LINEAR_SALT 0x12a5eed12a5eed12ull
 
