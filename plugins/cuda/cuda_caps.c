@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
-#include "cuda_ops12.h"
+#include "cuda_mla_linear.h"
 #include "plugin_error.h"
 #include "plugin_struct.h"
 
@@ -29,10 +29,10 @@ static attnrt_status_t check_cache_dtype(attnrt_dtype_t dt, char *reason, size_t
                   dt.bits);
 }
 
-/* The 1.2 ops (cuda_mla.c, cuda_linear.c; limits in cuda_ops12.h). MLA: one latent head of kv_dim <=
+/* MLA, lightning and gated delta (cuda_mla.c, cuda_linear.c; limits in cuda_mla_linear.h). MLA: one latent head of kv_dim <=
  * CK_MLA_MAX_DIM, values its first v_dim columns, any cache dtype. Lightning / gated delta: f32 / f16 /
  * bf16 activations, an f32 state, Dk <= CK_LIN_MAX_DK. */
-static attnrt_status_t cuda_op12_check(const attnrt_op_query_t *q, char *reason, size_t cap)
+static attnrt_status_t cuda_mla_linear_check(const attnrt_op_query_t *q, char *reason, size_t cap)
 {
     const char *op = attnrt_op_string(q->op);
     attnrt_status_t st = check_act_dtype(q->q_dtype, "query", reason, cap);
@@ -87,7 +87,7 @@ attnrt_status_t cuda_op_check(const attnrt_op_query_t *query, char *reason, size
     case ATTNRT_OP_MLA:
     case ATTNRT_OP_LIGHTNING:
     case ATTNRT_OP_GATED_DELTA:
-        return cuda_op12_check(&q, reason, cap);
+        return cuda_mla_linear_check(&q, reason, cap);
     default:
         return plugin_refuse(reason, cap, "unknown op %u (the cuda plugin knows the ops of ABI %d.%d)", q.op,
                       ATTNRT_ABI_MAJOR, ATTNRT_ABI_MINOR);
