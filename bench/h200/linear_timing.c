@@ -1,6 +1,6 @@
 /* linear_timing.c — lightning / GDN decode timed several ways in one process, next to the device copy
  * ceiling measured in the same run; the differences between the rows say where a single call's fixed
- * cost comes from (docs/dev/cuda-linear.md, "Where the NULL stream's microseconds go"):
+ * cost comes from:
  *   null:       one call on the NULL stream between two events (attnrt-bench --timing single). The ABI
  *               makes the NULL stream synchronous: the plugin waits (cuStreamSynchronize) before it
  *               returns, so the second event is recorded only after the host has woken from that wait;

@@ -2,7 +2,7 @@
  * row of every request's keys, blocks shuffled as attnrt-bench shuffles them), read in decode's grid
  * order by kernels that only load and fold the bytes (no attention), next to a sequential read of the
  * same byte count. It answers whether a decode kernel is below what its cache layout lets memory give
- * (docs/dev/cuda-decode.md, session 12), as bench/cpu/paged_read.c does for the CPU.
+ * (the decode rows of docs/perf/h200.md), as bench/cpu/paged_read.c does for the CPU.
  *
  *   nvcc -O3 -std=c++17 -arch=sm_90 bench/h200/paged_read.cu -o paged_read && ./paged_read [--batch 64 --ctx 4096]
  *

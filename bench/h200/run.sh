@@ -1,34 +1,28 @@
 #!/usr/bin/env bash
-# bench/h200/run.sh — everything the cuda plugin needs from a lent H200, in ONE call (~5-8 minutes):
-#   nvidia-smi; attnrt-info; attnrt-conform --plugin cuda (the full default set; the attention cases
-#   again with ATTNRT_CUDA_PREFILL=ws + ATTNRT_CUDA_PREFILL_BLOCKS=1, =wg, =fa2 and =mma: each prefill kernel on every
-#   prefill it can take (the persistent warp-specialized kernel with one block walking every item, the plain wgmma
-#   kernel, the FA2 kernel the H200 otherwise skips, the general one);
-#   with ATTNRT_CUDA_DEC_FP8_TILE=16 and =c4, every fp8 D 128
-#   decode on the 16-key tensor-copy kernel and on _c4, and with ATTNRT_CUDA_DEC_W2=1 on the 2-warp twins of
-#   _t32, _c4 and fp8 D 64's _t, with ATTNRT_CUDA_DEC_WIDE=1 on the wide-group 32-row kernels (with and without
-#   tensor copies), with ATTNRT_CUDA_DEC_W8=1 on the 8-warp 16-bit D 128 kernel, with ATTNRT_CUDA_DEC_WS=1 every pure
-#   decode on the warp-specialized kernel (one block a SM, and two blocks); with ATTNRT_CUDA_PREFILL_FP8K=direct / =widen
-#   and ATTNRT_CUDA_PREFILL_TILE=192 / =128 each fp8-cache and D 64 prefill form forced; on failure again with every attention on the SIMT
-#   kernel, to tell a tensor-core bug from the rest); every attention case on a stream (--streams: mixed batches'
-#   overlapped launches); ATTNRT_CUDA_FATBIN_DIR's refusal of an unreadable fatbin; the graph-capture proof; mixed
-#   batches against their parts;
-#   the issue's shapes through attnrt-bench (or bench/h200/attn_timing.c when attnrt-bench is not
-#   built); PyTorch's SDPA (flash, cuDNN) on the same shapes with dense KV; a table in $OUT/h200.md.
+# bench/h200/run.sh — everything the cuda plugin's paged attention needs from a lent GPU (H100 / H200), in ONE call
+# (~5-8 minutes): nvidia-smi; attnrt-info; attnrt-conform --plugin cuda (the full default set; the attention cases again
+# with every case on a stream (--streams: mixed batches' overlapped launches) and with the kernel set of a compute
+# capability 8.0 device (ATTNRT_CUDA_KERNELS=sm80: the FA2 prefill kernel, the cp.async / bulk decode forms, the
+# mma.sync paths a Hopper card otherwise skips); on failure again with every attention on the SIMT kernel, to tell a
+# tensor-core bug from the rest); every kernel-table row on a call its rule serves against the cpu plugin
+# (tests/cuda/cuda_kernel_coverage.c); ATTNRT_CUDA_FATBIN_DIR's refusal of an unreadable fatbin; the graph-capture proof;
+# mixed batches against their parts; the issue's shapes through attnrt-bench (or bench/h200/attn_timing.c when
+# attnrt-bench is not built); PyTorch's SDPA (flash, cuDNN) on the same shapes with dense KV; a table in $OUT/h200.md.
+# Which kernel each shape takes: docs/backends/cuda.md's kernel map (tests/cuda/test_cuda_kernel_select.c checks it).
 #
 # Run from the repository root:   bash bench/h200/run.sh      (BUILD_DIR=build-cuda-perf bash ... for another
 # carried build folder; default build-cuda)
 # It uses ./$BUILD_DIR when its binaries run on this machine; otherwise it builds there
 # (meson setup -Dtests=disabled; nvcc, gcc, meson and ninja are on the device image, cmocka is not).
 # Results go to $OUT (the device tool's output folder; ./out-h200 when OUT is not set).
-# Knobs for short A/B calls (defaults: everything): ROWS=REGEX times only the shapes whose id matches;
+# Knobs for short calls (defaults: everything): ROWS=REGEX times only the shapes whose id matches;
 # AB_ENV=NAME=VALUE times the fp8 decode rows once more with that variable set (ids ending _ab) and runs
-# the attention conformance cases once more under it; several settings separated by ';' (A=1;A=2) each
-# get their own pass (ids ending _ab, _ab2, _ab3, ...), and one setting may set several variables
-# separated by ',' (A=0,B=0). PEER=0 skips the PyTorch peer rows. SHAPES=FILE times the shapes of FILE
-# (same columns as the list below) instead of the issue's; EXTRAS=0 skips the ncu and sanitizer steps (NCU=0 the ncu step
-# alone: the sanitizers fit a 600 s call then); CONFORM=0 the conformance passes (a survey's or an A/B's call: the full
-# call proves the build).
+# the attention conformance cases once more under it (e.g. ATTNRT_CUDA_FATBIN_DIR=DIR: a kernel change's fatbins
+# against the embedded ones); several settings separated by ';' each get their own pass (ids ending _ab, _ab2, ...),
+# and one setting may set several variables separated by ','. PEER=0 skips the PyTorch peer rows. SHAPES=FILE times
+# the shapes of FILE (same columns as the list below) instead of the issue's; EXTRAS=0 skips the ncu and sanitizer
+# steps (NCU=0 the ncu step alone: the sanitizers fit a 600 s call then); CONFORM=0 the conformance passes (a survey's
+# or an A/B's call: the full call proves the build).
 set -u
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$ROOT"
@@ -112,75 +106,15 @@ if [ "${CONFORM:-1}" = 1 ]; then
         [ $rc_c -ne 0 ] && rc=$rc_c
         return 0
     }
-    # Each prefill kernel on every attention case: on the H200 the plan takes the persistent warp-specialized wgmma kernel
-    # wherever it can run (the full set above: one item a block in these short cases), here once with one block walking
-    # every item of a call (ATTNRT_CUDA_PREFILL_BLOCKS=1: its Q slots and rings over many items); then the plain wgmma
-    # kernel, the FA2 kernel (every other device) and the general tensor-core kernel (attn_mma.cuh: fp8 caches, soft-cap,
-    # ALiBi, other head dims).
-    for pf in ws wg fa2 mma; do
-        case $pf in
-        ws) what="the warp-specialized wgmma prefill kernel, one block walking every item" ;;
-        wg) what="the wgmma prefill kernel alone" ;;
-        fa2) what="the FA2 prefill kernel" ;;
-        mma) what="the general prefill kernel" ;;
-        esac
-        blocks=0
-        [ $pf = ws ] && blocks=1
-        conform_attn "conform-cuda-$pf.txt" "ATTNRT_CUDA_PREFILL=$pf: $what" ATTNRT_CUDA_PREFILL=$pf ATTNRT_CUDA_PREFILL_BLOCKS=$blocks
-    done
-    # fp8 D 128 decode: the plan picks 32-key / 16-key tensor copies or _c4 by a block's keys, and the 2-warp twin of
-    # _t32 / _c4 for unsplit batches of more than one round; each forced onto every fp8 D 128 decode case
-    for tile in 16 c4 w2-32 w2-c4; do
-        w2=0 what="ATTNRT_CUDA_DEC_FP8_TILE=${tile#w2-}"
-        [ "${tile#w2-}" != "$tile" ] && w2=1 what="$what, ATTNRT_CUDA_DEC_W2=1: its 2-warp twin"
-        conform_attn "conform-cuda-fp8tile$tile.txt" "$what: every fp8 D 128 decode on that kernel" ATTNRT_CUDA_DEC_W2=$w2 \
-            ATTNRT_CUDA_DEC_FP8_TILE=${tile#w2-}
-    done
-    # wide GQA groups (more than 16 heads a KV head, 16-bit caches, D 64 / 128): the plan takes the 32-row kernels only for
-    # batches of more 16-row tiles than the chip holds at once, which no case is; forced onto every such decode case (the
-    # tensor-copy form `_t_r32`, and the plain `_r32` with tensor copies off)
-    # (ATTNRT_CUDA_DEC_WS=0: pure decode batches of wide groups otherwise go to the warp-specialized kernel, below)
-    conform_attn "conform-cuda-wide.txt" "ATTNRT_CUDA_DEC_WIDE=1: every wide-group decode on the 32-row kernels" ATTNRT_CUDA_DEC_WIDE=1 \
-        ATTNRT_CUDA_DEC_WS=0
-    conform_attn "conform-cuda-wide-tma0.txt" "ATTNRT_CUDA_DEC_WIDE=1 ATTNRT_CUDA_DEC_TMA=0: on the plain 32-row kernel" \
-        ATTNRT_CUDA_DEC_WIDE=1 ATTNRT_CUDA_DEC_TMA=0 ATTNRT_CUDA_DEC_WS=0
-    # 16-bit D 128 decode in 8-warp blocks: the plan takes them for batches of few row tiles (attn-dec-max-splits'
-    # first request); forced onto every 16-bit D 128 decode by tensor copies
-    conform_attn "conform-cuda-w8.txt" "ATTNRT_CUDA_DEC_W8=1: every 16-bit D 128 decode on the 8-warp kernel" ATTNRT_CUDA_DEC_W8=1 \
-        ATTNRT_CUDA_DEC_WS=0
-    # pure decode batches on the warp-specialized wgmma kernel in key splits: the plan's pick for groups wider than 16
-    # (attn-dec-ws-*, attn-dec-max-splits-mqa); forced onto every pure decode batch it can take (16-bit, D 64 / 128 /
-    # 256, no soft-cap or ALiBi), also with two blocks walking the items (several splits and merges a block)
-    conform_attn "conform-cuda-decws.txt" "ATTNRT_CUDA_DEC_WS=1: every pure decode batch on the warp-specialized kernel" \
-        ATTNRT_CUDA_DEC_WS=1
-    conform_attn "conform-cuda-decws-b2.txt" "ATTNRT_CUDA_DEC_WS=1 ATTNRT_CUDA_PREFILL_BLOCKS=2: two blocks walking the items" \
-        ATTNRT_CUDA_DEC_WS=1 ATTNRT_CUDA_PREFILL_BLOCKS=2
-    # fp8-cache prefill with a bf16 Q at D 128 / 256: the plan takes the form that reads K by e4m3 products (`_kd`) for
-    # items of many keys, which these short cases are not; forced onto every such case (also with two blocks walking the
-    # items), and the widening form forced where the plan takes `_kd`
-    conform_attn "conform-cuda-fp8k-direct.txt" "ATTNRT_CUDA_PREFILL_FP8K=direct: K read by e4m3 products" \
-        ATTNRT_CUDA_PREFILL_FP8K=direct
-    conform_attn "conform-cuda-fp8k-direct-b2.txt" "ATTNRT_CUDA_PREFILL_FP8K=direct ATTNRT_CUDA_PREFILL_BLOCKS=2" \
-        ATTNRT_CUDA_PREFILL_FP8K=direct ATTNRT_CUDA_PREFILL_BLOCKS=2
-    conform_attn "conform-cuda-fp8k-widen.txt" "ATTNRT_CUDA_PREFILL_FP8K=widen: K widened as V" ATTNRT_CUDA_PREFILL_FP8K=widen
-    # D 64's long-item form (192-key tiles; the plan's pick for items of thousands of keys) forced onto every D 64 case
-    # (also with two blocks walking the items), and the 128-key form forced where the plan takes it
-    conform_attn "conform-cuda-tile192.txt" "ATTNRT_CUDA_PREFILL_TILE=192: D 64 in 192-key tiles" ATTNRT_CUDA_PREFILL_TILE=192
-    conform_attn "conform-cuda-tile192-b2.txt" "ATTNRT_CUDA_PREFILL_TILE=192 ATTNRT_CUDA_PREFILL_BLOCKS=2" \
-        ATTNRT_CUDA_PREFILL_TILE=192 ATTNRT_CUDA_PREFILL_BLOCKS=2
-    conform_attn "conform-cuda-tile128.txt" "ATTNRT_CUDA_PREFILL_TILE=128: D 64 in 128-key tiles" ATTNRT_CUDA_PREFILL_TILE=128
     # every case on a stream: a mixed batch's decode kernel then starts in its prefill kernel's tail (a programmatic
     # dependent launch; on the NULL stream the launches stay plain)
     conform_attn "conform-cuda-streams.txt" "--streams: every case on a stream, mixed batches overlapped" --streams
-    for i in "${!AB_LIST[@]}"; do # the A/B switch's other side(s) (e.g. ATTNRT_CUDA_SPLITS=1)
+    # the kernels a compute capability 8.0 device loads (no sm_90a fatbin, no tensor copies): what this card skips
+    conform_attn "conform-cuda-sm80.txt" "ATTNRT_CUDA_KERNELS=sm80: an 8.0 device's kernels" ATTNRT_CUDA_KERNELS=sm80
+    for i in "${!AB_LIST[@]}"; do # the A/B's other side(s)
         ab=${AB_LIST[$i]}
         conform_attn "conform-cuda$(ab_sfx "$i").txt" "$ab" ${ab//,/ }
     done
-    if [ $rc -ne 0 ]; then # diagnosis: the same attention cases without split-KV
-        ATTNRT_CUDA_SPLITS=1 timeout 240 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$OUT/conform-cuda-nosplit.txt" 2>&1
-        note "conform cuda (ATTNRT_CUDA_SPLITS=1, attention cases): exit $?; $(tail -1 "$OUT/conform-cuda-nosplit.txt")"
-    fi
-
     if [ "$rc" -ne 0 ] && [ "$(elapsed)" -lt "$BUDGET" ]; then # diagnosis only: when the default kernels fail
         step "attnrt-conform --plugin cuda with ATTNRT_CUDA_KERNELS=simt (every attention on the SIMT kernel)"
         ATTNRT_CUDA_KERNELS=simt timeout 240 "$BUILD/tools/attnrt-conform" --plugin cuda --filter attn > "$OUT/conform-cuda-simt.txt" 2>&1
@@ -207,6 +141,18 @@ if [ -n "$GRAPH" ]; then
     note "graph capture: exit ${PIPESTATUS[0]}; $(tail -1 "$OUT/graph-capture.txt")"
 else
     note "graph capture: could not build the program (see graph.build.txt)"
+fi
+
+if [ "${CONFORM:-1}" = 1 ]; then
+    step "kernel coverage: each kernel-table row on a call its rule serves, against the cpu plugin"
+    COVER=/tmp/attnrt-h200/cuda_kernel_coverage
+    if gcc "${CCFLAGS[@]}" -I"$ROOT/plugins/cuda" -I/usr/local/cuda/include tests/cuda/cuda_kernel_coverage.c -lattnrt -lm \
+            -o "$COVER" 2> "$OUT/coverage.build.txt"; then
+        timeout 300 "$COVER" 2>&1 | tee "$OUT/kernel-coverage.txt"
+        note "kernel coverage: exit ${PIPESTATUS[0]}; $(tail -1 "$OUT/kernel-coverage.txt")"
+    else
+        note "kernel coverage: could not build the program (see coverage.build.txt)"
+    fi
 fi
 
 step "attention timings"
@@ -332,8 +278,7 @@ if [ "${EXTRAS:-1}" = 1 ] && [ "${NCU:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET"
         for fb in attention decode; do
             cuobjdump -res-usage "$BUILD/plugins/cuda/attnrt_cuda_kernels_$fb.fatbin" 2> /dev/null | grep -A1 -E "attn_(mma_)?(decode|prefill)_bf16_((kv16|fp8)_)?d128"
         done > "$OUT/ncu-resources.txt"
-        for f in ck_attn_mma_decode_bf16_kv16_d128 ck_attn_prefill_bf16_d128 ck_attn_mma_decode_bf16_fp8_d128 \
-            ck_attn_mma_decode_bf16_fp8_d128_c4; do
+        for f in ck_attn_mma_decode_bf16_kv16_d128 ck_attn_prefill_bf16_d128 ck_attn_mma_decode_bf16_fp8_d128; do
             fb=attention; case $f in *_decode_*) fb=decode ;; esac
             cuobjdump -sass -arch sm_90 -fun "$f" "$BUILD/plugins/cuda/attnrt_cuda_kernels_$fb.fatbin" > "$OUT/sass-$f.txt" 2> /dev/null
             n=$(grep -cE "^ +/\*[0-9a-f]{4,}\*/" "$OUT/sass-$f.txt")
@@ -362,59 +307,29 @@ if [ "${EXTRAS:-1}" = 1 ] && [ "$(elapsed)" -lt "$BUDGET" ] && command -v comput
     for tool in memcheck racecheck; do
         # the decode kernel's tensor-copy form (sm_90: boxes landing on mbarriers, absent rows zeroed), on the D 64
         # cases, a bf16 D 128 one with splits and head groups, the D 256 one, and fp8 D 128 in 8-row boxes (block 24)
-        # at 32-key tiles (the plan's choice there) and at 16-key tiles (forced)
         for f in attn-dec-d64-tma attn-dec-mqa32 attn-dec-d256-tma attn-dec-e4m3-bs24; do
             sanitize $tool $f "" "tensor copies"
         done
-        sanitize $tool attn-dec-e4m3-bs24 t16 "16-key tensor copies" ATTNRT_CUDA_DEC_FP8_TILE=16
-        # the warp-specialized prefill kernel (tensor copies into Q slots and K / V rings on mbarriers, two consumer
-        # warpgroups in turns; two blocks walking the items): a block size of 48 in HND, D 256 with a window and sinks,
-        # non-causal D 64, a group of 3 heads (Q boxes of 126 rows)
-        for f in attn-pf-wg-bs48-hnd attn-pf-wg-d256-window attn-pf-noncausal attn-pf-ws-g3; do
-            sanitize $tool $f ws "warp-specialized prefill" ATTNRT_CUDA_PREFILL=ws ATTNRT_CUDA_PREFILL_BLOCKS=2
-        done
-        # its fp8-cache form (fp8 rows landing in their ring stage's upper half at D 128 / 256, in a staging slot at D 64,
-        # widened by the producer, Q rewritten in place), one block a SM and two blocks walking the items; then its form
-        # for a bf16 Q at D 128 / 256 forced (`_kd`: the keys' rows read as they land by e4m3 products, Q in two e4m3 terms)
-        for f in attn-pf-ws-e4m3 attn-pf-ws-e5m2-d64-hnd attn-pf-ws-e4m3-d256; do
-            sanitize $tool $f ws8 "warp-specialized prefill, fp8 cache"
-            sanitize $tool $f ws8b2 "warp-specialized prefill, fp8 cache, 2 blocks" ATTNRT_CUDA_PREFILL_BLOCKS=2
-        done
-        for f in attn-pf-ws-e4m3 attn-pf-ws-e5m2-kd attn-pf-ws-e4m3-d256-kd; do
-            sanitize $tool $f kd "warp-specialized prefill, K by e4m3 products" ATTNRT_CUDA_PREFILL_FP8K=direct
-            sanitize $tool $f kdb2 "warp-specialized prefill, K by e4m3 products, 2 blocks" ATTNRT_CUDA_PREFILL_FP8K=direct \
-                ATTNRT_CUDA_PREFILL_BLOCKS=2
-        done
-        for f in attn-pf-ws-d64-n192 attn-pf-ws-f16-n192; do
-            sanitize $tool $f n192 "warp-specialized prefill, D 64 in 192-key tiles" ATTNRT_CUDA_PREFILL_TILE=192
-            sanitize $tool $f n192b2 "warp-specialized prefill, D 64 in 192-key tiles, 2 blocks" ATTNRT_CUDA_PREFILL_TILE=192 \
-                ATTNRT_CUDA_PREFILL_BLOCKS=2
+        # the persistent prefill kernel (tensor copies into Q slots and K / V rings on mbarriers, two consumer warpgroups
+        # in turns): a block size of 48 in HND, D 256 with a window and sinks, non-causal D 64, a group of 3 heads (Q boxes
+        # of 126 rows); its fp8-cache forms (fp8 rows landing in their ring stage's upper half at D 128 / 256, in a staging
+        # slot at D 64, widened by the producer; K read by e4m3 products), D 64's 192-key tiles
+        for f in attn-pf-wg-bs48-hnd attn-pf-wg-d256-window attn-pf-noncausal attn-pf-ws-g3 attn-pf-ws-e4m3 \
+            attn-pf-ws-e5m2-d64-hnd attn-pf-ws-e4m3-d256 attn-pf-ws-e5m2-kd attn-pf-ws-e4m3-d256-kd attn-pf-ws-d64-n192 \
+            attn-pf-ws-f16-n192; do
+            sanitize $tool $f ws "persistent prefill"
         done
         # a mixed batch on a stream (its decode kernel launched to overlap the prefill kernel; the prefill's blocks
-        # taking items as they are ready, also two blocks for many items)
+        # taking items as they are ready)
         sanitize $tool attn-pf-ws-e4m3 streams "mixed batch on a stream" --streams
-        sanitize $tool attn-pf-ws-g3 streams-b2 "mixed batch on a stream, 2 blocks" --streams ATTNRT_CUDA_PREFILL_BLOCKS=2
-        # the wide-group kernels (32-row tiles, Q^T read from shared memory): tensor copies at block 24 and the plain
-        # form at block 1 (HND)
-        for f in attn-dec-wide-g24 attn-dec-wide-g64-d64; do
-            sanitize $tool $f wide "32-row tiles" ATTNRT_CUDA_DEC_WIDE=1
+        sanitize $tool attn-pf-ws-g3 streams "mixed batch on a stream" --streams
+        # wide groups (32-row tiles or the persistent kernel's decode form), fp8 in 2-warp blocks, 16-bit D 128 in
+        # 8-warp blocks (the long requests' ~64 splits), pure decode on the persistent kernel in key splits (partials,
+        # the last split's merge in the consumers)
+        for f in attn-dec-wide-g24 attn-dec-wide-g64-d64 attn-dec-e4m3-w2 attn-dec-max-splits attn-dec-ws-mqa \
+            attn-dec-ws-g64-d64 attn-dec-ws-g256-d256; do
+            sanitize $tool $f "" "the plan's decode kernel"
         done
-        # fp8 in 2-warp blocks: the plan's `_t32_w2` (attn-dec-e4m3-w2), `_c4_w2` forced (block 32, splits), fp8 D 64's
-        # `_t_w2` forced (block 24, a window, splits)
-        for fw in "attn-dec-e4m3-w2:" "attn-dec-e4m3-bs32:ATTNRT_CUDA_DEC_W2=1 ATTNRT_CUDA_DEC_FP8_TILE=c4" \
-                  "attn-dec-d64-tma-e4m3:ATTNRT_CUDA_DEC_W2=1"; do
-            f=${fw%%:*} e=${fw#*:}
-            sanitize $tool $f w2 "2-warp blocks${e:+, $e}" $e
-        done
-        # 16-bit D 128 in 8-warp blocks: the plan's pick for the long requests (~64 splits), MQA forced
-        sanitize $tool attn-dec-max-splits w8 "8-warp blocks"
-        sanitize $tool attn-dec-max-splits-mqa w8 "8-warp blocks" ATTNRT_CUDA_DEC_W8=1 ATTNRT_CUDA_DEC_WS=0
-        # pure decode on the warp-specialized kernel in key splits (partials, the last split's merge in the consumers),
-        # one block a SM, and two blocks walking every item
-        for f in attn-dec-ws-mqa attn-dec-ws-g64-d64 attn-dec-ws-g256-d256; do
-            sanitize $tool $f decws "decode on the warp-specialized kernel"
-        done
-        sanitize $tool attn-dec-ws-mqa decws2 "decode on the warp-specialized kernel, two blocks" ATTNRT_CUDA_PREFILL_BLOCKS=2
     done
 fi
 
@@ -436,5 +351,5 @@ step "summary ($(elapsed)s)"
 for s in "${summary[@]}"; do echo "  $s"; done
 # The device tool brings back at most 8 files: everything in one archive, plus the table and the report.
 ( cd "$OUT" && tar czf /tmp/attnrt-h200-results.tgz --exclude=results.tgz . && mv /tmp/attnrt-h200-results.tgz results.tgz &&
-  find . -type f ! -name results.tgz ! -name h200.md ! -name conform-cuda.txt ! -name conform-cuda-fa2.txt ! -name conform-cuda-mma.txt ! -name run.log -delete &&
+  find . -type f ! -name results.tgz ! -name h200.md ! -name conform-cuda.txt ! -name conform-cuda-sm80.txt ! -name conform-cuda-streams.txt ! -name kernel-coverage.txt ! -name run.log -delete &&
   find . -mindepth 1 -type d -empty -delete ) 2> /dev/null || true

@@ -1,32 +1,25 @@
 #!/usr/bin/env bash
-# bench/h200/run_ops.sh — the ABI 1.2 ops of the cuda plugin (MLA dense/sparse, lightning, gated delta)
-# on a lent H200, in ONE call (~3-5 minutes): attnrt-conform --plugin cuda (the full default set: every
-# op, must be 0 failed), the graph-capture proof of the 1.2 runs, compute-sanitizer memcheck on a few
-# 1.2 cases, then the decode rows of
+# bench/h200/run_ops.sh — the MLA, lightning and gated-delta ops of the cuda plugin on a lent GPU (H100 / H200), in ONE
+# call (~3-5 minutes): attnrt-conform --plugin cuda (the full default set: every op, must be 0 failed), the MLA cases
+# again on the CUDA-core kernel (ATTNRT_CUDA_KERNELS=simt) and on the mma.sync one (ATTNRT_CUDA_KERNELS=sm80: an 8.0
+# device's kernels), the graph-capture proof of these runs, compute-sanitizer on a few cases, then the decode rows of
 # attnrt-bench with the device copy ceiling measured in the same run (interleaved with the op's runs):
-#   MLA decode 576/512, block 64, Hq 128, B 64 x ctx 4096 (bf16 and fp8 latent; sparse top-2048);
-#   lightning and GDN decode, Dk = Dv = 128, B 64-256, H 16-32 (bytes = the f32 state read + written),
-#   both also on the general kernel (ATTNRT_CUDA_LINEAR=general, the decode kernels' baseline); then the
-#   same shapes timed every way bench/h200/linear_timing.c knows (where a single call's fixed cost goes),
-#   and one attention decode row (B 64 x 4096) with both of attnrt-bench's timings.
-# attnrt-bench's rows carry two timings (--timing both): queued (the headline: the op on a created stream
-# behind a device copy, as a step of an engine's stream) and the single NULL-stream call of sessions 1-4.
+#   MLA decode 576/512, block 64, Hq 128, B 64 x ctx 4096 (bf16 and fp8 latent; sparse top-2048), and the issue row on
+#   the mma.sync kernel; lightning and GDN decode, Dk = Dv = 128, B 64-256, H 16-32 (bytes = the f32 state read +
+#   written); then the same shapes timed every way bench/h200/linear_timing.c knows (where a single call's fixed cost
+#   goes), and one attention decode row (B 64 x 4096) with both of attnrt-bench's timings.
+# attnrt-bench's rows carry two timings (--timing both): queued (the headline: the op on a created stream behind a
+# device copy, as a step of an engine's stream) and the single NULL-stream call.
 #
 # MLA_NCU=1 adds ncu hardware counters of one MLA tensor-core launch and its SASS counts (~20 s).
 # MLA_NCU_SRC=1 adds ncu source counters of one wgmma MLA launch (stall samples per SASS line, exported as
 # CSV: ncu-mla-src-sass.csv, ncu-mla-src-cuda.csv; the kernels carry -lineinfo). MLA_SAN=0 skips the sanitizers.
-# MLA_AB="- v2 x ..." times wgmma MLA variants of one build (ATTNRT_CUDA_MLA_VARIANT; - the default) interleaved,
-# 3 rounds, after conformance (--filter mla) of each; the rows include fp8 latents (a variant a latent kind lacks
-# runs that kind's default kernel; MLA_AB_FP8=0 keeps the 16-bit rows only); the sanitizers add racecheck of each
-# variant on mla-d576-wg-f16-bs16. MLA_AB_TIMEOUT (120 s) bounds a variant's conformance and racecheck; a variant
-# that fails or times out there is left out of the timing. MLA_AB_DIAG="x ..": variants of MLA_AB that are timing
-# diagnostics (wrong results by design): timed, neither conformance-checked nor racechecked.
 # MLA_ONLY=1 keeps the conformance runs, the graph capture, the MLA rows and the MLA sanitizer cases and
 # skips the lightning / GDN ones (an MLA iteration in ~2 minutes).
 # Run from the repository root:   BUILD_DIR=build-cuda-ops bash bench/h200/run_ops.sh
 # The build is carried (meson setup build-cuda-ops -Dtests=disabled --buildtype=release -Dcuda=enabled);
 # results go to $OUT (./out-h200-ops when OUT is not set): run_ops.log, conform-cuda.txt,
-# conform-cuda-mla-simt.txt, conform-cuda-{lin,gdn}-general.txt, graph-capture-ops12.txt, bench_ops.jsonl,
+# conform-cuda-mla-simt.txt, conform-cuda-mla-sm80.txt, graph-capture-ops.txt, bench_ops.jsonl,
 # linear_timing.jsonl, sanitizer.txt, matmul.json (the bf16 matmul ceiling, bench/h200/peer_matmul.py).
 set -u
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -42,7 +35,7 @@ step() { echo; echo "=== [$(( $(date +%s) - T0 ))s] $*"; }
 step "machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem --format=csv || true
 export ATTNRT_PLUGIN_PATH="$BUILD/plugins/cuda:$BUILD/plugins/cpu"
-unset ATTNRT_PLUGIN ATTNRT_DEVICE ATTNRT_CUDA_KERNELS ATTNRT_CUDA_SPLITS
+unset ATTNRT_PLUGIN ATTNRT_DEVICE ATTNRT_CUDA_KERNELS
 ATTNRT_PLUGIN=cuda "$BUILD/tools/attnrt-info" 2>&1 | head -12 || true
 
 step "attnrt-conform --plugin cuda (full default set)"
@@ -58,30 +51,22 @@ echo "exit $?"
 grep -E "FAIL" "$OUT/conform-cuda-mla-simt.txt" | head -20
 tail -1 "$OUT/conform-cuda-mla-simt.txt"
 
-step "attnrt-conform --plugin cuda --filter mla with ATTNRT_CUDA_MLA=mma (a 16-bit latent on the mma.sync kernel, not wgmma)"
-ATTNRT_CUDA_MLA=mma timeout 120 "$BUILD/tools/attnrt-conform" --plugin cuda --filter mla > "$OUT/conform-cuda-mla-mma.txt" 2>&1
+step "attnrt-conform --plugin cuda --filter mla with ATTNRT_CUDA_KERNELS=sm80 (the mma.sync MLA kernel, not wgmma)"
+ATTNRT_CUDA_KERNELS=sm80 timeout 120 "$BUILD/tools/attnrt-conform" --plugin cuda --filter mla > "$OUT/conform-cuda-mla-sm80.txt" 2>&1
 echo "exit $?"
-grep -E "FAIL" "$OUT/conform-cuda-mla-mma.txt" | head -20
-tail -1 "$OUT/conform-cuda-mla-mma.txt"
+grep -E "FAIL" "$OUT/conform-cuda-mla-sm80.txt" | head -20
+tail -1 "$OUT/conform-cuda-mla-sm80.txt"
 
-step "attnrt-conform --plugin cuda --filter lin / gdn with ATTNRT_CUDA_LINEAR=general (decode rounds on the general kernel)"
-[ "${MLA_ONLY:-0}" = 1 ] || for f in lin gdn; do
-    ATTNRT_CUDA_LINEAR=general timeout 120 "$BUILD/tools/attnrt-conform" --plugin cuda --filter "$f" > "$OUT/conform-cuda-$f-general.txt" 2>&1
-    echo "exit $? (general $f)"
-    grep -E "FAIL" "$OUT/conform-cuda-$f-general.txt" | head -20
-    tail -1 "$OUT/conform-cuda-$f-general.txt"
-done
-
-step "graph capture of the 1.2 runs (tests/cuda/cuda_graph_capture_ops12.c, built here with gcc)"
-GRAPH12=/tmp/attnrt-h200/cuda_graph_capture_ops12
+step "graph capture of the MLA, lightning and GDN runs (tests/cuda/cuda_graph_capture_ops.c, built here with gcc)"
+GRAPH_OPS=/tmp/attnrt-h200/cuda_graph_capture_ops
 mkdir -p /tmp/attnrt-h200
 if gcc -O2 -std=c11 -D_GNU_SOURCE -I"$ROOT/runtime/include" -I"$ROOT/abi" -I"$ROOT/runtime/src" -I"$ROOT/plugins/cuda" \
-        -I/usr/local/cuda/include tests/cuda/cuda_graph_capture_ops12.c -L"$BUILD/runtime" -Wl,-rpath,"$BUILD/runtime" \
-        -lattnrt -ldl -lm -o "$GRAPH12" 2> "$OUT/graph12.build.txt"; then
-    timeout 120 "$GRAPH12" 2>&1 | tee "$OUT/graph-capture-ops12.txt"
+        -I/usr/local/cuda/include tests/cuda/cuda_graph_capture_ops.c -L"$BUILD/runtime" -Wl,-rpath,"$BUILD/runtime" \
+        -lattnrt -ldl -lm -o "$GRAPH_OPS" 2> "$OUT/graph-ops.build.txt"; then
+    timeout 120 "$GRAPH_OPS" 2>&1 | tee "$OUT/graph-capture-ops.txt"
     echo "exit ${PIPESTATUS[0]}"
 else
-    echo "cuda_graph_capture_ops12: build failed"; cat "$OUT/graph12.build.txt"
+    echo "cuda_graph_capture_ops: build failed"; cat "$OUT/graph-ops.build.txt"
 fi
 
 step "matmul ceiling: PyTorch bf16 matmul (cuBLAS) 8192^3, for the MLA rows' TFLOP/s (bench/h200/peer_matmul.py)"
@@ -89,7 +74,7 @@ timeout 60 python3 bench/h200/peer_matmul.py "$OUT/matmul.json" 2>&1 | tail -2
 
 B=("$BUILD/tools/attnrt-bench" --plugin cuda --iters 30 --warmup 5)
 row() { # one bench row: text to the log, JSON to bench_ops.jsonl
-    echo "--- ${ATTNRT_CUDA_LINEAR:+ATTNRT_CUDA_LINEAR=$ATTNRT_CUDA_LINEAR }attnrt-bench $*"
+    echo "--- attnrt-bench $*"
     timeout 60 "${B[@]}" "$@" 2>&1 | tail -8
     timeout 60 "${B[@]}" "$@" --json 2>/dev/null | tr -d '\n' >> "$OUT/bench_ops.jsonl"
     echo >> "$OUT/bench_ops.jsonl"
@@ -101,40 +86,11 @@ row "${MLA[@]}" --batch 64 --ctx 4096 --kv-dtype fp8_e4m3
 row "${MLA[@]}" --batch 64 --ctx 4096 --topk 2048
 row "${MLA[@]}" --batch 4 --ctx 32768
 row "${MLA[@]}" --batch 64 --ctx 4096 --heads 16
-# the same issue row on the mma.sync kernel (ATTNRT_CUDA_MLA=mma): the A/B of the wgmma kernel in one run
-echo "--- ATTNRT_CUDA_MLA=mma attnrt-bench ${MLA[*]} --batch 64 --ctx 4096"
-ATTNRT_CUDA_MLA=mma timeout 60 "${B[@]}" "${MLA[@]}" --batch 64 --ctx 4096 2>&1 | tail -8
-echo "--- ATTNRT_CUDA_MLA=mma attnrt-bench ${MLA[*]} --batch 64 --ctx 4096 --kv-dtype fp8_e4m3 (the fp8 latent's mma.sync path)"
-ATTNRT_CUDA_MLA=mma timeout 60 "${B[@]}" "${MLA[@]}" --batch 64 --ctx 4096 --kv-dtype fp8_e4m3 2>&1 | tail -8
-if [ -n "${MLA_AB:-}" ]; then # A/B of wgmma kernel variants of one build, interleaved: MLA_AB="- v2 x ..." (- the default)
-    step "conformance of each variant of MLA_AB (--filter mla, ATTNRT_CUDA_MLA_VARIANT)"
-    AB_OK="" # a variant that times out (a hang) or fails is left out of the timing and the racecheck
-    for kn in $MLA_AB; do
-        [ "$kn" = - ] && { AB_OK="$AB_OK -"; continue; }
-        case " ${MLA_AB_DIAG:-} " in *" $kn "*) AB_OK="$AB_OK $kn"; echo "variant $kn: a timing diagnostic (MLA_AB_DIAG), no conformance"; continue ;; esac
-        ATTNRT_CUDA_MLA_VARIANT=$kn timeout "${MLA_AB_TIMEOUT:-120}" "$BUILD/tools/attnrt-conform" --plugin cuda --filter mla > "$OUT/conform-mla-var-$kn.txt" 2>&1
-        rc=$?
-        echo "variant $kn: exit $rc $(tail -1 "$OUT/conform-mla-var-$kn.txt")"; grep -E "FAIL" "$OUT/conform-mla-var-$kn.txt" | head -5
-        [ $rc = 0 ] && AB_OK="$AB_OK $kn"
-    done
-    MLA_AB=$AB_OK
-    # MLA_AB_FP8=0: the 16-bit latent rows only (variants of the 16-bit kernels)
-    AB_ROWS=("--block-size 64" "--block-size 16" "--block-size 64 --topk 2048")
-    [ "${MLA_AB_FP8:-1}" = 1 ] && AB_ROWS+=("--block-size 64 --kv-dtype fp8_e4m3" "--block-size 16 --kv-dtype fp8_e5m2" \
-        "--block-size 64 --kv-dtype fp8_e4m3 --dtype f16" "--block-size 64 --topk 2048 --kv-dtype fp8_e4m3")
-    step "A/B (interleaved, 3 rounds): MLA wgmma variants $MLA_AB on the issue row, block 16 and sparse top-2048"
-    for r in 1 2 3; do
-        for extra in "${AB_ROWS[@]}"; do
-            for kn in $MLA_AB; do
-                printf '%-8s r%d %-28s ' "$kn" "$r" "$extra"
-                v=$kn; [ "$kn" = - ] && v=
-                ATTNRT_CUDA_MLA_VARIANT=$v timeout 60 "${B[@]}" "${MLA[@]}" --batch 64 --ctx 4096 $extra --timing queued --no-ceiling 2>&1 |
-                    grep -E "time: median|achieved" | sed -E 's/ over [0-9]+ runs.*//; s/achieved: //' | tr '\n' ' '
-                echo
-            done
-        done
-    done
-fi
+# the issue row on the mma.sync kernel (ATTNRT_CUDA_KERNELS=sm80: what an 8.0 device runs), in the same call
+for kv in bf16 fp8_e4m3; do
+    echo "--- ATTNRT_CUDA_KERNELS=sm80 attnrt-bench ${MLA[*]} --batch 64 --ctx 4096 --kv-dtype $kv"
+    ATTNRT_CUDA_KERNELS=sm80 timeout 60 "${B[@]}" "${MLA[@]}" --batch 64 --ctx 4096 --kv-dtype "$kv" 2>&1 | tail -8
+done
 if [ "${MLA_NCU:-0}" = 1 ] && command -v ncu > /dev/null; then # hardware counters of one MLA launch
     step "ncu: one launch of the MLA tensor-core kernel (B 64 x 4096, bf16 latent: wgmma on the H200)"
     timeout 120 ncu --clock-control none -k "regex:ck_mla_(mma|wg)" -c 1 --section SpeedOfLight --section Occupancy \
@@ -180,13 +136,6 @@ for bh in "64 16" "64 32" "256 16" "256 32"; do
     row --op gdn_decode --batch "$1" --heads "$2" --kv-heads $(( $2 / 2 )) --head-dim 128 --dtype bf16
 done
 
-step "bench: lightning and GDN decode on the general kernel (ATTNRT_CUDA_LINEAR=general), the decode kernels' baseline"
-for bh in "64 16" "64 32" "256 16" "256 32"; do
-    set -- $bh
-    ATTNRT_CUDA_LINEAR=general row --op lightning_decode --batch "$1" --heads "$2" --kv-heads "$2" --head-dim 128 --dtype bf16
-    ATTNRT_CUDA_LINEAR=general row --op gdn_decode --batch "$1" --heads "$2" --kv-heads $(( $2 / 2 )) --head-dim 128 --dtype bf16
-done
-
 step "bench: attention decode B 64 x 4096 (Hq 32 / Hkv 8, D 128, bf16): queued vs single call"
 row --op decode --batch 64 --ctx 4096 --heads 32 --kv-heads 8 --head-dim 128 --dtype bf16 --kv-dtype bf16
 
@@ -209,10 +158,10 @@ else
 fi
 
 if command -v ncu > /dev/null 2>&1 && [ $(( $(date +%s) - T0 )) -lt 240 ]; then
-    step "ncu (--clock-control none): one launch of lightning and GDN (decode kernels, GDN general), B 256 x H 32"
-    lprof() { # id kernel-regex env bench-args...
-        local id=$1 kre=$2 env=$3; shift 3
-        env $env timeout 90 ncu --clock-control none -k "regex:$kre" -c 1 --section SpeedOfLight --section Occupancy \
+    step "ncu (--clock-control none): one launch of the lightning and GDN decode kernels, B 256 x H 32"
+    lprof() { # id kernel-regex bench-args...
+        local id=$1 kre=$2; shift 2
+        timeout 90 ncu --clock-control none -k "regex:$kre" -c 1 --section SpeedOfLight --section Occupancy \
             --section WarpStateStats --section MemoryWorkloadAnalysis \
             --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
             "$BUILD/tools/attnrt-bench" --plugin cuda "$@" --iters 1 --warmup 0 --timing single > "$OUT/ncu-$id.txt" 2>&1
@@ -220,14 +169,13 @@ if command -v ncu > /dev/null 2>&1 && [ $(( $(date +%s) - T0 )) -lt 240 ]; then
         grep -E "Duration|DRAM Throughput|Memory Throughput|Registers Per|Block Limit|Theoretical Occ|Achieved Occ|Warp Cycles Per Issued" "$OUT/ncu-$id.txt" | head -14
         grep -E "issue_stalled_.*ratio" "$OUT/ncu-$id.txt" | awk '$NF+0 >= 0.5' | sed -E 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | head -8
     }
-    lprof lightning ck_lin_lightning ATTNRT_CUDA_LINEAR=auto --op lightning_decode --batch 256 --heads 32 --kv-heads 32 --head-dim 128 --dtype bf16
-    lprof gdn_decode ck_lin_gdn ATTNRT_CUDA_LINEAR=auto --op gdn_decode --batch 256 --heads 32 --kv-heads 16 --head-dim 128 --dtype bf16
-    lprof gdn_general ck_lin_gdn ATTNRT_CUDA_LINEAR=general --op gdn_decode --batch 256 --heads 32 --kv-heads 16 --head-dim 128 --dtype bf16
+    lprof lightning ck_lin_lightning --op lightning_decode --batch 256 --heads 32 --kv-heads 32 --head-dim 128 --dtype bf16
+    lprof gdn_decode ck_lin_gdn --op gdn_decode --batch 256 --heads 32 --kv-heads 16 --head-dim 128 --dtype bf16
 fi
 fi # MLA_ONLY
 
 if [ "${MLA_SAN:-1}" = 1 ] && command -v compute-sanitizer > /dev/null 2>&1; then
-    step "compute-sanitizer memcheck on 1.2 cases"
+    step "compute-sanitizer memcheck on MLA, lightning and GDN cases"
     CASES="mla-small-bs7 mla-sparse-e5m2-small mla-d576-e4m3-dense mla-d576-strided-long mla-d576-wg-f16-bs16 mla-sparse-h128 lin-d32v128 gdn-spec3-nonorm gdn-empty lin-decode-d128 gdn-decode-d1 decode-many"
     [ "${MLA_ONLY:-0}" = 1 ] && CASES="mla-small-bs7 mla-d576-e4m3-dense mla-d576-strided-long mla-d576-wg-f16-bs16 mla-sparse-h128"
     for f in $CASES; do # the summary of each, and the first reports ("=========" lines) of each
@@ -243,13 +191,6 @@ if [ "${MLA_SAN:-1}" = 1 ] && command -v compute-sanitizer > /dev/null 2>&1; the
         echo "racecheck $f" >> "$OUT/sanitizer.txt"
         timeout 120 compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" --plugin cuda \
             --cases 0 --filter $f 2>&1 | grep -E "^=========|passed" | head -16 >> "$OUT/sanitizer.txt"
-    done
-    for kn in ${MLA_AB:-}; do # each wgmma variant's own synchronisation (MLA_AB; - the default, checked above)
-        [ "$kn" = - ] && continue
-        case " ${MLA_AB_DIAG:-} " in *" $kn "*) continue ;; esac
-        echo "racecheck mla-d576-wg-f16-bs16 (ATTNRT_CUDA_MLA_VARIANT=$kn)" >> "$OUT/sanitizer.txt"
-        ATTNRT_CUDA_MLA_VARIANT=$kn timeout "${MLA_AB_TIMEOUT:-120}" compute-sanitizer --tool racecheck --print-limit 10 "$BUILD/tools/attnrt-conform" \
-            --plugin cuda --cases 0 --filter mla-d576-wg-f16-bs16 2>&1 | grep -E "^=========|passed" | head -16 >> "$OUT/sanitizer.txt"
     done
     cat "$OUT/sanitizer.txt"
 fi

@@ -2,8 +2,8 @@
  * of the fp8 -> f16 widening (cvt.rn.f16x2.e4m3x2, SASS F2FP), of the integer instructions a bit-level
  * widening would use instead (LOP3, SHF, PRMT), of both widenings of 4 bytes, of the f32 -> f16x2 pack and
  * ex2, and of mma.sync on fp8 operands (m16n8k32 e4m3, sm_89+) against the f16 m16n8k16 form, with an
- * exactness check of one fp8 product. It answers whether the conversions of fp8 decode (docs/dev/cuda-decode.md,
- * session 13) are a throughput limit and whether QK^T could take the raw key bytes.
+ * exactness check of one fp8 product. It answers whether the conversions of fp8 decode are a throughput limit and
+ * whether QK^T could take the raw key bytes.
  *
  *   nvcc -O3 -std=c++17 -arch=sm_90 bench/h200/unpack_rates.cu -o unpack_rates && ./unpack_rates
  *

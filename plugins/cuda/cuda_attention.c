@@ -234,8 +234,7 @@ attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt
         k.items = items;
         if (q_map) { /* persistent: one block a SM walks the items */
             k.pf_items = (int32_t)p->n_prefill;
-            const int cap = d->k.prefill_ws_blocks > 0 ? d->k.prefill_ws_blocks : d->sm_count;
-            const uint32_t grid = cap > 0 && (uint32_t)cap < p->n_prefill ? (uint32_t)cap : p->n_prefill;
+            const uint32_t grid = d->sm_count > 0 && (uint32_t)d->sm_count < p->n_prefill ? (uint32_t)d->sm_count : p->n_prefill;
             st = cuda_launch(p->f_prefill_ws, grid, p->prefill_ws_threads, p->smem_prefill_ws, stream, &k,
                              "cuda paged attention (prefill tiles, warp-specialized)");
         } else

@@ -13,8 +13,8 @@
  *
  *   workspace: [part_lse] [part_o] [split counts (num_parts)] [item counters (2, pf_next)]
  */
-#ifndef ATTNRT_CUDA_ATTENTION_PLAN_H
-#define ATTNRT_CUDA_ATTENTION_PLAN_H
+#ifndef CK_CUDA_ATTENTION_PLAN_H
+#define CK_CUDA_ATTENTION_PLAN_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -58,4 +58,4 @@ typedef struct cuda_attn_plan {
     int      max_splits;
 } cuda_attn_plan_t;
 
-#endif /* ATTNRT_CUDA_ATTENTION_PLAN_H */
+#endif /* CK_CUDA_ATTENTION_PLAN_H */

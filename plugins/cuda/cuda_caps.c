@@ -3,7 +3,7 @@
  * or CUDA cores) is the plan's business, not a capability: both compute the same function. One rule
  * per op (plugin_caps.h). */
 #include "cuda_internal.h"
-#include "cuda_ops12.h"
+#include "cuda_mla_linear.h"
 #include "plugin_caps.h"
 #include "plugin_error.h"
 
@@ -22,7 +22,7 @@ static attnrt_status_t check_attention(const void *ctx, const attnrt_op_query_t 
     return plugin_rule_attention_shape(q, reason, cap);
 }
 
-/* The 1.2 ops (cuda_mla.c, cuda_linear.c; limits in cuda_ops12.h) refuse every feature they do not list. */
+/* MLA, lightning and gated delta (cuda_mla.c, cuda_linear.c; limits in cuda_mla_linear.h) refuse every feature they do not list. */
 static attnrt_status_t check_features(const attnrt_op_query_t *q, uint32_t allowed, char *reason, size_t cap)
 {
     if (q->features & ~allowed)

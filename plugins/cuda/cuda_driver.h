@@ -1,8 +1,8 @@
 /* cuda_driver.h — the CUDA Driver API reached through dlopen("libcuda.so.1"): no link-time dependency
  * on the driver, so the plugin loads (and says why it cannot work) on machines without one. cuda.h is
  * included for its types and prototypes only; every call goes through the table below. */
-#ifndef ATTNRT_CUDA_DRIVER_H
-#define ATTNRT_CUDA_DRIVER_H
+#ifndef CK_CUDA_DRIVER_H
+#define CK_CUDA_DRIVER_H
 
 #include <cuda.h>
 
@@ -78,4 +78,4 @@ attnrt_status_t cuda_fail(CUresult r, const char *fmt, ...) __attribute__((forma
 /* The table once loaded (callers that run after a successful init). */
 extern cuda_driver_t cuda_drv;
 
-#endif /* ATTNRT_CUDA_DRIVER_H */
+#endif /* CK_CUDA_DRIVER_H */

@@ -3,8 +3,8 @@
  * only fixed-size C types: the host's struct layout is the kernel's (same ABI, same compiler rules).
  * Strides are in elements, as in attnrt_tensor_t. Pointers are device addresses, borrowed for the launch.
  */
-#ifndef ATTNRT_CUDA_KERNEL_ARGS_H
-#define ATTNRT_CUDA_KERNEL_ARGS_H
+#ifndef CK_CUDA_KERNEL_ARGS_H
+#define CK_CUDA_KERNEL_ARGS_H
 
 #include <stdint.h>
 
@@ -134,7 +134,7 @@ typedef struct ck_merge_args {
 /* K/V pipeline depth: stages of a ring of cp.async copies, STAGES - 1 tiles in flight while one is
  * computed. The ring of row addresses has STAGES slots (fp8: one more), the ring of absent-key bits
  * STAGES + 1. 2 stages: a prefill block at D 128 takes 88 KB (2 a SM); 3 stages at D 64 measured slower
- * (H200 run 4, docs/dev/cuda.md). A macro, so C11 and CUDA share it. */
+ * (H200). A macro, so C11 and CUDA share it. */
 #define CK_MMA_STAGES(d, rows, fp8) 2
 #define CK_MMA_META_SLOTS(d, rows, fp8) (CK_MMA_STAGES(d, rows, fp8) + 1)
 #define CK_MMA_OFF_SLOTS(d, rows, fp8) (CK_MMA_STAGES(d, rows, fp8) + ((fp8) ? 1 : 0))
@@ -177,8 +177,8 @@ static inline CK_HD ck_mma_layout_t ck_mma_layout(int d, int rows, int bn, int f
  * tiles of CK_DEC_KPW keys through a private ring of CK_DEC_STAGES stages (no block barrier in the key loop).
  * Tiles of 8 KB at D 128 (fp8 32 keys, bf16 16), three stages: ~100 KB a block, 2 blocks an SM, each warp
  * with two tiles in flight while it computes one.
- * Two stages and 3 blocks an SM (12 warps, one tile in flight each) measured slower (run 10 of
- * docs/dev/cuda-decode.md: 96 against 128 KB in flight an SM). */
+ * Two stages and 3 blocks an SM (12 warps, one tile in flight each) measured slower (96 against 128 KB in flight
+ * an SM). */
 #define CK_DEC_WARPS 4
 #define CK_DEC_KPW(d, fp8) ((fp8) ? ((d) <= 128 ? 32 : 16) : ((d) <= 64 ? 32 : 16))
 #define CK_DEC_STAGES(d, fp8) ((d) == 64 && (fp8) ? 4 : (d) == 256 && !(fp8) ? 2 : 3)
@@ -226,8 +226,8 @@ static inline CK_HD ck_dec_layout_t ck_dec_layout_of(int d, int fp8, int bulk, i
 }
 
 /* Whether a cache of this kind takes the bulk form on sm_90+: 16-bit rows only. fp8 rows (128 bytes at
- * D 128) need twice the copies a tile, and its kernel became instruction-bound on them (runs 16-17 of
- * docs/dev/cuda-decode.md: 0.185 against 0.162 ms at B64), so fp8 keeps the cp.async form. */
+ * D 128) need twice the copies a tile, and its kernel became instruction-bound on them (0.185 against 0.162 ms at
+ * B64), so fp8 keeps the cp.async form. */
 #define CK_DEC_BULK_KV(fp8) (!(fp8))
 
 /* What the host reserves: the larger of the two forms (the device picks its form by its code's
@@ -241,7 +241,7 @@ static inline CK_HD ck_dec_layout_t ck_dec_layout(int d, int fp8, int warps, int
 }
 
 /* fp8 D 128 by tensor copies: two tile geometries (keys a warp-tile, stages), the plan picking one by the keys
- * a block reads (cuda_attention_plan.c). The other tensor-copy kernels take CK_DEC_KPW / CK_DEC_STAGES. */
+ * a block reads (cuda_kernel_table.c). The other tensor-copy kernels take CK_DEC_KPW / CK_DEC_STAGES. */
 #define CK_DEC_T32_KPW 32
 #define CK_DEC_T32_STAGES 3
 #define CK_DEC_T16_KPW 16
@@ -254,4 +254,4 @@ static inline CK_HD uint32_t ck_dec_layout_tma(int d, int fp8, int kpw, int stag
     return ck_dec_layout_geo(d, fp8, 0, 1, kpw, stages, warps, rows).total + 1008u;
 }
 
-#endif /* ATTNRT_CUDA_KERNEL_ARGS_H */
+#endif /* CK_CUDA_KERNEL_ARGS_H */

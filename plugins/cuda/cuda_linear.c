@@ -2,7 +2,7 @@
  * the same way: one block per (request, state head, CK_LIN_COLS value columns), so the plan only
  * records the shapes and picks the kernel (rows per thread from Dk, float4 state access when the pool
  * allows it; the decode kernel when every request of the batch has one token and there are no
- * speculative slots, unless ATTNRT_CUDA_LINEAR=general); the run fills the argument struct and makes
+ * speculative slots); the run fills the argument struct and makes
  * one launch. No workspace, no host read of device data, nothing allocated at run: the run can be
  * captured in a CUDA graph. The runtime has checked every slot against the pool on the host (and that
  * no two requests share one). */
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_ops12.h"
+#include "cuda_mla_linear.h"
 #include "plugin_args.h"
 #include "plugin_error.h"
 #include "plugin_linear.h"
@@ -20,7 +20,7 @@
 #include "plugin_tensor.h"
 
 typedef struct cuda_lin_plan {
-    cuda_plan12_head_t head;
+    cuda_op_plan_head_t head;
     int64_t    T, B, H, HV, Dk, Dv, num_spec; /* num_spec -1: no speculative decoding */
     CUfunction f_vec, f_scalar;
     CUfunction f_decode; /* decode kernel (1-D grid); NULL: not a plain decode batch, or Dk outside 33-128 */
@@ -81,9 +81,7 @@ static attnrt_status_t lin_plan_new(cuda_dev_t *d, uint32_t kind, const char *op
     if (!p) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cuda %s plan: out of memory", op);
     st = cuda_function(d, CUDA_FAMILY_LINEAR, vname, &p->f_vec);
     if (st == ATTNRT_OK) st = cuda_function(d, CUDA_FAMILY_LINEAR, sname, &p->f_scalar);
-    const char *env = secure_getenv("ATTNRT_CUDA_LINEAR");
-    const int general = env && strcmp(env, "general") == 0;
-    if (st == ATTNRT_OK && !general && num_spec < 0 && (rpt == 4 || rpt == 8) && lin_one_token_each(batch, sh->T)) {
+    if (st == ATTNRT_OK && num_spec < 0 && (rpt == 4 || rpt == 8) && lin_one_token_each(batch, sh->T)) {
         char dname[64];
         snprintf(dname, sizeof dname, "ck_lin_%s_decode_r%d", name, rpt);
         st = cuda_function(d, CUDA_FAMILY_LINEAR, dname, &p->f_decode);
@@ -98,7 +96,7 @@ static attnrt_status_t lin_plan_new(cuda_dev_t *d, uint32_t kind, const char *op
      * carveout so that the register-bound count of blocks (8-10 an SM) also fits there; a hint only */
     (void)cuda_drv.FuncSetAttribute(p->f_vec, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
     (void)cuda_drv.FuncSetAttribute(p->f_scalar, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
-    p->head.magic = CUDA_PLAN12_MAGIC;
+    p->head.magic = CUDA_OP_PLAN_MAGIC;
     p->head.kind = kind;
     p->head.dev = d;
     p->T = sh->T;
@@ -116,7 +114,7 @@ static attnrt_status_t lin_plan_new(cuda_dev_t *d, uint32_t kind, const char *op
 static const cuda_lin_plan_t *lin_plan_of(const cuda_dev_t *d, const void *plan, uint32_t kind, const char *op)
 {
     const cuda_lin_plan_t *p = plan;
-    if (!p || p->head.magic != CUDA_PLAN12_MAGIC || p->head.kind != kind || p->head.dev != d) {
+    if (!p || p->head.magic != CUDA_OP_PLAN_MAGIC || p->head.kind != kind || p->head.dev != d) {
         plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda %s run: the plan is NULL, not a %s plan, or made on another device",
                     op, op);
         return NULL;

@@ -1,4 +1,4 @@
-/* cuda_mla.c — MLA plan / run (kernels/mla.cu, kernels/mla_mma.cu), and the helpers the 1.2 ops
+/* cuda_mla.c — MLA plan / run (kernels/mla.cu, kernels/mla_mma.cu), and the helpers the MLA and linear ops
  * share: the plan head, plan_destroy, kernel lookup.
  *
  * Two kernels compute the same function: the tensor-core one (576 / 512, a 16-bit latent of the
@@ -8,9 +8,8 @@
  * cuts the keys of each item into splits when the batch has too few items to fill the chip (sized for
  * one or two waves of resident blocks, or none, by an estimate of the time), so that a few long requests
  * still use every SM. The lists are uploaded once into device memory the plan owns (a run that copied
- * its list into the workspace waited ~9 us for it before its first kernel: docs/dev/cuda-decode.md,
- * session 19); run picks the kernel (the tensor-core one needs 16-byte aligned latent rows, known only
- * at run) and launches its items and, when there are splits, the merge, on its list. The workspace:
+ * its list into the workspace waited ~9 us for it before its first kernel); run picks the kernel (the
+ * tensor-core one needs 16-byte aligned latent rows, known only at run) and launches its items and, when there are splits, the merge, on its list. The workspace:
  * [part_lse] [part_o], sized for the larger config.
  * On compute capability 9.0 the tensor-core config takes the wgmma kernel (kernels/mla_sm90a.cu, the
  * sm_90a module) for a 16-bit or fp8 latent: the same items, so the same plan.
@@ -20,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda_ops12.h"
+#include "cuda_mla_linear.h"
 #include "plugin_args.h"
 #include "plugin_error.h"
 #include "plugin_query.h"
@@ -49,7 +48,7 @@ typedef struct mla_cfg {
 enum { MLA_SIMT = 0, MLA_MMA = 1 };
 
 typedef struct cuda_mla_plan {
-    cuda_plan12_head_t head;
+    cuda_op_plan_head_t head;
     int64_t T, B, Hq, D, Dv, topk; /* shapes the plan was made for; run refuses others */
     int     sparse;
     CUfunction f_merge;
@@ -66,10 +65,10 @@ static void mla_plan_free(cuda_dev_t *d, cuda_mla_plan_t *p)
     free(p);
 }
 
-void cuda_plan12_destroy(cuda_dev_t *d, void *plan)
+void cuda_op_plan_destroy(cuda_dev_t *d, void *plan)
 {
-    cuda_plan12_head_t *h = plan;
-    if (!h || h->magic != CUDA_PLAN12_MAGIC) return; /* NULL, or not a live plan of ours */
+    cuda_op_plan_head_t *h = plan;
+    if (!h || h->magic != CUDA_OP_PLAN_MAGIC) return; /* NULL, or not a live plan of ours */
     if (h->kind == CUDA_PLAN_MLA) {
         mla_plan_free(d, plan);
     } else {
@@ -193,7 +192,7 @@ static attnrt_status_t mla_build(cuda_dev_t *d, const attnrt_mla_args_t *a, cons
     if (cuda_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&occupancy, cf->f_main, CK_MLA_THREADS, cf->smem) != CUDA_SUCCESS)
         occupancy = 1;
     const int64_t resident = (int64_t)(d->sm_count > 0 ? d->sm_count : 1) * (occupancy > 0 ? occupancy : 1);
-    const int64_t cap = d->max_splits < CK_MLA_MAX_SPLITS ? d->max_splits : CK_MLA_MAX_SPLITS;
+    const int64_t cap = CK_MLA_MAX_SPLITS;
     /* splits of at most chunk_per_split chunks: none, or sized for one or MLA_WAVES waves of resident
      * blocks, whichever mla_makespan rates fastest (ties: fewer splits; e.g. 128 whole items on 132 SMs
      * beat 384 thirds that add a merge and a partial wave) */
@@ -256,7 +255,7 @@ attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, c
 
     cuda_mla_plan_t *p = calloc(1, sizeof *p);
     if (!p) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cuda mla plan: out of memory");
-    p->head.magic = CUDA_PLAN12_MAGIC;
+    p->head.magic = CUDA_OP_PLAN_MAGIC;
     p->head.kind = CUDA_PLAN_MLA;
     p->head.dev = d;
     p->T = sh.T;
@@ -292,20 +291,14 @@ attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, c
                                                 {"ck_mla_mma_f16_fp8", "ck_mla_mma_bf16_fp8"}};
         mma->rows = CK_MLA_MMA_ROWS;
         /* compute capability 9.0: the wgmma kernel of the sm_90a module (same items; an fp8 latent converted
-         * to 16 bits in shared memory); ATTNRT_CUDA_MLA=mma keeps the mma.sync one */
-        const char *env = secure_getenv("ATTNRT_CUDA_MLA");
-        const int wg = d->modules[CUDA_FAMILY_SM90A] && !(env && strcmp(env, "mma") == 0) && (int64_t)ck_mla_wg_smem(fp8) <= optin;
+         * to 16 bits in shared memory) */
+        const int wg = d->modules[CUDA_FAMILY_SM90A] && (int64_t)ck_mla_wg_smem(fp8) <= optin;
         mma->smem = wg ? ck_mla_wg_smem(fp8) : ck_mla_mma_smem(fp8);
         mma->wgmma = wg;
         if (wg) {
-            /* ATTNRT_CUDA_MLA_VARIANT=x takes ck_mla_wg_<type>[_fp8]_x (a variant's A/B in one build) where the
-             * module has it, else the default kernel of the kind (the variants differ per latent kind) */
-            const char *var = secure_getenv("ATTNRT_CUDA_MLA_VARIANT");
-            char base[40], name[96];
-            snprintf(base, sizeof base, "%s%s", qk == CK_BF16 ? "ck_mla_wg_bf16" : "ck_mla_wg_f16", fp8 ? "_fp8" : "");
-            snprintf(name, sizeof name, "%s_%.40s", base, var ? var : "");
-            if (!(var && *var && cuda_drv.ModuleGetFunction(&mma->f_main, d->modules[CUDA_FAMILY_SM90A], name) == CUDA_SUCCESS))
-                st = cuda_function(d, CUDA_FAMILY_SM90A, base, &mma->f_main);
+            char name[40];
+            snprintf(name, sizeof name, "%s%s", qk == CK_BF16 ? "ck_mla_wg_bf16" : "ck_mla_wg_f16", fp8 ? "_fp8" : "");
+            st = cuda_function(d, CUDA_FAMILY_SM90A, name, &mma->f_main);
         } else {
             st = cuda_function(d, CUDA_FAMILY_MLA, names[fp8][qk == CK_BF16], &mma->f_main);
         }
@@ -364,7 +357,7 @@ attnrt_status_t cuda_mla_run(cuda_dev_t *d, const void *plan, const attnrt_mla_a
                              size_t workspace_bytes, void *stream)
 {
     const cuda_mla_plan_t *p = plan;
-    if (!p || p->head.magic != CUDA_PLAN12_MAGIC || p->head.kind != CUDA_PLAN_MLA || p->head.dev != d)
+    if (!p || p->head.magic != CUDA_OP_PLAN_MAGIC || p->head.kind != CUDA_PLAN_MLA || p->head.dev != d)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda mla run: the plan is NULL, not an mla plan, or made on another device");
     if (!in) return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda mla run: args are required");
     attnrt_mla_args_t a;

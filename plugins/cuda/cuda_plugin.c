@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
-#include "cuda_ops12.h"
+#include "cuda_mla_linear.h"
 #include "plugin_entry.h"
 #include "plugin_error.h"
 
@@ -108,14 +108,14 @@ static attnrt_status_t cuda_device_open(void *plugin, uint32_t index, void **dev
     cuda_drv.DeviceGetAttribute(&d->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d->dev);
     cuda_drv.DeviceGetAttribute(&d->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev);
     cuda_drv.DeviceGetAttribute(&d->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev);
+    /* the cross-checks: simt, every attention and MLA on the CUDA cores; sm80, the kernel set of a compute capability
+     * 8.0 device (no sm_90a or tensor-copy kernels, plain launches; a newer card runs its own SASS of those kernels) */
     const char *kernels = secure_getenv("ATTNRT_CUDA_KERNELS");
     d->force_simt = kernels && strcmp(kernels, "simt") == 0;
-    if (kernels && kernels[0] && !d->force_simt && strcmp(kernels, "auto") != 0 && p->host && p->host->log)
-        p->host->log(ATTNRT_LOG_WARN, "cuda", "ATTNRT_CUDA_KERNELS is neither \"auto\" nor \"simt\"; using auto");
-    const char *splits = secure_getenv("ATTNRT_CUDA_SPLITS");
-    d->max_splits = splits && atoi(splits) >= 1 && atoi(splits) <= CK_MAX_SPLITS ? atoi(splits) : CK_MAX_SPLITS;
-    const char *pdl = secure_getenv("ATTNRT_CUDA_PDL");
-    d->pdl = d->cc_major >= 9 && cuda_drv.version >= 12030 && cuda_drv.LaunchKernelEx && !(pdl && strcmp(pdl, "0") == 0);
+    if (kernels && strcmp(kernels, "sm80") == 0 && d->cc_major >= 8) d->cc_major = 8, d->cc_minor = 0;
+    else if (kernels && kernels[0] && !d->force_simt && strcmp(kernels, "auto") != 0 && p->host && p->host->log)
+        p->host->log(ATTNRT_LOG_WARN, "cuda", "ATTNRT_CUDA_KERNELS is not \"auto\", \"simt\" or \"sm80\"; using auto");
+    d->pdl = d->cc_major >= 9 && cuda_drv.version >= 12030 && cuda_drv.LaunchKernelEx;
     attnrt_status_t st = cuda_plugin_context(p, index, &d->ctx);
     if (st == ATTNRT_OK) st = cuda_enter(d);
     if (st == ATTNRT_OK) st = cuda_module_load(d);
@@ -330,7 +330,7 @@ static attnrt_status_t cuda_gated_delta_run_op(void *device, const void *plan, c
     return cuda_gated_delta_run(device, plan, args, workspace, workspace_bytes, stream);
 }
 
-static void cuda_plan_destroy_op(void *device, void *plan) { cuda_plan12_destroy(device, plan); }
+static void cuda_plan_destroy_op(void *device, void *plan) { cuda_op_plan_destroy(device, plan); }
 
 static const attnrt_plugin_api_t cuda_api = {
     PLUGIN_API_HEAD("cuda", "0.1.0"),

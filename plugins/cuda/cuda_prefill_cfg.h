@@ -6,15 +6,15 @@
  *   D 64 / 128: 4 warps x 32 rows (two m16 tiles a warp share every K/V fragment);
  *   D 256:      8 warps x 16 rows (32 rows would need 256 accumulator registers a thread), 1 block a SM.
  */
-#ifndef ATTNRT_CUDA_PREFILL_CFG_H
-#define ATTNRT_CUDA_PREFILL_CFG_H
+#ifndef CK_CUDA_PREFILL_CFG_H
+#define CK_CUDA_PREFILL_CFG_H
 
 #include <stdint.h>
 
 #define CK_PF_ROWS 128
-#define CK_PF_BN 64 /* keys a tile (128 at D 64 was 4% slower than 64 with a third block a SM: run 5) */
+#define CK_PF_BN 64 /* keys a tile (128 at D 64 was 4% slower than 64 with a third block a SM) */
 /* Blocks a SM the kernel is compiled for (registers: 65536 / (blocks x threads)): D 64 3 x 4 warps at
- * 168 registers (H200 run 5: 4% faster than 2 blocks with 128-key tiles), D 128 2 x 4 warps at 255,
+ * 168 registers (H200: 4% faster than 2 blocks with 128-key tiles), D 128 2 x 4 warps at 255,
  * D 256 1 x 8 warps (its 195 KB of shared memory allow no second). */
 #define CK_PF_BLOCKS_PER_SM(d) ((d) == 64 ? 3 : (d) == 128 ? 2 : 1)
 #define CK_PF_ADDR_SLOTS 3 /* ring of K/V row addresses: written 2 tiles ahead, read 1 tile ahead and now */
@@ -29,4 +29,4 @@ static inline uint32_t ck_pf_smem_bytes(int d)
     return (uint32_t)(CK_PF_ROWS + 4 * CK_PF_BN) * (uint32_t)d * 2u + 2u * CK_PF_ADDR_SLOTS * CK_PF_BN * 8u + CK_PF_ROWS * 8u;
 }
 
-#endif /* ATTNRT_CUDA_PREFILL_CFG_H */
+#endif /* CK_CUDA_PREFILL_CFG_H */

@@ -3,8 +3,8 @@
  * apart from cuda_prefill_cfg.h (the FA2 kernel's, a dependency of the main fatbin) so that changing
  * one rebuilds only its own fatbin.
  */
-#ifndef ATTNRT_CUDA_PREFILL_WG_CFG_H
-#define ATTNRT_CUDA_PREFILL_WG_CFG_H
+#ifndef CK_CUDA_PREFILL_WG_CFG_H
+#define CK_CUDA_PREFILL_WG_CFG_H
 
 #include "cuda_prefill_cfg.h"
 
@@ -18,8 +18,8 @@
  * must fit two blocks a SM (D 128: 128 registers a thread) or one (D 256). */
 #define CK_PFW_BN(d) ((d) == 64 ? 128 : 64)
 /* Blocks a SM: two (16 warps) at D 64 and D 128 — the softmax's latency is hidden by the other block's
- * warps (H200 run 8, D 128: 431 TFLOP/s with 64-key tiles x 2 blocks, 318 with 128-key tiles x 1; run 7,
- * D 64: 1 block 32% slower) — one at D 256 (200 KB of shared memory). */
+ * warps (H200, D 128: 431 TFLOP/s with 64-key tiles x 2 blocks, 318 with 128-key tiles x 1; D 64: 1 block 32%
+ * slower) — one at D 256 (200 KB of shared memory). */
 #define CK_PFW_BLOCKS_PER_SM(d) ((d) == 256 ? 1 : 2)
 
 static inline uint32_t ck_pfw_smem_bytes(int d)
@@ -33,11 +33,11 @@ static inline uint32_t ck_pfw_smem_bytes(int d)
  * walking the items: 128-key tiles at D 64 / 128, 64 at D 256 (O alone is 128 registers there). */
 #define CK_PFS_THREADS 384
 #define CK_PFS_KST 2 /* stages of the K ring */
-#define CK_PFS_VST 2 /* of the V ring (3 at D 128 measured the same: docs/dev/cuda-prefill.md, session 15) */
+#define CK_PFS_VST 2 /* of the V ring (3 at D 128 measured the same) */
 #define CK_PFS_BN(d) ((d) == 256 ? 64 : 128)
 /* D 64's long-item form (`_n192`): 192-key tiles, each tile's fixed work (turns, waits, the row max, O's rescale) spread
  * over 1.5x the keys: 5-10 % faster over items of thousands of keys, 6-14 % slower over items of 512-1024, whose masked
- * last tile grows (the plan picks by the keys an item reads: docs/dev/cuda-prefill.md, session 23). Not at D 128 / 256:
+ * last tile grows (the plan picks by the keys an item reads: cuda_kernel_table.c). Not at D 128 / 256:
  * S + P + O would outgrow the consumers' registers; not over fp8 caches (4-9 % slower: the widening paces the tiles). */
 #define CK_PFS_BN_LONG 192
 /* Registers a thread after setmaxnreg, moved between warpgroups within the block's launch allocation (168 a thread x
@@ -49,8 +49,7 @@ static inline uint32_t ck_pfw_smem_bytes(int d)
 #define CK_PFS_CONSUMER_REGS 216
 /* Over an fp8 cache the producer also widens the landed rows (four rows' loads in flight): at 72 it spilled 128 / 204
  * bytes (D 64 / 128); at 104, with the consumers at 200, nothing (ptxas -v): D 64 4 % faster, D 128 the same. D 256 keeps
- * 72 / 216 (288 bytes of spills): its consumers at 200 spill in the loop, 20 % slower (docs/dev/cuda-prefill.md,
- * session 21) */
+ * 72 / 216 (288 bytes of spills): its consumers at 200 spill in the loop, 20 % slower */
 #define CK_PFS_PRODUCER_REGS_FP8(d) ((d) == 256 ? 72 : 104)
 #define CK_PFS_CONSUMER_REGS_FP8(d) ((d) == 256 ? 216 : 200)
 /* Q slots: two (the next item's Q comes in while this one is computed and written), one at D 256 (two do not fit) */
@@ -71,4 +70,4 @@ static inline uint32_t ck_pfs_smem_bytes(int d, int fp8, int bn)
            (fp8 ? (d == 64 ? 2u * (uint32_t)bn * (uint32_t)d : 0u) + 16u * (uint32_t)CK_PFS_FP8_LAND(d) + 32u : 0u);
 }
 
-#endif /* ATTNRT_CUDA_PREFILL_WG_CFG_H */
+#endif /* CK_CUDA_PREFILL_WG_CFG_H */

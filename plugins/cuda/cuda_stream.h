@@ -1,7 +1,7 @@
 /* cuda_stream.h — what the cuda plugin's stream handle is. The runtime treats it as opaque; the
  * graph-capture test (tests/cuda) reads the CUstream out of it to capture a run through the Driver API. */
-#ifndef ATTNRT_CUDA_STREAM_H
-#define ATTNRT_CUDA_STREAM_H
+#ifndef CK_CUDA_STREAM_H
+#define CK_CUDA_STREAM_H
 
 #include <cuda.h>
 
@@ -10,4 +10,4 @@ typedef struct cuda_stream {
     CUstream stream;
 } cuda_stream_t;
 
-#endif /* ATTNRT_CUDA_STREAM_H */
+#endif /* CK_CUDA_STREAM_H */

@@ -1,7 +1,7 @@
 /* attn_decode.cu — the decode family's translation unit (its own fatbin, so that nvcc compiles it beside
  * the attention family instead of after it: these instances are most of the kernels' compile time): the
- * tensor-core decode kernels the host picks by name (cuda_module.c has the same table),
- * ck_attn_mma_decode_<f16|bf16>_<kv16|fp8>_d<64|128|256> (attn_decode.cuh: keys in the mma's M dimension,
+ * tensor-core decode kernels the host loads by name (cuda_kernel_table.c lists each),
+ * ck_attn_mma_decode_<f16|bf16>_<kv16|fp8>_d<64|128|256>[form] (attn_decode.cuh: keys in the mma's M dimension,
  * a cp.async ring per warp, split-KV merged by the last block of each row tile). Every kernel ends in
  * ck_pdl_wait_at_exit: a mixed batch launches it to overlap its prefill kernel (cuda_launch_overlapped). */
 #include "attn_decode.cuh"
@@ -14,34 +14,28 @@
         ck_pdl_wait_at_exit();                                                                                \
     }
 
+/* fp8 D 128 takes the split refill (attn_decode.cuh's CPS 4): 2-3.5 % faster than the refill before the wait */
 #define CK_DEC_ALL_D(tname, T, kvname, FP8)                                                                   \
     CK_DEC_KERNEL(tname, T, kvname, FP8, 64)                                                                  \
     CK_DEC_KERNEL(tname, T, kvname, FP8, 128)                                                                 \
     CK_DEC_KERNEL(tname, T, kvname, FP8, 256)
-
-CK_DEC_ALL_D(f16, __half, kv16, false)
-CK_DEC_ALL_D(f16, __half, fp8, true)
-CK_DEC_ALL_D(bf16, __nv_bfloat16, kv16, false)
-CK_DEC_ALL_D(bf16, __nv_bfloat16, fp8, true)
-
-/* fp8 D 128 with the split refill (attn_decode.cuh's CPS 4: the batched address loads) in its one-n-tile
- * form: the host loads it instead of the CPS 0 kernel above (ATTNRT_CUDA_DEC_CPS=0: the CPS 0 one;
- * cuda_module.c). CPS 1 (run 25's form) is no longer built: CPS 4 was faster in both calls that timed
- * them side by side (runs 26-27). */
-#define CK_DEC_CPS_KERNEL(tname, T, CPS)                                                                      \
+#define CK_DEC_FP8_KERNELS(tname, T)                                                                          \
+    CK_DEC_KERNEL(tname, T, fp8, true, 64)                                                                    \
+    CK_DEC_KERNEL(tname, T, fp8, true, 256)                                                                   \
     extern "C" __global__ void __launch_bounds__(CK_DEC_WARPS * 32, 2)                                        \
-        ck_attn_mma_decode_##tname##_fp8_d128_c##CPS(const __grid_constant__ ck_attn_args_t a)                \
+        ck_attn_mma_decode_##tname##_fp8_d128(const __grid_constant__ ck_attn_args_t a)                       \
     {                                                                                                         \
-        attn_decode_entry<T, true, 128, CPS>(a);                                                              \
+        attn_decode_entry<T, true, 128, 4>(a);                                                                \
         ck_pdl_wait_at_exit();                                                                                \
     }
 
-CK_DEC_CPS_KERNEL(f16, __half, 4)
-CK_DEC_CPS_KERNEL(bf16, __nv_bfloat16, 4)
+CK_DEC_ALL_D(f16, __half, kv16, false)
+CK_DEC_FP8_KERNELS(f16, __half)
+CK_DEC_ALL_D(bf16, __nv_bfloat16, kv16, false)
+CK_DEC_FP8_KERNELS(bf16, __nv_bfloat16)
 
 /* fp8 D 64 with 256-byte L2 fetches (attn_decode.cuh's L2W; `_w` suffix), for NHD caches whose blocks read
- * at most 4096 keys (the plan's choice; docs/dev/cuda-decode.md, session 10: 7-8 % faster there; at D 128
- * within +-1.3 %, not built) */
+ * at most 4096 keys (the plan's choice: 7-8 % faster there; at D 128 within +-1.3 %, not built) */
 #define CK_DEC_L2W_KERNEL(tname, T)                                                                           \
     extern "C" __global__ void __launch_bounds__(CK_DEC_WARPS * 32, 2)                                        \
         ck_attn_mma_decode_##tname##_fp8_d64_w(const __grid_constant__ ck_attn_args_t a)                      \
@@ -87,7 +81,7 @@ CK_DEC_TMA_KERNEL(bf16, __nv_bfloat16, kv16, false, 256)
 
 /* fp8 D 128 by tensor copies at the two geometries of cuda_kernel_args.h (`_t32`: 32-key tiles, 3 stages, for
  * blocks of at most 2048 keys; `_t16`: 16-key tiles, 4 stages, for blocks of 8192 keys and more; between them
- * the plan keeps `_c4`: docs/dev/cuda-decode.md, session 12) */
+ * the plan keeps the cp.async kernel) */
 #define CK_DEC_TMA_FP8_KERNEL(tname, T, K)                                                                    \
     extern "C" __global__ void __launch_bounds__(CK_DEC_WARPS * 32, 2)                                        \
         ck_attn_mma_decode_##tname##_fp8_d128_t##K(const __grid_constant__ ck_attn_args_t a)                  \
@@ -104,11 +98,11 @@ CK_DEC_TMA_FP8_KERNEL(bf16, __nv_bfloat16, 16)
 /* Blocks of 2 warps, 4 an SM (the same 8 warps an SM), for the fp8 decode kernels (D 128 and 64), whose blocks stream
  * half the bytes a key of the 16-bit ones: a batch of more row tiles than the 4-warp kernels hold at once runs in half
  * the rounds, so half the lockstep block starts and ends (the plan's choice for unsplit batches whose rounds this does
- * not lengthen; 16-bit D 64 / 128 measured no faster; docs/dev/cuda-decode.md, session 14). `_c4_w2` is `_c4`'s form,
+ * not lengthen; 16-bit D 64 / 128 measured no faster). `_fp8_d128_w2` is the cp.async fp8 D 128 kernel's form,
  * `_t32_w2` `_t32`'s, `_t_w2` fp8 D 64's `_t`. */
 #define CK_DEC_W2_KERNELS(tname, T)                                                                           \
     extern "C" __global__ void __launch_bounds__(2 * 32, 4)                                                  \
-        ck_attn_mma_decode_##tname##_fp8_d128_c4_w2(const __grid_constant__ ck_attn_args_t a)                 \
+        ck_attn_mma_decode_##tname##_fp8_d128_w2(const __grid_constant__ ck_attn_args_t a)                 \
     {                                                                                                         \
         attn_decode_entry<T, true, 128, 4, false, false, 0, 0, 2>(a);                                         \
         ck_pdl_wait_at_exit();                                                                                \
@@ -137,7 +131,7 @@ CK_DEC_W2_D64_KERNEL(bf16, __nv_bfloat16, fp8, true)
 /* Blocks of 8 warps, one an SM, for 16-bit D 128 by tensor copies (`_t_w8`): where a batch's 4-warp blocks leave every
  * SM with one block at most (few row tiles in their most key splits: one long request, MQA or a tensor-parallel
  * shard of one KV head), twice the warps stream each block's keys, with no more partials to merge; where they are
- * short, one round of these in longer splits (the plan's rule: cuda_attention_plan.c). */
+ * short, one round of these in longer splits (the plan's rule: cuda_kernel_table.c). */
 #define CK_DEC_W8_KERNEL(tname, T)                                                                            \
     extern "C" __global__ void __launch_bounds__(8 * 32, 1)                                                  \
         ck_attn_mma_decode_##tname##_kv16_d128_t_w8(const __grid_constant__ ck_attn_args_t a)                \

@@ -43,8 +43,22 @@
 /* How far (log2 units) a score may pass its row's reference maximum before the warp moves the maximum and rescales its
  * accumulators: P = 2^(s - m) < 2^8 (f16 / bf16 hold it at the same relative precision as below 1; the row sums and
  * accumulators are f32; the result is normalized by the row sum). Moving it on every new maximum rescaled on two thirds
- * of the tiles of a 16-row warp (MQA B64 x 4096: 64 multiplies, 16 shuffles and 4 exp2 a lane each time; session 17). */
+ * of the tiles of a 16-row warp (MQA B64 x 4096: 64 multiplies, 16 shuffles and 4 exp2 a lane each time). */
 #define CK_DEC_MAX_SLACK 8.0f
+
+/* x over the 8 lanes of one lane % 4 (the transposed products' query column: one row's keys): its max, its sum */
+__device__ __forceinline__ float ck_dec_col_max(float x)
+{
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 4));
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 8));
+    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 16));
+}
+__device__ __forceinline__ float ck_dec_col_sum(float x)
+{
+    x += __shfl_xor_sync(0xffffffffu, x, 4);
+    x += __shfl_xor_sync(0xffffffffu, x, 8);
+    return x + __shfl_xor_sync(0xffffffffu, x, 16);
+}
 
 __device__ __forceinline__ uint32_t ck_movmatrix_trans(uint32_t x)
 {
@@ -76,21 +90,18 @@ __device__ __forceinline__ ck_work_item_t dec_item(const ck_attn_args_t &a)
  * before the wait for tile j; 1 the addresses and half of the copy rounds there, the other half after
  * tile j's QK^T (their shared-memory address loads overlap the QK^T products instead of standing before
  * the wait); 4 as 1, each half's row addresses loaded from shared memory before its copies (one load
- * latency a half, not one a round). Runs 25 and 26 of docs/dev/cuda-decode.md: CPS 1 1-2% faster than
- * CPS 0 on the fp8 D 128 rows, CPS 4 another 1-1.5% at B64 / B256; all the copies after QK^T (run 24),
- * the first half at the end of the previous iteration, K and V refilled apart (run 26) no better. Built:
- * CPS 0 and CPS 4 (attn_decode.cu); CPS 1 stays a form one line there can build for an A/B. */
+ * latency a half, not one a round): on the fp8 D 128 rows CPS 4 is 2-3.5 % faster than CPS 0, CPS 1 between them.
+ * Built: CPS 0 everywhere, CPS 4 for fp8 D 128 (attn_decode.cu). */
 /* L2W: each copy asks the L2 for a 256-byte fetch, so that an NHD cache's short fp8 rows (64 bytes at D 64)
  * come from DRAM with their neighbour heads' (read by those heads' blocks at about the same time). */
 /* TMAQ: on sm_90, the tensor-copy form (attn_decode_bulk.cuh's ck_tma_load_4d): a tile's rows of each block
  * arrive as one box a block segment (a.kv_tma_rows rows: one instruction for 16 rows at block 16, not one a
  * row), swizzled by the copy engine as the cp.async form swizzles them, completing on the stage's mbarrier.
  * Rows of 64 bytes or of 128-byte column blocks (one box each), a.dqk = a.dv = D; built for D 64 (fp8 and
- * 16-bit: 4-25 % faster than the other forms), 16-bit D 128 / 256 (4-14 % faster than the bulk form; session 11
- * of docs/dev/cuda-decode.md) and fp8 D 128 at its own tile geometries TKPW x TSTAGES (session 12). Only loaded on
- * sm_90+ (attn_decode.cu traps elsewhere). */
+ * 16-bit: 4-25 % faster than the other forms), 16-bit D 128 / 256 (4-14 % faster than the bulk form) and fp8 D 128
+ * at its own tile geometries TKPW x TSTAGES. Only loaded on sm_90+ (attn_decode.cu traps elsewhere). */
 /* NWT: warps a block (0: CK_DEC_WARPS); attn_decode.cu builds 2-warp twins of the fp8 kernels (`_w2`), which the plan
- * picks where they halve the rounds of lockstep block starts (session 14). */
+ * picks where they halve the rounds of lockstep block starts. */
 template <typename T, bool FP8, int D, int NR, bool E4M3, bool GEN, int CPS = 0, bool L2W = false, bool TMAQ = false,
           int TKPW = 0, int TSTAGES = 0, int NWT = 0>
 __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_work_item_t &it)
@@ -169,14 +180,14 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     const bool kpk = FP8 && a.k_scale && (a.ks_st[0] | a.ks_st[1]); /* per-key K / V scales */
     const bool vpk = FP8 && a.v_scale && (a.vs_st[0] | a.vs_st[1]);
     /* per-tensor fp8 scales, loaded now (issued where they stand): as plain loads at their uses they went out
-     * behind the first tiles' copies and the key loop's start waited for them (session 29) */
+     * behind the first tiles' copies and the key loop's start waited for them */
     const float k_scale0 = FP8 && a.k_scale && !kpk ? ck_ldg_now_f32(a.k_scale) : 1.0f;
     const float v_scale0 = FP8 && a.v_scale && !vpk ? ck_ldg_now_f32(a.v_scale) : 1.0f;
     /* A key's row: the cache's base + block x block bytes (one 32 x 32 -> 64-bit product) + row x row bytes
      * + head x head bytes (32-bit), the strides read from the argument's constant bank (no registers held
      * across the loop); the host sends this kernel only caches whose offsets fit these widths
-     * (offsets_fit32 in cuda_attention.c). Run 18's SASS: ~30 instructions of 64-bit products a tile here,
-     * and the scale addresses' products issued (predicated off) even without per-key scales. */
+     * (offsets_fit32 in cuda_attention.c); 64-bit products cost ~30 instructions a tile here, and the scale
+     * addresses' products were issued (predicated off) even without per-key scales. */
     auto row_addr = [&](const void *base, const int64_t *cst, int32_t blk, int32_t r) -> uint64_t {
         return (uint64_t)(uintptr_t)base + (uint64_t)(uint32_t)blk * (uint32_t)(cst[0] * ES) +
                ((uint32_t)r * (uint32_t)(cst[1] * ES) + (uint32_t)kvh * (uint32_t)(cst[2] * ES));
@@ -204,9 +215,8 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     constexpr bool BATCH = CPS == 4;         /* a half's addresses loaded before its copies */
     uint32_t f_absent = 0;                   /* part 1 -> part 2: the tile's absent bits */
     /* copy rounds i0 .. i0 + n - 1 of a tile into kdst / vdst (absent rows and pad chunks zero-filled).
-     * BATCH: the rows' addresses are loaded first (volatile shared loads, kept in this order; run 22's
-     * SASS had each round's copies wait for their own address load), so the copies wait for one
-     * shared-load latency, not one each. */
+     * BATCH: the rows' addresses are loaded first (volatile shared loads, kept in this order: otherwise each
+     * round's copies wait for their own address load), so the copies wait for one shared-load latency. */
     auto copy_rounds = [&](uint32_t kdst, uint32_t vdst, int i0, int n, uint32_t absent) {
         constexpr int NB = BATCH ? ROUNDS / 2 : 1;
         if (BATCH && n == NB) {
@@ -637,11 +647,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
             for (int nr = 0; nr < NR; nr++)
 #pragma unroll
                 for (int c = 0; c < 2; c++) {
-                    float x = lm[nr][c];
-                    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 4));
-                    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 8));
-                    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 16));
-                    const float m_new = fmaxf(m_r[nr][c], x);
+                    const float m_new = fmaxf(m_r[nr][c], ck_dec_col_max(lm[nr][c]));
                     const float u_old = m_r[nr][c] == -CK_INF ? 0.0f : m_r[nr][c];
                     const float u_new = m_new == -CK_INF ? 0.0f : m_new;
                     alpha[nr][c] = m_r[nr][c] == -CK_INF ? 0.0f : ck_exp2(u_old - u_new);
@@ -743,11 +749,7 @@ __device__ __forceinline__ void attn_decode(const ck_attn_args_t &a, const ck_wo
     for (int nr = 0; nr < NR; nr++)
 #pragma unroll
         for (int c = 0; c < 2; c++) {
-            float x = l_r[nr][c];
-            x += __shfl_xor_sync(0xffffffffu, x, 4);
-            x += __shfl_xor_sync(0xffffffffu, x, 8);
-            x += __shfl_xor_sync(0xffffffffu, x, 16);
-            lsum[nr][c] = x;
+            lsum[nr][c] = ck_dec_col_sum(l_r[nr][c]);
         }
     float ofin = 1.0f; /* the V scale still owed to the accumulators */
     if (FP8) ofin = vpk ? vu : v_scale0;
@@ -849,8 +851,8 @@ __device__ __forceinline__ void attn_decode_entry(const ck_attn_args_t &a)
 }
 
 /* The wide-group kernels (`_r32`): every item is a 32-row tile of one token's heads (GQA groups wider than 16: MQA and
- * its sharded forms), so each key is read once for all of them where 16-row tiles read it once a head group
- * (docs/dev/cuda-decode.md, session 17). 16-bit caches; TMA as attn_decode's TMAQ. */
+ * its sharded forms), so each key is read once for all of them where 16-row tiles read it once a head group.
+ * 16-bit caches; TMA as attn_decode's TMAQ. */
 template <typename T, int D, bool TMA>
 __device__ __forceinline__ void attn_decode_wide_entry(const ck_attn_args_t &a)
 {

@@ -2,7 +2,7 @@
  * engine (cp.async.bulk, global -> shared) completing on one mbarrier a ring stage.
  *
  * Why: the per-thread 16-byte cp.async path reads at most ~75% of the H200's DRAM rate for the
- * decode kernel whatever its warps do (docs/dev/cuda-decode.md, run 15); a bulk copy moves a whole
+ * decode kernel whatever its warps do; a bulk copy moves a whole
  * row (256 bytes bf16 / 128 fp8 at D 128) outside the L1 request path.
  *
  * Used for 16-bit caches only (CK_DEC_BULK_KV in cuda_kernel_args.h: fp8's 128-byte rows double the

@@ -8,7 +8,7 @@
  * block still running (ns):
  *     TL <block> 0 <SM> <start> <end> <first data> <half> <loop end> <request> <loop start>
  *        <last warp's first data> <last warp's loop end> <item> <request in> <table> <Q>
- * bench/h200/timeline.py reads them (docs/dev/cuda-decode.md, sessions 28-29: where a run's fixed cost is). */
+ * bench/h200/timeline.py reads them (where a run's fixed cost goes). */
 #ifndef ATTNRT_ATTN_DECODE_TIMELINE_CUH
 #define ATTNRT_ATTN_DECODE_TIMELINE_CUH
 

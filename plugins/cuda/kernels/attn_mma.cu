@@ -1,5 +1,5 @@
-/* attn_mma.cu — the general tensor-core attention kernels the host picks by name (cuda_module.c has the
- * same table): ck_attn_mma_prefill_<f16|bf16>_<kv16|fp8>_d<64|128|256> (attn_mma.cuh: 4 row warps x 1,
+/* attn_mma.cu — the general tensor-core attention kernels the host loads by name (cuda_kernel_table.c lists
+ * each): ck_attn_mma_prefill_<f16|bf16>_<kv16|fp8>_d<64|128|256> (attn_mma.cuh: 4 row warps x 1,
  * 64 rows, BN 64 keys a tile (32 at D 256, for shared memory), a cp.async ring (CK_MMA_STAGES), one
  * barrier a tile). Their decode counterparts are attn_decode.cu, a family of its own. */
 #include "attn_mma.cuh"

@@ -1,4 +1,4 @@
-/* attn_prefill.cu — the prefill fast path's kernels, picked by name by the host (cuda_prefill.c):
+/* attn_prefill.cu — the prefill fast path's kernels, loaded by name by the host (cuda_kernel_table.c):
  * ck_attn_prefill_<f16|bf16>_d<64|128|256>; shapes and blocks a SM in cuda_prefill_cfg.h. */
 #include "attn_prefill.cuh"
 
@@ -10,10 +10,5 @@
         attn_prefill<T, D>(a);                                                                            \
     }
 
-CK_PF_KERNEL(f16, __half, 64)
-CK_PF_KERNEL(f16, __half, 128)
-CK_PF_KERNEL(f16, __half, 256)
-CK_PF_KERNEL(bf16, __nv_bfloat16, 64)
-CK_PF_KERNEL(bf16, __nv_bfloat16, 128)
-CK_PF_KERNEL(bf16, __nv_bfloat16, 256)
+CK_PF_EACH(CK_PF_KERNEL)
 

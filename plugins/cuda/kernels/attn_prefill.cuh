@@ -19,6 +19,11 @@
 #include "../cuda_prefill_cfg.h"
 #include "attn_mma.cuh" /* ck_exp2, ck_cp_async16_zf, CK_LOG2E */
 
+/* M(tname, T, D) for every query type and head dim of the prefill kernels: their instances */
+#define CK_PF_EACH(M)                                                                                         \
+    M(f16, __half, 64) M(f16, __half, 128) M(f16, __half, 256)                                                \
+    M(bf16, __nv_bfloat16, 64) M(bf16, __nv_bfloat16, 128) M(bf16, __nv_bfloat16, 256)
+
 /* 16 bytes at row + off (global) -> shared dst; row 0 (an absent key) writes 16 zeros and reads nothing.
  * The null test is inside the asm: one 64-bit compare feeds the copy's ignore-src predicate. */
 __device__ __forceinline__ void ck_pf_cp16_row(uint32_t dst, uint64_t row, uint32_t off)
@@ -31,7 +36,7 @@ __device__ __forceinline__ void ck_pf_cp16_row(uint32_t dst, uint64_t row, uint3
 }
 
 /* Lazy rescaling: a row's running max m only moves when a tile's max exceeds it by more than this (in
- * log2 units), so most tiles skip the alpha = 2^(m_old - m_new) pass over O (H200 run 2: +12% at D 128).
+ * log2 units), so most tiles skip the alpha = 2^(m_old - m_new) pass over O (+12 % at D 128 on the H200).
  * Then p = 2^(s - m) <= 2^8: no overflow in f32, and in P's 16-bit type only its magnitude changes (the
  * same relative rounding, far from f16's largest 2^16). o and l share the same m, so o / l is unchanged. */
 #define CK_PF_RESCALE_LOG2 8.0f
@@ -350,7 +355,7 @@ __device__ __forceinline__ void attn_prefill(const ck_attn_args_t &a)
     ck_pf_addr_ring<BN, SLOTS> ring(a, b, tid, kaddr);
     /* Copies of the tile whose addresses are in `slot` into stage `st`: thread tid copies chunk
      * tid % CPR of rows tid / CPR + i * RPP (absent keys: zeros), so a warp's copies fill whole rows
-     * (conflict-free stores; H200 run 3: four adjacent chunks a thread instead, fewer instructions, was
+     * (conflict-free stores; four adjacent chunks a thread instead, fewer instructions, was
      * 8-10% slower). RPP is a multiple of 8: every row of a thread has the same swizzle. */
     const int cp_c = tid % CPR, cp_r0 = tid / CPR;
     const uint32_t cp_dst = (uint32_t)swz(cp_r0, cp_c) * 2u;

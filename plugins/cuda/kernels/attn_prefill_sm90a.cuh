@@ -17,8 +17,8 @@
  * cp.async writes through the generic proxy and wgmma reads through the async proxy: each thread fences
  * (fence.proxy.async.shared::cta) after its copies landed, before the barrier that publishes them.
  * BN and the blocks a SM: cuda_prefill_wg_cfg.h. Each tile's S, softmax and O run in order (FA3's overlap
- * of a tile's O with the next tile's softmax gained nothing here, behind the block barrier: docs/dev/cuda-prefill.md,
- * run 8; the warp-specialized kernel of attn_prefill_ws_sm90a.cuh, which has no such barrier, does overlap them).
+ * of a tile's O with the next tile's softmax gained nothing here, behind the block barrier; the warp-specialized
+ * kernel of attn_prefill_ws_sm90a.cuh, which has no such barrier, does overlap them).
  */
 #ifndef ATTNRT_ATTN_PREFILL_SM90A_CUH
 #define ATTNRT_ATTN_PREFILL_SM90A_CUH
@@ -57,7 +57,7 @@ __device__ __forceinline__ uint64_t ck_wg_desc(uint32_t addr, uint32_t lbo, uint
 /* The descriptor of the matrix `bytes` past d's (a multiple of 16): the start address field (bits 0-13, 16-byte units)
  * plus bytes / 16 by one 32-bit add; no carry leaves the field (shared addresses are below 2^18). ck_wg_desc costs five
  * dependent uniform instructions a product where its address changes from tile to tile (the warp-specialized kernel's
- * issue turns held them; MLA's S 72 a k-step pair): docs/dev/cuda-prefill.md, session 24. */
+ * issue turns held them; MLA's S 72 a k-step pair). */
 __device__ __forceinline__ uint64_t ck_wg_desc_at(uint64_t d, uint32_t bytes)
 {
     return (d & 0xffffffff00000000ull) | (uint32_t)((uint32_t)d + (bytes >> 4));
@@ -73,7 +73,7 @@ template <int BN> __device__ __forceinline__ uint64_t ck_pfw_desc_v(uint32_t vb)
 /* S = Q K^T of one warpgroup's 64 rows (Q rows from q_wg in a ROWS-row tile) and the BN keys of the tile at kd's base
  * (ck_pfw_desc_k), issued and committed (the caller fences): k-step kk reads 16 dims, column block kk / 4, 32 bytes in
  * (the hardware applies the swizzle to the address it forms). Q's descriptors are built whole: the same every tile of an
- * item, ptxas keeps them in registers (by ck_wg_desc_at, D 64 prefill ran 1-4 % slower: session 24). */
+ * item, ptxas keeps them in registers (by ck_wg_desc_at, D 64 prefill ran 1-4 % slower). */
 template <typename T, int D, int BN, int ROWS>
 __device__ __forceinline__ void ck_pfw_issue_s(float (&s)[BN / 2], uint32_t q_wg, uint64_t kd)
 {
@@ -162,7 +162,7 @@ __device__ __forceinline__ void ck_pfw_store(const ck_attn_args_t &a, const ck_p
  * canonical layout: its Q rows, which its products no longer read), then each thread writes whole 16-byte chunks, a
  * row's 2 D bytes by consecutive threads. The direct epilogue (ck_pfw_store) wrote 4 bytes a thread and row, 32 stores
  * a thread at D 128 whose code (both output forms unrolled) ran cold once a block: 30 % of the consumers' samples at
- * 512-token prompts (docs/dev/cuda-prefill.md, session 16). Outputs of another type or not 16-byte aligned keep
+ * 512-token prompts. Outputs of another type or not 16-byte aligned keep
  * the direct form. bar_id: a named barrier of the warpgroup's 128 threads; sc_nat and vmul: ck_pf_row_finish's. */
 template <typename T, int D, int ROWS>
 __device__ __forceinline__ void ck_pfw_store_staged(const ck_attn_args_t &a, const ck_pf_block_t &b, int wtid, int rbase,

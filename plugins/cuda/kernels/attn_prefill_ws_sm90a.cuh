@@ -7,30 +7,28 @@
  *     of one KV head; the decode kernel's tensor maps), completing on the stage's `full` mbarrier; a stage is
  *     refilled once every consumer thread arrived on its `empty` mbarrier (K once S has read it, V once P V has).
  *     It gives registers to the consumers (setmaxnreg); a block id is loaded a tile before its box is issued;
- *   - the block is persistent (one a SM: item b of the plan's list, then the list's next as it is ready for one,
- *     session 21): the rings' stages and
- *     phases run on from one item into the next, and warp 0 also publishes each item (its description and rows'
+ *   - the block is persistent (one a SM: item b of the plan's list, then the list's next as it is ready for one):
+ *     the rings' stages and phases run on from one item into the next, and warp 0 also publishes each item (its description and rows'
  *     key ranges in shared memory, its Q by a tensor copy into one of CK_PFS_QST slots), so that the next item's Q
- *     and first tiles arrive while this one is computed and its output written (docs/dev/cuda-prefill.md, session
- *     16: short prompts lost a third of their time to a block's start and end);
+ *     and first tiles arrive while this one is computed and its output written (short prompts lost a third of their
+ *     time to a block's start and end);
  *   - warpgroups 1 and 2 consume 64 rows each with CK_PFS_CONSUMER_REGS registers (_FP8 over fp8 caches): iteration
  *     kt issues S of tile kt and P V of tile kt - 1 back to back, then forms tile kt's softmax while they run; the two take
  *     turns to issue (named barriers 2 and 3), so one's softmax runs under the other's products. No block
- *     barrier in the key loop (the other kernel's largest stall, run 7 of docs/dev/cuda-prefill.md).
+ *     barrier in the key loop (the other kernel's largest stall).
  * The copy engine swizzles 128-byte rows as wgmma's canonical layout expects (chunk c of row r at c ^ (r & 7)
  * from a 1024-byte-aligned base), so the descriptors are the other kernel's. A segment past the keys or with a
  * block id outside the cache reads block num_blocks (outside the map: zeros); keys past the request's end in a
  * present block land as stale cache bytes, so a tile holding such keys has them masked in S and their V rows
  * zeroed by the consumers before P V (0 x NaN would be NaN). Tiles start on the box grid (kbeg rounded down
  * to a.kv_tma_rows; the keys before the first row's range are masked by the rows' own ranges).
- * Pure decode batches of wide GQA groups come here too (cuda_attention_plan.c): an item is one token's heads of a KV
+ * Pure decode batches of wide GQA groups come here too (cuda_kernel_table.c): an item is one token's heads of a KV
  * head in a key split; each split writes its partial state and the consumers of the row tile's last split to finish
  * merge them (split_merge.cuh, an arrival count a row tile), the merge's weights in the item's Q slot. An item of at most
- * 64 rows leaves warpgroup 1 without products: it keeps the protocol only (docs/dev/cuda-decode.md, session 19).
- * One block a SM (384 threads, ~100-200 KB): the plan takes this kernel wherever it can run (cuda_attention_plan.c);
+ * 64 rows leaves warpgroup 1 without products: it keeps the protocol only.
+ * One block a SM (384 threads, ~100-200 KB): the plan takes this kernel wherever it can run (cuda_kernel_table.c);
  * shapes in cuda_prefill_wg_cfg.h (CK_PFS_*); the host encodes the maps and falls back to the other kernel where it
- * cannot (cuda_attention.c). The output leaves through the Q slot (ck_pfw_store_staged). docs/dev/cuda-prefill.md,
- * sessions 15-16.
+ * cannot (cuda_attention.c). The output leaves through the Q slot (ck_pfw_store_staged).
  */
 #ifndef ATTNRT_ATTN_PREFILL_WS_SM90A_CUH
 #define ATTNRT_ATTN_PREFILL_WS_SM90A_CUH
@@ -258,7 +256,7 @@ __device__ __forceinline__ void ck_pfs_issue_s_e4m3(float (&s)[BN / 2], uint64_t
 
 /* DEC: the decode form (`_dec`: items in key splits, partial states and their merge, warpgroup 1 idle on items of at most
  * 64 rows); the prefill form leaves all of it out (it cost the prefill's consumers 50-300 bytes of spills at D 128 /
- * 256: docs/dev/cuda-decode.md, session 19).
+ * 256).
  * FP8: the cache's fp8 format (0: the cache holds T; CK_E4M3 / CK_E5M2, per-tensor scales, the prefill form): the
  * producer's tensor copies land a tile's fp8 rows (at D 128 / 256 in the upper half of its own ring stage, at D 64 in a
  * staging slot: CK_PFS_FP8_LAND) and the ring's two warps widen them into the stage as f16 (exact: every fp8 value is an
@@ -266,7 +264,7 @@ __device__ __forceinline__ void ck_pfs_issue_s_e4m3(float (&s)[BN / 2], uint64_t
  * (ck_pfs_q_to_f16) and take the products in f16; K's scale joins the score scale, V's the output's factor.
  * KD (FP8, a bf16 Q, D 128 / 256): K's fp8 rows are read as they land by e4m3 products and each item's Q is rewritten as
  * two e4m3 terms (ck_pfs_q_to_e4m3); only V is widened. Its products and widening cost less a tile, its Q more an item:
- * the plan takes it for items of many keys (cuda_attention_plan.c; docs/dev/cuda-prefill.md, session 22).
+ * the plan takes it for items of many keys (cuda_kernel_table.c).
  * BN: keys a tile (CK_PFS_BN, or D 64's long-item form's CK_PFS_BN_LONG). */
 template <typename T, int D, bool DEC, int FP8 = 0, bool KD = false, int BN = CK_PFS_BN(D)>
 __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
@@ -503,7 +501,7 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
         };
         /* The items: block b's first is item b; then, where the plan gave the counters (a.pf_next), warp 0 takes the list's
          * next item when the block is ready for one (the slowest block ends at most one item after the rest: a static
-         * b, b + gridDim.x, ... left causal batches 5-25 % idle, docs/dev/cuda-prefill.md session 21), else item b +
+         * b, b + gridDim.x, ... left causal batches 5-25 % idle), else item b +
          * gridDim.x. Warp 0 publishes each; the other producer warps copy its description from the slot. */
         auto next_item = [&](int item) -> int {
             if (!a.pf_next) return item + (int)gridDim.x;
@@ -637,8 +635,8 @@ __device__ __forceinline__ void attn_prefill_ws(const ck_attn_args_t &a)
             if (wg == 0) asm volatile("bar.arrive 3, 256;\n" ::: "memory");
             else if (!last) asm volatile("bar.arrive 2, 256;\n" ::: "memory");
         };
-        /* the descriptors of tile kt's K and of tile kt - 1's V (formed before the turn wait in the source: the order
-         * session 24 measured; ptxas places them), and their products */
+        /* the descriptors of tile kt's K and of tile kt - 1's V (formed before the turn wait in the source, the faster
+         * order; ptxas places them), and their products */
         const uint64_t qd = ck_pfw_desc_k(q_wg);
         auto desc_s = [&](int kt) { return ck_pfw_desc_k(sK0 + (uint32_t)((g0 + kt) % KST) * KV_BYTES); };
         auto desc_pv = [&](int kt) { return ck_pfw_desc_v<BN>(sV0 + (uint32_t)((g0 + kt - 1) % VST) * KV_BYTES); };

@@ -3,7 +3,8 @@
 (wgmma.mma_async, sm_90a) that the wgmma prefill kernel (attn_prefill_sm90a.cuh) uses.
 
 Each wrapper names every f32 accumulator register of the m64nNk16 shape as its own asm operand (N / 2
-of them a thread), which is too long to write by hand without mistakes; hence this script. Run it after
+of them a thread), which is too long to write by hand without mistakes; hence this script, which writes
+each operand list once (a macro) and each wrapper through one of two body macros. Run it after
 changing the shapes below and commit its output: `python3 gen_wgmma_sm90a.py > wgmma_sm90a.cuh`;
 `gen_wgmma_sm90a.py --check wgmma_sm90a.cuh` (meson test `wgmma-header-current`) fails when they differ.
 
@@ -33,43 +34,64 @@ def outs(count):
     return ", ".join(f'"+f"(d[{i}])' for i in range(count))
 
 
-def ss_wrapper(name, targs, n, shape_types, imms):
-    """D (+)= A B with A and B from shared memory (descriptors); imms: the scale and transpose immediates."""
+def macro(head, body):
+    """A multi-line #define: its lines padded to one width, each but the last ending in a backslash."""
+    lines = [head] + body
+    width = max(len(line) for line in lines) + 1
+    return "\n".join(line.ljust(width) + "\\" for line in lines[:-1]) + "\n" + lines[-1]
+
+
+def asm_body(operands, ins):
+    """The wrapper's body: one wgmma with the predicate set from the last input."""
+    return ["    {",
+            '        asm volatile("{\\n"',
+            '                     ".reg .pred p;\\n"',
+            '                     "setp.ne.b32 p, %" #PACC ", 0;\\n"',
+            f'                     "wgmma.mma_async.sync.aligned.m64n" #N SHAPE " {{" CK_WG_R##ND "}}, {operands}, p, " IMMS ";\\n"',
+            '                     "}\\n"',
+            "                     : CK_WG_O##ND",
+            f"                     : {ins});",
+            "    }"]
+
+
+# Every wrapper is one of two bodies (CK_WG_SS_DEF: A and B from shared memory; CK_WG_RS_DEF: A from registers), its
+# operand lists macros of their own (CK_WG_R<nd>: the accumulator registers, CK_WG_O<nd>: the asm outputs), and the
+# wrappers are instantiated by pairs of types, so that the header holds each long line once.
+def bodies():
+    ss = macro("#define CK_WG_SS_DEF(NAME, TARGS, N, ND, SHAPE, IMMS, PA, PB, PACC)",
+               ["    template <> __device__ __forceinline__ void NAME<TARGS, N>(float (&d)[ND], uint64_t da, uint64_t db, int acc)"]
+               + asm_body('%" #PA ", %" #PB "', '"l"(da), "l"(db), "r"(acc)'))
+    rs = macro("#define CK_WG_RS_DEF(TARGS, N, ND, SHAPE, IMMS, PA, PB, PACC)",
+               ["    template <> __device__ __forceinline__ void ck_wg_rs<TARGS, N>(float (&d)[ND], const uint32_t a[4], uint64_t db)"]
+               + asm_body('{" PA "}, %" #PB "', '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1)'))
+    pairs = []
+    for kind, name, targs, shapes, imms in (
+            ("SS", "ck_wg_ss", [c for c, _ in TYPES], [f"k16.f32.{p}.{p}" for _, p in TYPES], "1, 1, 0, 0"),
+            ("RS", None, [c for c, _ in TYPES], [f"k16.f32.{p}.{p}" for _, p in TYPES], "1, 1, 1"),
+            ("SS8", "ck_wg_ss_e4m3", [f for f, _ in B8_TYPES], [f"k32.f32.e4m3.{b}" for _, b in B8_TYPES], "1, 1")):
+        body = "SS" if kind != "RS" else "RS"
+        calls = [f"CK_WG_{body}_DEF({name + ', ' if name else ''}{t}, N, ND, \"{sh}\", \"{imms}\", PA, PB, PACC)"
+                 for t, sh in zip(targs, shapes)]
+        pairs.append(macro(f"#define CK_WG_{kind}_PAIR(N, ND, PA, PB, PACC)", ["    " + c for c in calls]))
+    return ("/* the bodies: D (+)= A B, A and B from shared memory (descriptors; IMMS: the scale and transpose immediates) or\n"
+            " * A from registers (the m16n8k16 A layout per warp) and B MN-major; ND accumulators a thread, operand numbers PA,\n"
+            " * PB, PACC after them; then each for both types (16-bit A and B; fp8: B e4m3 or e5m2) */\n"
+            + "\n".join([ss, rs] + pairs) + "\n")
+
+
+def ss(n):
     nd = n // 2
-    return f"""template <> __device__ __forceinline__ void {name}<{targs}, {n}>(float (&d)[{nd}], uint64_t da, uint64_t db, int acc)
-{{
-    asm volatile("{{\\n"
-                 ".reg .pred p;\\n"
-                 "setp.ne.b32 p, %{nd + 2}, 0;\\n"
-                 "wgmma.mma_async.sync.aligned.m64n{n}{shape_types} {{{regs(0, nd)}}}, %{nd}, %{nd + 1}, p, {imms};\\n"
-                 "}}\\n"
-                 : {outs(nd)}
-                 : "l"(da), "l"(db), "r"(acc));
-}}
-"""
+    return f"CK_WG_SS_PAIR({n}, {nd}, {nd}, {nd + 1}, {nd + 2})"
 
 
-def ss(ctype, ptype, n):
-    return ss_wrapper("ck_wg_ss", ctype, n, f"k16.f32.{ptype}.{ptype}", "1, 1, 0, 0")
-
-
-def ss8(flag, btype, n):  # fp8 operands: no transpose immediates
-    return ss_wrapper("ck_wg_ss_e4m3", flag, n, f"k32.f32.e4m3.{btype}", "1, 1")
-
-
-def rs(ctype, ptype, n):
+def ss8(n):
     nd = n // 2
-    return f"""template <> __device__ __forceinline__ void ck_wg_rs<{ctype}, {n}>(float (&d)[{nd}], const uint32_t a[4], uint64_t db)
-{{
-    asm volatile("{{\\n"
-                 ".reg .pred p;\\n"
-                 "setp.ne.b32 p, %{nd + 5}, 0;\\n"
-                 "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptype}.{ptype} {{{regs(0, nd)}}}, {{{regs(nd, 4)}}}, %{nd + 4}, p, 1, 1, 1;\\n"
-                 "}}\\n"
-                 : {outs(nd)}
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
-}}
-"""
+    return f"CK_WG_SS8_PAIR({n}, {nd}, {nd}, {nd + 1}, {nd + 2})"
+
+
+def rs(n):
+    nd = n // 2
+    return f'CK_WG_RS_PAIR({n}, {nd}, "{regs(nd, 4)}", {nd + 4}, {nd + 5})'
 
 
 def main() -> int:
@@ -89,14 +111,15 @@ def main() -> int:
         "__device__ __forceinline__ void ck_wg_ss_e4m3(float (&d)[N / 2], uint64_t da, uint64_t db, int acc);",
         "",
     ]
-    for ctype, ptype in TYPES:
-        for n in SS_N:
-            out.append(ss(ctype, ptype, n))
-        for n in RS_N:
-            out.append(rs(ctype, ptype, n))
-    for flag, btype in B8_TYPES:
-        for n in SS8_N:
-            out.append(ss8(flag, btype, n))
+    counts = sorted({n // 2 for n in SS_N + RS_N + SS8_N})
+    out.append("/* the operand lists: CK_WG_R<nd> the accumulator registers %0 .., CK_WG_O<nd> the asm outputs */")
+    for nd in counts:
+        out.append(f'#define CK_WG_R{nd} "{regs(0, nd)}"')
+        out.append(f"#define CK_WG_O{nd} {outs(nd)}")
+    out.append("")
+    out.append(bodies())
+    out += [ss(n) for n in SS_N] + [rs(n) for n in RS_N] + [ss8(n) for n in SS8_N]
+    out.append("")
     out.append("#endif /* ATTNRT_WGMMA_SM90A_CUH */")
     text = "\n".join(out) + "\n"
     if len(sys.argv) == 3 and sys.argv[1] == "--check":  # the build's test: is the committed header current?

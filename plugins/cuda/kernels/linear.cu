@@ -27,7 +27,7 @@
  * [0, T]; a slot outside [0, slots) is padding (outputs 0, nothing read or written), a zero initial
  * state (speculative read) or a skipped write (speculative write). */
 #include "ck_common.cuh"
-#include "../cuda_ops12.h"
+#include "../cuda_mla_linear.h"
 
 /* 4 bytes global -> shared (the scalar path); the wait orders the thread's own later shared reads. */
 __device__ __forceinline__ void ck_lin_cp4(uint32_t dst, const void *src)
@@ -86,7 +86,7 @@ __device__ __forceinline__ float ck_lin_colsum_total(const float *red, int c)
 }
 
 /* The decode kernels' state loads and stores carry an explicit L2::evict_normal policy (createpolicy +
- * .L2::cache_hint). Same-run A/B on the H200 (docs/dev/cuda-linear.md, session 6): 2-4 us faster at
+ * .L2::cache_hint). On the H200: 2-4 us faster at
  * B 64 x H 16 and 3-6 points faster at the larger shapes than the plain cp.async.cg / st.global.v4 forms,
  * whose stores made 23-37 % more L2 write sectors (ncu); evict_first on either was slower. */
 __device__ __forceinline__ uint64_t ck_lin_policy_normal()
@@ -153,6 +153,27 @@ __device__ __forceinline__ void ck_lin_block(const ck_lin_args_t &a, int &b, int
     b = (int)ub;
     hv = (int)(bh - ub * (unsigned)a.heads);
     col0 = (int)(blockIdx.x - bh * slices) * CK_LIN_COLS;
+}
+
+/* This thread's rows of the state slice (my: element (i, c) at my[i * CK_LIN_SROW + c]; rows rg + i x
+ * CK_LIN_ROW_GROUPS, columns jc .. jc + 3) into the slot's state at dst, rows and columns past Dk / Dv left out */
+template <int RPT, bool VEC>
+__device__ __forceinline__ void ck_lin_store_state(const ck_lin_args_t &a, float *dst, const float *my, int rg, int jc)
+{
+#pragma unroll
+    for (int i = 0; i < RPT; i++) {
+        const int row = rg + i * CK_LIN_ROW_GROUPS;
+        if (row >= a.dk) continue;
+        const float4 x = *(const float4 *)(my + i * CK_LIN_SROW);
+        if (VEC) {
+            if (jc < a.dv) *(float4 *)(dst + row * a.state_st[2] + jc) = x;
+        } else {
+            const float S[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                if (jc + c < a.dv) dst[row * a.state_st[2] + jc + c] = S[c];
+        }
+    }
 }
 
 template <int OP, int RPT, bool VEC>
@@ -310,44 +331,15 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
             if (a.spec) { /* after token t the state goes to spec_state_indices[b][t - t_begin] */
                 const int64_t j = t - t_begin;
                 const int64_t ws = j <= a.num_spec ? a.spec_idx[b * a.spec_st[0] + j * a.spec_st[1]] : -1;
-                if (ws >= 0 && ws < a.num_slots) {
-                    float *dst = a.state + ws * a.state_st[0] + hv * a.state_st[1];
-#pragma unroll
-                    for (int i = 0; i < RPT; i++) {
-                        const int row = rg + i * CK_LIN_ROW_GROUPS;
-                        if (row >= a.dk) continue;
-                        const float4 x = *(const float4 *)(my + i * CK_LIN_SROW);
-                        if (VEC) {
-                            if (jc < a.dv) *(float4 *)(dst + row * a.state_st[2] + jc) = x;
-                        } else {
-                            const float S[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-                            for (int c = 0; c < 4; c++)
-                                if (jc + c < a.dv) dst[row * a.state_st[2] + jc + c] = S[c];
-                        }
-                    }
-                }
+                if (ws >= 0 && ws < a.num_slots)
+                    ck_lin_store_state<RPT, VEC>(a, a.state + ws * a.state_st[0] + hv * a.state_st[1], my, rg, jc);
             }
         }
     }
 
     if (OP == CK_LIN_GDN && a.spec) return;
     ck_lin_wait_all(); /* no token (a restart without one): the zeros */
-    float *dst = a.state + write_slot * a.state_st[0] + hv * a.state_st[1];
-#pragma unroll
-    for (int i = 0; i < RPT; i++) {
-        const int row = rg + i * CK_LIN_ROW_GROUPS;
-        if (row >= a.dk) continue;
-        const float4 x = *(const float4 *)(my + i * CK_LIN_SROW);
-        if (VEC) {
-            if (jc < a.dv) *(float4 *)(dst + row * a.state_st[2] + jc) = x;
-        } else {
-            const float S[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-            for (int c = 0; c < 4; c++)
-                if (jc + c < a.dv) dst[row * a.state_st[2] + jc + c] = S[c];
-        }
-    }
+    ck_lin_store_state<RPT, VEC>(a, a.state + write_slot * a.state_st[0] + hv * a.state_st[1], my, rg, jc);
 }
 
 /* ---- decode: every request has exactly one token (the plan saw it on the host), no speculative
@@ -360,8 +352,7 @@ __device__ __forceinline__ void ck_lin_body(const ck_lin_args_t &a)
  * k, the reduction rows) fit 12 blocks an SM (ck_lin_body: 8-10), i.e. more state loads in flight.
  * The small inputs (has_init flag, q, k, v, beta, g; lightning's slope) are requested together with the
  * slot by branch-free loads (ck_lin_ld_bits): with ck_load's switch they were a chain of round trips on
- * every block's path (same-run A/B on the H200, docs/dev/cuda-linear.md session 6: B 64 x H 16 GDN 42.5
- * -> 39.1 us, lightning 41.2 -> 38.9 us). */
+ * every block's path (H200, B 64 x H 16: GDN 42.5 -> 39.1 us, lightning 41.2 -> 38.9 us). */
 template <int OP, int RPT>
 __device__ __forceinline__ void ck_lin_decode_body(const ck_lin_args_t &a)
 {

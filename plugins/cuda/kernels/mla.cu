@@ -16,7 +16,7 @@
  * the device from seq_lens (or topk), so a graph replayed with grown sequences stays correct. */
 #include "ck_common.cuh"
 #include "mla_common.cuh"
-#include "../cuda_ops12.h"
+#include "../cuda_mla_linear.h"
 
 __device__ __forceinline__ float ck_mla_scale_of(const ck_mla_args_t &a, int64_t block)
 {
@@ -36,19 +36,12 @@ extern "C" __global__ void __launch_bounds__(CK_MLA_THREADS) ck_mla_simt(const _
     int64_t *slim = (int64_t *)(salpha + CK_MLA_ROWS); /* [ROWS] last key position a row sees */
     int64_t *spos = slim + CK_MLA_ROWS;                /* [KC] position, -1: no key */
 
-    const ck_mla_item_t it = a.items[blockIdx.x];
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int64_t seq = it.seq;
-    const ck_request_t rq = ck_request(a, seq);
-    const int64_t q_begin = rq.q_begin, L = rq.L, S = rq.S;
-    const int hc = it.head_count;
-    const int64_t ntok = min((int64_t)it.q_count, L - it.q_first);
-    if (ntok <= 0) return;
-    const int nrows = (int)ntok * hc;
-    const int64_t tok0 = q_begin + it.q_first;
-
-    int64_t k_lo, k_hi; /* positions (dense) or list entries (sparse): this split's share */
-    ck_mla_item_keys(a, it, rq, ntok, CK_MLA_KC, &k_lo, &k_hi);
+    ck_mla_work w; /* the block's item; k_lo .. k_hi: positions (dense) or list entries (sparse), this split's share */
+    if (!ck_mla_work_begin(a, CK_MLA_KC, w)) return;
+    const ck_mla_item_t &it = w.it;
+    const int64_t seq = it.seq, L = w.L, S = w.S, tok0 = w.tok0, k_lo = w.k_lo, k_hi = w.k_hi;
+    const int hc = w.hc, nrows = w.nrows;
 
     /* query rows, f32 */
     for (int r = warp; r < nrows; r += CK_MLA_THREADS / 32) {
@@ -194,7 +187,7 @@ extern "C" __global__ void __launch_bounds__(CK_MLA_THREADS) ck_mla_split_merge(
      * so that the blocks fill one wave of the chip. A merge is latency, not bandwidth: B 4 x 32768 at Hq 128 is
      * 8 groups of 16 splits (16.8 MB of partials); one block a row slice and all 512 columns took 114 us under
      * ncu (64 blocks, each thread's loads one split at a time), 128-column slices with the splits' loads issued
-     * together 30 us (docs/dev/cuda-mla.md, session 9, lead) */
+     * together 30 us */
     constexpr int MR = CK_MLA_MERGE_ROWS;
     __shared__ float wts[MR][CK_MLA_MAX_SPLITS];
     const int MC = a.merge_cols, PR = a.part_rows, nrb = PR / MR, ncb = (a.dv + MC - 1) / MC;

@@ -14,10 +14,9 @@
  * list (negative, >= seq_len or an absent block: no key; a repeated index counts each time). */
 #include "ck_common.cuh"
 #include "mla_common.cuh"
-#include "../cuda_ops12.h"
+#include "../cuda_mla_linear.h"
 
 #define CK_MLA_LOG2E 1.4426950408889634f
-#define CK_MLA_LN2 0.6931471805599453f
 #define CK_MLA_LAZY 8.0f /* log2 units the running max may lag the true max by */
 
 /* 2^x by the SFU (x <= 8 here; -inf gives 0) */
@@ -45,20 +44,13 @@ template <typename T, bool FP8> __device__ __forceinline__ void ck_mla_mma_body(
     int32_t *spos = (int32_t *)(soff + ST * BN);           /* [ST][BN] key position (< seq_len), -1: none */
     float *sscl = (float *)(spos + ST * BN);               /* [ST][BN] fp8 scale of the row */
 
-    const ck_mla_item_t it = a.items[blockIdx.x];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t4 = lane & 3;
-    const int64_t seq = it.seq;
-    const ck_request_t rq = ck_request(a, seq);
-    const int64_t q_begin = rq.q_begin, L = rq.L, S = rq.S;
-    const int hc = it.head_count;
-    const int64_t ntok = min((int64_t)it.q_count, L - it.q_first);
-    if (ntok <= 0) return;
-    const int nrows = (int)ntok * hc;
-    const int64_t tok0 = q_begin + it.q_first;
-
-    int64_t k_lo, k_hi; /* positions (dense) or list entries (sparse): this split's share */
-    ck_mla_item_keys(a, it, rq, ntok, BN, &k_lo, &k_hi);
+    ck_mla_work w; /* the block's item; k_lo .. k_hi: positions (dense) or list entries (sparse), this split's share */
+    if (!ck_mla_work_begin(a, BN, w)) return;
+    const ck_mla_item_t &it = w.it;
+    const int64_t seq = it.seq, L = w.L, S = w.S, tok0 = w.tok0, k_lo = w.k_lo, k_hi = w.k_hi;
+    const int hc = w.hc, nrows = w.nrows;
     const int64_t n_tiles = (k_hi - k_lo + BN - 1) / BN;
     const int32_t *idx_row = a.sparse ? a.indices + tok0 * a.idx_st[0] : nullptr;
 
@@ -351,21 +343,7 @@ template <typename T, bool FP8> __device__ __forceinline__ void ck_mla_mma_body(
     const bool part = it.num_splits > 1;
     if (sq == 0) {
         const int64_t t = tok0 + srow / hc, h = it.head_first + srow % hc;
-        const float m_nat = m_run * CK_MLA_LN2;
-        float mul = 0.0f;
-        if (srow_ok && l_run > 0.0f) {
-            float den = l_run;
-            if (!part && a.sinks) den += __expf(a.sinks[h * a.sinks_st] - m_nat);
-            mul = 1.0f / den;
-        }
-        sMul[srow] = mul;
-        if (srow_ok) {
-            const float lse = l_run > 0.0f ? m_nat + logf(l_run) : -CK_INF;
-            if (part)
-                a.part_lse[(int64_t)(it.part_index + it.split) * ROWS + srow] = lse;
-            else if (a.lse)
-                a.lse[t * a.lse_st[0] + h * a.lse_st[1]] = lse;
-        }
+        sMul[srow] = ck_mla_row_finish(a, it, part, srow, t, h, m_run, l_run, srow_ok, true);
     }
     __syncthreads();
 #pragma unroll
@@ -385,19 +363,5 @@ template <typename T, bool FP8> __device__ __forceinline__ void ck_mla_mma_body(
         }
 }
 
-extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_mma_f16(const __grid_constant__ ck_mla_args_t a)
-{
-    ck_mla_mma_body<__half, false>(a);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_mma_bf16(const __grid_constant__ ck_mla_args_t a)
-{
-    ck_mla_mma_body<__nv_bfloat16, false>(a);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_mma_f16_fp8(const __grid_constant__ ck_mla_args_t a)
-{
-    ck_mla_mma_body<__half, true>(a);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_mma_bf16_fp8(const __grid_constant__ ck_mla_args_t a)
-{
-    ck_mla_mma_body<__nv_bfloat16, true>(a);
-}
+/* ck_mla_mma_<f16|bf16>[_fp8]: a latent of the query's 16-bit type, or fp8 (e4m3 / e5m2: a.kv_dtype) */
+CK_MLA_ENTRIES(ck_mla_mma, ck_mla_mma_body)

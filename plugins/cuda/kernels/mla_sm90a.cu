@@ -1,7 +1,7 @@
 /* mla_sm90a.cu — MLA on Hopper's warpgroup MMA (wgmma, sm_90a only; in the second fatbin, loaded on
  * compute capability 9.0): DeepSeek's latent (kv_dim 576, v_dim 512) in the query's 16-bit format. It
  * takes the tensor-core kernel's items and splits (mla_mma.cu: 64 query rows an item, a token's heads
- * sharing its latent rows) and computes the same function. An fp8 latent (F8, session 7) is copied raw and
+ * sharing its latent rows) and computes the same function. An fp8 latent (F8, below) is copied raw and
  * converted exactly to the 16-bit tile (e4m3 / e5m2 values are f16 / bf16 values), its row scale applied to
  * the scores and probabilities instead, as mla_mma.cu does.
  *
@@ -17,16 +17,15 @@
  * depends on the thread's index in its warpgroup only), so P and the row factors pass as one 16-byte
  * slot a thread and k-step. Three barriers a tile: the tile barrier (tile landed, both P V of the last
  * tile done, its stage free) and two named ones (each half of P ready: P V of the first half runs while
- * warpgroup 0 forms the second; session 7's SPLIT, below). The default (session 8's PIPE, below) splits the
- * tile barrier in two named ones so that S of a tile follows the last tile's P V on the tensor cores.
+ * warpgroup 0 forms the second). For a 16-bit latent (PIPE, below) the tile barrier splits in two named ones so
+ * that S of a tile follows the last tile's P V on the tensor cores.
  * Dense items walk key positions (causal per row); sparse items are one token each and walk its index
  * list (negative, >= seq_len or an absent block: no key). */
 #include "attn_prefill_sm90a.cuh" /* the wgmma helpers (fence, commit, wait, pin, descriptors), ck_pf_cp16_row */
 #include "mla_common.cuh"
-#include "../cuda_ops12.h"
+#include "../cuda_mla_linear.h"
 
 #define CK_MLAW_LOG2E 1.4426950408889634f
-#define CK_MLAW_LN2 0.6931471805599453f
 #define CK_MLAW_LAZY 8.0f /* log2 units the running max may lag the true max by (p <= 2^8) */
 
 __device__ __forceinline__ float ck_mlaw_exp2(float x)
@@ -37,39 +36,26 @@ __device__ __forceinline__ float ck_mlaw_exp2(float x)
 }
 /* named barrier 1 over both warpgroups: P of the tile and its factors are published. Both sides wait
  * (bar.sync): warpgroup 1 is idle there anyway, and compute-sanitizer's racecheck does not model a
- * bar.arrive producer (with one, it reported this hand-off as a hazard: docs/dev/cuda-mla.md, run 5). */
+ * bar.arrive producer (with one, it reported this hand-off as a hazard). */
 __device__ __forceinline__ void ck_mlaw_bar_p() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
-/* named barrier 2: the second half of P is published (SPLIT) */
+/* named barrier 2: the second half of P is published */
 __device__ __forceinline__ void ck_mlaw_bar_p2() { asm volatile("bar.sync 2, 256;\n" ::: "memory"); }
 
-/* What session 7 changed (docs/dev/cuda-mla.md), as flags of one template so that v2 stays buildable for an
- * A/B in the same build (ATTNRT_CUDA_MLA_VARIANT=v2; the kernels' default is all of them):
- *   EPI   the output written by one short loop a destination kind: the generic per-element store (a dtype
- *         switch, unrolled 64 times) was ~5,600 instructions run once, 18% of v2's time in instruction fetch;
- *   HOIST a copy's four row addresses read before its first cp.async (one shared-memory wait, not four);
- *   FOLD  the softmax's scale folded into the exponent's FMA;
- *   SPLIT P published in two halves (keys 0-31, then 32-63, a second named barrier): the tensor cores run
- *         the first half's P V while warpgroup 0 forms the second half's exponentials;
- *   STAGE a 16-bit output (rows 16-byte aligned, no partial state) through a free latent stage, then copied
- *         out in 16-byte pieces of whole rows (direct pair stores are 4 bytes, 8 rows a warp instruction). */
-enum { CK_MLAW_EPI = 1, CK_MLAW_HOIST = 2, CK_MLAW_FOLD = 4, CK_MLAW_SPLIT = 8, CK_MLAW_STAGE = 16 };
-/* An fp8 latent (docs/dev/cuda-mla.md, "fp8 latent on wgmma"):
- *   F8    the raw codes of tile j + 1 (64 x 576 bytes) land by cp.async in the upper half of its 16-bit stage
- *         and are converted in place after the converting threads issued their P V of tile j (the copies then
- *         have S and the softmax to land; the conversion runs beside the tensor cores' P V), by warpgroup 1;
- *   F8ALL by both warpgroups (warpgroup 0 issues its rows' copies behind its S wgmma and converts them behind
- *         its P V: the conversion's instructions, the tile's longest addition, spread over twice the warps). */
-enum { CK_MLAW_F8 = 32, CK_MLAW_F8ALL = 64 };
-/* Session 8 (docs/dev/cuda-mla.md, "Session 8"):
- *   PIPE  warpgroup 0 issues the first 4 k-steps of S of tile j right behind its P V of tile j - 1, without
- *         waiting for that P V (v5's loop top, a block barrier after both P V completed, left the tensor cores
- *         idle), then waits for that P V only, then issues the other 32 k-steps. The block barrier splits in
- *         two named ones: bar 5 (tile j landed: the copying threads waited for their copies; S may read it)
- *         at the end of tile j - 1, and bar 4 (P V of tile j - 1 done: its stage takes tile j + 1's copies)
- *         between S's two groups. Issuing all 36 k-steps before bar 4 was 9 % slower than v5: a wgmma issue
- *         waits for room in the tensor cores' queue, so bar 4, and warpgroup 1's copies behind it, came only
- *         once most of S had run. 16-bit latents only (fp8 keeps its conversion's place in the tile). */
-enum { CK_MLAW_PIPE = 128 };
+/* The kernel's form: the output written by one short loop a destination kind (a generic per-element store, a dtype switch
+ * unrolled 64 times, was ~5,600 instructions run once: 18 % of the time in instruction fetch), through a free latent
+ * stage in 16-byte pieces of whole rows where it is 16-bit, 16-byte aligned and not a partial state; a copy's row
+ * addresses read before its first cp.async; the softmax's scale folded into the exponent's FMA; P published in two
+ * halves (keys 0-31, then 32-63) so that the tensor cores run the first half's P V while warpgroup 0 forms the second's.
+ * F8 (an fp8 latent): the raw codes of tile j + 1 (64 x 576 bytes) land by cp.async in the upper half of its 16-bit
+ *   stage and are converted in place by both warpgroups after they issued their P V of tile j (warpgroup 0 issues its
+ *   rows' copies behind its S wgmma): the conversion runs beside the tensor cores' P V, over all 8 warps.
+ * PIPE (16-bit latents: !F8): warpgroup 0 issues the first 4 k-steps of S of tile j right behind its P V of tile j - 1,
+ *   without waiting for it (a block barrier after both P V left the tensor cores idle), then waits for that P V only,
+ *   then issues the other 32 k-steps. The block barrier splits in two named ones: bar 5 (tile j landed: the copying
+ *   threads waited for their copies; S may read it) at the end of tile j - 1, and bar 4 (P V of tile j - 1 done: its
+ *   stage takes tile j + 1's copies) between S's two groups (all 36 k-steps before bar 4 were 9 % slower: a wgmma issue
+ *   waits for room in the tensor cores' queue, so bar 4, and warpgroup 1's copies behind it, came only once most of S
+ *   had run). fp8 keeps its conversion's place in the tile. */
 template <int N> struct ck_mlaw_int {
     static constexpr int value = N;
 };
@@ -178,7 +164,7 @@ __device__ __forceinline__ void ck_mla_wg_write_staged(const ck_mla_args_t &a, c
     }
 }
 
-template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(const ck_mla_args_t &a)
+template <typename T, bool F8> __device__ __forceinline__ void ck_mla_wg_body(const ck_mla_args_t &a)
 {
     constexpr int ROWS = CK_MLA_MMA_ROWS, BN = CK_MLA_WG_BN, D = CK_MLA_MMA_D, SLOTS = CK_MLA_WG_SLOTS;
     constexpr int CPR = D / 8;                       /* 16-byte chunks a row */
@@ -186,11 +172,9 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     constexpr uint32_t TILE = (D / 64) * CB;         /* a latent tile: 9 column blocks */
     constexpr uint32_t ROPE = (CK_MLA_MMA_DV / 64) * CB; /* the rope block: P of the tile goes there */
     static_assert(ROWS == 64 && BN == 64 && D % 64 == 0 && CK_MLA_MMA_DV == 512, "the shapes this kernel is written for");
-    constexpr bool F8 = (VAR & CK_MLAW_F8) != 0, F8ALL = F8 && (VAR & CK_MLAW_F8ALL) != 0;
-    constexpr bool PIPE = (VAR & CK_MLAW_PIPE) != 0;
-    static_assert(!PIPE || (!F8 && (VAR & CK_MLAW_SPLIT)), "PIPE: 16-bit latents, with SPLIT's two P V groups");
-    constexpr int CT = F8ALL ? 256 : 128, RPT = BN / (CT / 4); /* fp8: converting threads; rows a thread */
-    static_assert(!F8 || ((VAR & CK_MLAW_FOLD) && D == 576), "fp8: the scale is applied with FOLD's exponent; the raw layout is 576's");
+    constexpr bool PIPE = !F8;
+    constexpr int CT = F8 ? 256 : 128, RPT = BN / (CT / 4); /* fp8: converting threads; rows a thread */
+    static_assert(!F8 || D == 576, "fp8: the raw layout is 576's");
     /* fp8: tile j + 1's raw rows [BN][D] bytes land in the upper half of its stage: 36,864 bytes = column
      * blocks 4 (rows 32 ..) to 8, which the conversion of those blocks overwrites last */
     constexpr uint32_t RAW = TILE / 2;
@@ -207,20 +191,13 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     float2 *sfac = (float2 *)(spos + SLOTS * BN);                  /* [128] the rows' factor: alpha, then 1 / l */
     float *sscl = (float *)(sfac + 128);                           /* fp8: [SLOTS][BN] the row's scale, 0: no key */
 
-    const ck_mla_item_t it = a.items[blockIdx.x];
     const int tid = threadIdx.x, wg = tid >> 7, wt = tid & 127, lane = tid & 31, wq = wt >> 5;
     const int g = lane >> 2, t4 = lane & 3;
-    const int64_t seq = it.seq;
-    const ck_request_t rq = ck_request(a, seq);
-    const int64_t L = rq.L, S = rq.S;
-    const int hc = it.head_count;
-    const int64_t ntok = min((int64_t)it.q_count, L - it.q_first);
-    if (ntok <= 0) return;
-    const int nrows = (int)ntok * hc;
-    const int64_t tok0 = rq.q_begin + it.q_first;
-
-    int64_t k_lo, k_hi;
-    ck_mla_item_keys(a, it, rq, ntok, BN, &k_lo, &k_hi);
+    ck_mla_work w;
+    if (!ck_mla_work_begin(a, BN, w)) return;
+    const ck_mla_item_t &it = w.it;
+    const int64_t seq = it.seq, L = w.L, S = w.S, tok0 = w.tok0, k_lo = w.k_lo, k_hi = w.k_hi;
+    const int hc = w.hc, nrows = w.nrows;
     const int n_tiles = (int)((k_hi - k_lo + BN - 1) / BN);
     const int32_t *idx_row = a.sparse ? a.indices + tok0 * a.idx_st[0] : nullptr;
 
@@ -257,7 +234,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
     const uint32_t cp_dst = (uint32_t)cp_r0 * 128u + (uint32_t)((cp_c8 ^ (cp_r0 & 7)) << 4);
     /* fp8: converting thread ct copies (and converts) 16-byte chunk c4 + 4m (m = 0 .. 8: dims 64m + 16 c4 ..)
      * of rows f_r0 + (CT / 4) i, raw rows 576 bytes apart (a quarter warp's 8 chunks hit 8 bank groups) */
-    const int ct = F8ALL ? tid : wt, f_c4 = ct & 3, f_r0 = ct >> 2;
+    const int ct = F8 ? tid : wt, f_c4 = ct & 3, f_r0 = ct >> 2;
     const bool e4m3 = a.kv_dtype == CK_E4M3;
     auto issue8 = [&](int stage, int slot) {
         const uint32_t raw0 = sK + (uint32_t)stage * TILE + RAW + (uint32_t)f_r0 * (uint32_t)D + (uint32_t)f_c4 * 16u;
@@ -316,13 +293,12 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
         uint64_t rows[BN / 16];
 #pragma unroll
         for (int i = 0; i < BN / 16; i++)
-            if (VAR & CK_MLAW_HOIST) rows[i] = saddr[slot * BN + cp_r0 + 16 * i];
+            rows[i] = saddr[slot * BN + cp_r0 + 16 * i];
 #pragma unroll
         for (int i = 0; i < BN / 16; i++) {
-            const uint64_t row = (VAR & CK_MLAW_HOIST) ? rows[i] : saddr[slot * BN + cp_r0 + 16 * i];
 #pragma unroll
             for (int cb = 0; cb < D / 64; cb++)
-                ck_pf_cp16_row(dst0 + (uint32_t)cb * CB + (uint32_t)i * 16u * 128u, row, (uint32_t)(cb * 8 + cp_c8) * 16u);
+                ck_pf_cp16_row(dst0 + (uint32_t)cb * CB + (uint32_t)i * 16u * 128u, rows[i], (uint32_t)(cb * 8 + cp_c8) * 16u);
         }
     };
 
@@ -362,9 +338,9 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
         ck_cp_async_commit();
     }
     __syncthreads(); /* the first tiles' addresses are visible */
-    if ((wg == 1 || F8ALL) && n_tiles > 0) issue(0, 0);
+    if ((wg == 1 || F8) && n_tiles > 0) issue(0, 0);
     ck_cp_async_commit();
-    if (F8 && (wg == 1 || F8ALL) && n_tiles > 0) { /* the first tile converted before the loop's first barrier */
+    if (F8 && n_tiles > 0) { /* the first tile converted before the loop's first barrier */
         ck_cp_async_wait<0>();
         convert8(0);
     }
@@ -440,8 +416,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             __syncthreads();
         }
         float al[2];
-        constexpr bool SPLIT = (VAR & CK_MLAW_SPLIT) != 0;
-        constexpr int NP = SPLIT ? BN / 16 : BN / 8; /* column groups of P formed before the first barrier */
+        constexpr int NP = BN / 16; /* column groups of P formed before the first barrier (the first half) */
         float m_use[2], ls[2];
         /* fp8: key columns (8n + 2 t4, + 1)'s row scales multiply the scores (exact to f32) and, in P only, the
          * probabilities */
@@ -468,7 +443,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
                 issue_s(ck_mlaw_int<0>{}, ck_mlaw_int<D / 16>{});
             else if constexpr (SA < D / 16)
                 issue_s(ck_mlaw_int<SA>{}, ck_mlaw_int<D / 16>{}); /* the rest of S behind bar 4 */
-            if (F8ALL && j + 1 < n_tiles) issue8(st ^ 1, (j + 1) % SLOTS); /* its rows of tile j + 1, behind S */
+            if (F8 && j + 1 < n_tiles) issue8(st ^ 1, (j + 1) % SLOTS); /* its rows of tile j + 1, behind S */
             ck_cp_async_commit();
             ck_wg_wait<0>();
             ck_wg_pin(s);
@@ -489,14 +464,14 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
                         const uint32_t p = (uint32_t)(e ? pos[n].y : pos[n].x);
                         float &v = s[4 * n + 2 * r + e];
                         if (F8) v *= e ? kscale(n).y : kscale(n).x;
-                        v = row_any[r] && p <= lim[r] ? ((VAR & CK_MLAW_FOLD) ? v : v * scale2) : -CK_INF;
+                        v = row_any[r] && p <= lim[r] ? v : -CK_INF;
                         mx[r] = fmaxf(mx[r], v);
                     }
 #pragma unroll
             for (int r = 0; r < 2; r++) {
                 mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
                 mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-                if (VAR & CK_MLAW_FOLD) mx[r] *= scale2; /* scale2 > 0: the max of the scaled scores */
+                mx[r] *= scale2; /* scale2 > 0: the max of the scaled scores */
                 const float m_new = mx[r] > m_run[r] + CK_MLAW_LAZY ? mx[r] : m_run[r];
                 m_use[r] = m_new == -CK_INF ? 0.0f : m_new;
                 /* a row with no key yet has O = 0 and l = 0: factor 1 */
@@ -504,14 +479,12 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
                 ls[r] = 0.0f;
 #pragma unroll
                 for (int n = 0; n < NP; n++) {
-                    const float p0 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r], scale2, -m_use[r]) : s[4 * n + 2 * r] - m_use[r]);
-                    const float p1 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r + 1], scale2, -m_use[r])
-                                                                        : s[4 * n + 2 * r + 1] - m_use[r]);
+                    const float p0 = ck_mlaw_exp2(fmaf(s[4 * n + 2 * r], scale2, -m_use[r]));
+                    const float p1 = ck_mlaw_exp2(fmaf(s[4 * n + 2 * r + 1], scale2, -m_use[r]));
                     ls[r] += p0 + p1;
                     const float2 ks = kscale(n); /* P V with V unscaled: sum p scale v (p <= 2^8: f16 holds it for scales < 255) */
                     pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0 * ks.x, p1 * ks.y);
                 }
-                if (!SPLIT) l_run[r] = l_run[r] * al[r] + ls[r]; /* this thread's share; the quad's sum at the end */
                 m_run[r] = m_new;
             }
             uint4 *dst = (uint4 *)(smem + (kb + ROPE - base));
@@ -538,16 +511,15 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
 #pragma unroll
         for (int k2 = 0; k2 < NP / 2; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc_at(vd, (uint32_t)k2 * 2048u));
         ck_wg_commit();
-        if constexpr (SPLIT) {
+        {
             /* the second half of P: warpgroup 0 forms it while the tensor cores run the first half's P V */
             if (wg == 0) {
 #pragma unroll
                 for (int r = 0; r < 2; r++) {
 #pragma unroll
                     for (int n = NP; n < BN / 8; n++) {
-                        const float p0 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r], scale2, -m_use[r]) : s[4 * n + 2 * r] - m_use[r]);
-                        const float p1 = ck_mlaw_exp2((VAR & CK_MLAW_FOLD) ? fmaf(s[4 * n + 2 * r + 1], scale2, -m_use[r])
-                                                                            : s[4 * n + 2 * r + 1] - m_use[r]);
+                        const float p0 = ck_mlaw_exp2(fmaf(s[4 * n + 2 * r], scale2, -m_use[r]));
+                        const float p1 = ck_mlaw_exp2(fmaf(s[4 * n + 2 * r + 1], scale2, -m_use[r]));
                         ls[r] += p0 + p1;
                         const float2 ks = kscale(n);
                         pa[n >> 1][(n & 1) * 2 + r] = ck_pack2<T>(p0 * ks.x, p1 * ks.y);
@@ -572,7 +544,7 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             for (int k2 = NP / 2; k2 < BN / 16; k2++) ck_wg_rs<T, 256>(o, pa[k2], ck_wg_desc_at(vd, (uint32_t)k2 * 2048u));
             ck_wg_commit();
         }
-        if (F8 && (wg == 1 || F8ALL) && j + 1 < n_tiles) {
+        if (F8 && j + 1 < n_tiles) {
             /* tile j + 1 to 16 bits while the tensor cores run this tile's P V (stage st ^ 1 is not read) */
             ck_cp_async_wait<0>();
             convert8(st ^ 1);
@@ -611,87 +583,21 @@ template <typename T, int VAR> __device__ __forceinline__ void ck_mla_wg_body(co
             lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
             const int row = wq * 16 + g + 8 * r;
             const int64_t t = tok0 + row / hc, h = it.head_first + row % hc;
-            const float m_nat = m_run[r] * CK_MLAW_LN2;
-            mul[r] = 0.0f;
-            if (row < nrows && lsum > 0.0f) {
-                float den = lsum;
-                if (!part && a.sinks) den += __expf(a.sinks[h * a.sinks_st] - m_nat);
-                mul[r] = 1.0f / den;
-            }
-            if (row < nrows && t4 == 0) {
-                const float lse = lsum > 0.0f ? m_nat + logf(lsum) : -CK_INF;
-                if (part)
-                    a.part_lse[(int64_t)(it.part_index + it.split) * ROWS + row] = lse;
-                else if (a.lse)
-                    a.lse[t * a.lse_st[0] + h * a.lse_st[1]] = lse;
-            }
+            mul[r] = ck_mla_row_finish(a, it, part, row, t, h, m_run[r], lsum, row < nrows, t4 == 0);
         }
         sfac[wt] = make_float2(mul[0], mul[1]);
     }
     __syncthreads();
     const float2 mf = sfac[wt];
-    /* STAGE: the stages are free (the copies landed, both P V done) and so are the address slots */
-    const bool staged = (VAR & CK_MLAW_STAGE) && !part && a.out_dtype != CK_F32 &&
+    /* the stages are free (the copies landed, both P V done) and so are the address slots */
+    const bool staged = !part && a.out_dtype != CK_F32 &&
                         (((uintptr_t)a.out | (uintptr_t)(a.out_st[0] * 2) | (uintptr_t)(a.out_st[1] * 2)) & 15) == 0;
     if (staged) {
         ck_mla_wg_write_staged<T>(a, it, o, mf, nrows, hc, tok0, wq * 16 + g, wg * 256 + 2 * t4, smem + (sK - base), saddr, tid);
-    } else if (VAR & CK_MLAW_EPI) {
-        ck_mla_wg_write<T>(a, it, part, o, mf, nrows, hc, tok0, wq * 16 + g, wg * 256 + 2 * t4);
     } else {
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const int row = wq * 16 + g + 8 * r;
-            if (row >= nrows) continue;
-            const int64_t t = tok0 + row / hc, h = it.head_first + row % hc;
-            const float mul = r ? mf.y : mf.x;
-#pragma unroll
-            for (int n = 0; n < 32; n++) {
-                const int col = wg * 256 + n * 8 + 2 * t4;
-                const float o0 = o[4 * n + 2 * r] * mul, o1 = o[4 * n + 2 * r + 1] * mul;
-                ck_mla_store_pair(a, it, part, row, t, h, col, o0, o1);
-            }
-        }
+        ck_mla_wg_write<T>(a, it, part, o, mf, nrows, hc, tok0, wq * 16 + g, wg * 256 + 2 * t4);
     }
 }
 
-#define CK_MLAW_V5 (CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT | CK_MLAW_STAGE)
-extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16(const __grid_constant__ ck_mla_args_t a)
-{
-    ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_PIPE>(a);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16(const __grid_constant__ ck_mla_args_t a)
-{
-    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_V5 | CK_MLAW_PIPE>(a);
-}
-/* the session-7 A/B (docs/dev/cuda-mla.md; ATTNRT_CUDA_MLA_VARIANT=<name>): v2 as it was, and other flag sets */
-#define CK_MLA_WG_VAR(name, var)                                                                                       \
-    extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16_##name(const __grid_constant__ ck_mla_args_t a)  \
-    {                                                                                                                  \
-        ck_mla_wg_body<__half, var>(a);                                                                                \
-    }                                                                                                                  \
-    extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16_##name(const __grid_constant__ ck_mla_args_t a) \
-    {                                                                                                                  \
-        ck_mla_wg_body<__nv_bfloat16, var>(a);                                                                         \
-    }
-CK_MLA_WG_VAR(v2, 0)
-CK_MLA_WG_VAR(split, CK_MLAW_EPI | CK_MLAW_HOIST | CK_MLAW_FOLD | CK_MLAW_SPLIT)
-CK_MLA_WG_VAR(v5, CK_MLAW_V5)
-
-/* an fp8 latent (e4m3 or e5m2, a.kv_dtype) with a query of type T; `wg1`: converted by warpgroup 1 alone (the
- * first design, for the A/B) */
-extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16_fp8(const __grid_constant__ ck_mla_args_t a)
-{
-    ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_F8 | CK_MLAW_F8ALL>(a);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16_fp8(const __grid_constant__ ck_mla_args_t a)
-{
-    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_V5 | CK_MLAW_F8 | CK_MLAW_F8ALL>(a);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_f16_fp8_wg1(const __grid_constant__ ck_mla_args_t a)
-{
-    ck_mla_wg_body<__half, CK_MLAW_V5 | CK_MLAW_F8>(a);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) ck_mla_wg_bf16_fp8_wg1(const __grid_constant__ ck_mla_args_t a)
-{
-    ck_mla_wg_body<__nv_bfloat16, CK_MLAW_V5 | CK_MLAW_F8>(a);
-}
+/* ck_mla_wg_<f16|bf16>[_fp8]: a latent of the query's 16-bit type, or fp8 (e4m3 / e5m2: a.kv_dtype) */
+CK_MLA_ENTRIES(ck_mla_wg, ck_mla_wg_body)

@@ -1,4 +1,4 @@
-/* cuda_ops12.h — the ABI 1.2 ops of the cuda plugin (MLA dense/sparse, lightning, gated delta): the
+/* cuda_mla_linear.h — the MLA and linear-attention ops of the cuda plugin (MLA dense/sparse, lightning, gated delta): the
  * argument structs the host passes BY VALUE to their kernels (included by both sides: fixed-size C
  * types only), and, for the host, the plan objects and entry points. Strides are in elements.
  *
@@ -14,8 +14,8 @@
  *   back: a decode streams the state once in, once out. A GDN batch of one token per request takes the
  *   decode kernel (no token loop, fewer barriers and registers: 12 blocks an SM).
  */
-#ifndef ATTNRT_CUDA_OPS12_H
-#define ATTNRT_CUDA_OPS12_H
+#ifndef CK_CUDA_MLA_LINEAR_H
+#define CK_CUDA_MLA_LINEAR_H
 
 #include <stdint.h>
 
@@ -136,13 +136,13 @@ typedef struct ck_lin_args {
 #ifndef __CUDACC__
 #include "cuda_internal.h"
 
-/* Every 1.2 plan starts with this head, so that plan_destroy knows what it frees. */
-#define CUDA_PLAN12_MAGIC 0x43753132u /* "Cu12" */
-enum cuda_plan12_kind { CUDA_PLAN_MLA = 1, CUDA_PLAN_LIGHTNING = 2, CUDA_PLAN_GATED_DELTA = 3 };
-typedef struct cuda_plan12_head {
+/* Every MLA, lightning and gated-delta plan starts with this head, so that plan_destroy knows what it frees. */
+#define CUDA_OP_PLAN_MAGIC 0x43753132u /* "Cu12": the bytes of a live plan */
+enum cuda_op_plan_kind { CUDA_PLAN_MLA = 1, CUDA_PLAN_LIGHTNING = 2, CUDA_PLAN_GATED_DELTA = 3 };
+typedef struct cuda_op_plan_head {
     uint32_t          magic, kind;
     const cuda_dev_t *dev;
-} cuda_plan12_head_t;
+} cuda_op_plan_head_t;
 
 attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args, const attnrt_batch_host_t *batch,
                               void **plan, size_t *workspace_bytes);
@@ -158,7 +158,7 @@ attnrt_status_t cuda_gated_delta_plan(cuda_dev_t *d, const attnrt_gated_delta_ar
 attnrt_status_t cuda_gated_delta_run(cuda_dev_t *d, const void *plan, const attnrt_gated_delta_args_t *args,
                                      void *workspace, size_t workspace_bytes, void *stream);
 /* Frees any plan of the three (NULL, or not one of ours: nothing). */
-void cuda_plan12_destroy(cuda_dev_t *d, void *plan);
+void cuda_op_plan_destroy(cuda_dev_t *d, void *plan);
 #endif
 
-#endif /* ATTNRT_CUDA_OPS12_H */
+#endif /* CK_CUDA_MLA_LINEAR_H */

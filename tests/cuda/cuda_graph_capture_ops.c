@@ -1,4 +1,4 @@
-/* cuda_graph_capture_ops12 — proves that the ABI 1.2 runs of the cuda plugin (attnrt_mla_run,
+/* cuda_graph_capture_ops — proves that the MLA, lightning and gated-delta runs of the cuda plugin (attnrt_mla_run,
  * attnrt_lightning_run, attnrt_gated_delta_run) can be captured in a CUDA graph (Driver API, global
  * capture mode: an allocation or a synchronisation inside a run ends the capture with an error) and that
  * a replay writes the same bytes as the direct run. Not a CI test (it needs a GPU): bench/h200/run_ops.sh
@@ -348,7 +348,7 @@ static int gdn_case(attnrt_context_t *ctx, attnrt_stream_t *stream, int decode)
 int main(void)
 {
     attnrt_stream_t *stream = NULL;
-    attnrt_context_t *ctx = open_cuda_or_skip("cuda_graph_capture_ops12", &stream);
+    attnrt_context_t *ctx = open_cuda_or_skip("cuda_graph_capture_ops", &stream);
     int failures = mla_case(ctx, stream);
     for (int decode = 0; decode < 2; decode++) {
         failures += lightning_case(ctx, stream, decode);
@@ -357,6 +357,6 @@ int main(void)
     attnrt_stream_destroy(stream);
     CHECK_AT(attnrt_close(ctx), "attnrt_close");
     attnrt_shutdown();
-    printf("cuda_graph_capture_ops12: %s\n", failures ? "FAILED" : "PASSED");
+    printf("cuda_graph_capture_ops: %s\n", failures ? "FAILED" : "PASSED");
     return failures ? 1 : 0;
 }
