@@ -31,78 +31,12 @@ typedef struct job {
     const int32_t *qsl; int64_t qsl_st;
     const int32_t *sl;  int64_t sl_st;
     const float   *sinks; int64_t sinks_st;
-    float   scale;
     int     causal;
     int64_t window_left;
-    /* scratch */
-    float *q_rows, *acc, *m, *l, *pacc, *pm, *pl, *kt, *vt, *s;
+    npu_online_t o; /* the rows' softmax state, in the run's scratch */
 } job_t;
 
 static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
-
-static void carve_scratch(job_t *j, float *base)
-{
-    const int64_t R = NPU_ROWS_MAX, K = NPU_TILE;
-    j->q_rows = base;          base += R * j->dqk;
-    j->acc = base;             base += R * j->dv;
-    j->m = base;               base += R;
-    j->l = base;               base += R;
-    j->pacc = base;            base += R * j->dv;
-    j->pm = base;              base += R;
-    j->pl = base;              base += R;
-    j->kt = base;              base += K * j->dqk;
-    j->vt = base;              base += K * j->dv;
-    j->s = base;
-}
-
-static float dot(const float *a, const float *b, int64_t n)
-{
-    float acc[8] = {0};
-    int64_t d = 0;
-    for (; d + 8 <= n; d += 8)
-        for (int k = 0; k < 8; k++) acc[k] += a[d + k] * b[d + k];
-    float tail = 0.0f;
-    for (; d < n; d++) tail += a[d] * b[d];
-    return tail + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
-
-/* Folds tile keys [jb, je) (positions key0 + j) into row r's partition state (pm, pl, pacc). */
-static void fold(const job_t *j, int64_t r, int jb, int je)
-{
-    const float *q = j->q_rows + r * j->dqk;
-    float smax = -INFINITY;
-    for (int k = jb; k < je; k++) {
-        j->s[k] = j->scale * dot(q, j->kt + k * j->dqk, j->dqk);
-        smax = j->s[k] > smax ? j->s[k] : smax;
-    }
-    const float m_old = j->pm[r], m_new = smax > m_old ? smax : m_old;
-    if (m_new == -INFINITY) return;
-    const float alpha = expf(m_old - m_new);
-    float *acc = j->pacc + r * j->dv;
-    for (int64_t d = 0; d < j->dv; d++) acc[d] *= alpha;
-    float psum = 0.0f;
-    for (int k = jb; k < je; k++) {
-        const float w = expf(j->s[k] - m_new);
-        psum += w;
-        const float *v = j->vt + k * j->dv;
-        for (int64_t d = 0; d < j->dv; d++) acc[d] += w * v[d];
-    }
-    j->pl[r] = j->pl[r] * alpha + psum;
-    j->pm[r] = m_new;
-}
-
-/* The online-softmax merge of row r's partition state into its running state. */
-static void merge_partition(const job_t *j, int64_t r)
-{
-    if (j->pm[r] == -INFINITY) return;
-    const float m_new = j->pm[r] > j->m[r] ? j->pm[r] : j->m[r];
-    const float a = expf(j->m[r] - m_new), b = expf(j->pm[r] - m_new);
-    float *acc = j->acc + r * j->dv;
-    const float *pacc = j->pacc + r * j->dv;
-    for (int64_t d = 0; d < j->dv; d++) acc[d] = a * acc[d] + b * pacc[d];
-    j->l[r] = a * j->l[r] + b * j->pl[r];
-    j->m[r] = m_new;
-}
 
 /* Dequantises the K/V rows of positions [k0, k0 + n) of one block (KV head h) into the tiles. */
 static void load_tile(const job_t *j, int64_t block, int64_t row0, int64_t n, int64_t h)
@@ -111,8 +45,8 @@ static void load_tile(const job_t *j, int64_t block, int64_t row0, int64_t n, in
     for (int64_t i = 0; i < n; i++) {
         const char *k = j->kc + (size_t)(block * j->kc_st[0] + (row0 + i) * j->kc_st[1] + h * j->kc_st[2]) * es;
         const char *v = j->vc + (size_t)(block * j->vc_st[0] + (row0 + i) * j->vc_st[1] + h * j->vc_st[2]) * es;
-        dc_row_to_f32(j->kt + i * j->dqk, k, j->kv_kind, (size_t)j->dqk, j->k_scale);
-        dc_row_to_f32(j->vt + i * j->dv, v, j->kv_kind, (size_t)j->dv, j->v_scale);
+        dc_row_to_f32(j->o.kt + i * j->dqk, k, j->kv_kind, (size_t)j->dqk, j->k_scale);
+        dc_row_to_f32(j->o.vt + i * j->dv, v, j->kv_kind, (size_t)j->dv, j->v_scale);
     }
 }
 
@@ -126,13 +60,9 @@ static void run_rows(const job_t *j, int64_t seq, int64_t q_begin, int64_t t0, i
         for (int64_t hh = 0; hh < nh; hh++) {
             const char *q = j->q + (size_t)((q_begin + t0 + ti) * j->q_st[0] + (h0 + hh) * j->q_st[1]) *
                                        dc_kind_size(j->q_kind);
-            dc_row_to_f32(j->q_rows + (ti * nh + hh) * j->dqk, q, j->q_kind, (size_t)j->dqk, 1.0f);
+            dc_row_to_f32(j->o.q + (ti * nh + hh) * j->dqk, q, j->q_kind, (size_t)j->dqk, 1.0f);
         }
-    for (int64_t r = 0; r < rows; r++) {
-        j->m[r] = -INFINITY;
-        j->l[r] = 0.0f;
-    }
-    memset(j->acc, 0, sizeof(float) * (size_t)(rows * j->dv));
+    npu_online_begin(&j->o, rows);
 
     int64_t lo, hi, unused;
     npu_key_range(pq0, S, j->causal, j->window_left, -1, &lo, &unused);
@@ -143,8 +73,7 @@ static void run_rows(const job_t *j, int64_t seq, int64_t q_begin, int64_t t0, i
         if (p_hi < lo || p_lo > hi) continue;   /* hidden by the mask: not visited */
         const int64_t block = j->bt[seq * j->bt_st[0] + part * j->bt_st[1]];
         if (block < 0 || block >= j->num_blocks) continue; /* garbage table entry: those keys do not exist */
-        for (int64_t r = 0; r < rows; r++) j->pm[r] = -INFINITY, j->pl[r] = 0.0f;
-        memset(j->pacc, 0, sizeof(float) * (size_t)(rows * j->dv));
+        npu_online_partition(&j->o, rows);
         const int64_t k_end = p_hi < hi ? p_hi : hi;
         for (int64_t k0 = p_lo > lo ? p_lo : lo; k0 <= k_end; k0 += NPU_TILE) {
             const int64_t n = k_end - k0 + 1 < NPU_TILE ? k_end - k0 + 1 : NPU_TILE;
@@ -154,26 +83,17 @@ static void run_rows(const job_t *j, int64_t seq, int64_t q_begin, int64_t t0, i
                 npu_key_range(pq0 + ti, S, j->causal, j->window_left, -1, &rlo, &rhi);
                 const int jb = (int)clamp64(rlo - k0, 0, n), je = (int)clamp64(rhi - k0 + 1, 0, n);
                 if (jb >= je) continue;
-                for (int64_t hh = 0; hh < nh; hh++) fold(j, ti * nh + hh, jb, je);
+                for (int64_t hh = 0; hh < nh; hh++) npu_online_fold(&j->o, ti * nh + hh, jb, je);
             }
         }
-        for (int64_t r = 0; r < rows; r++) merge_partition(j, r);
+        npu_online_merge(&j->o, rows);
     }
 
     for (int64_t ti = 0; ti < nt; ti++)
         for (int64_t hh = 0; hh < nh; hh++) {
             const int64_t r = ti * nh + hh, t = q_begin + t0 + ti, hq = h0 + hh;
-            float *acc = j->acc + r * j->dv;
-            double lse = -INFINITY;
-            if (j->l[r] > 0.0f) {
-                double den = (double)j->l[r];
-                if (j->sinks) den += exp((double)j->sinks[hq * j->sinks_st] - (double)j->m[r]);
-                const float inv = (float)(1.0 / den);
-                for (int64_t d = 0; d < j->dv; d++) acc[d] *= inv;
-                lse = (double)j->m[r] + log((double)j->l[r]);
-            } else {
-                memset(acc, 0, sizeof(float) * (size_t)j->dv);
-            }
+            const double lse = npu_online_finish(&j->o, r, j->sinks != NULL, j->sinks ? j->sinks[hq * j->sinks_st] : 0.0f);
+            const float *acc = j->o.acc + r * j->dv;
             char *o = j->out + (size_t)(t * j->out_st[0] + hq * j->out_st[1]) * dc_kind_size(j->out_kind);
             dc_row_from_f32(o, acc, j->out_kind, (size_t)j->dv, 1.0f);
             if (j->lse) j->lse[t * j->lse_st[0] + hq * j->lse_st[1]] = (float)lse;
@@ -242,10 +162,12 @@ static void job_init(job_t *j, const npu_attn_plan_t *p, const attnrt_attention_
         j->sinks = a->sinks->data;
         j->sinks_st = a->sinks->strides[0];
     }
-    j->scale = a->scale != 0.0f ? a->scale : (float)(1.0 / sqrt((double)j->dqk));
+    j->o.dqk = j->dqk;
+    j->o.dv = j->dv;
+    j->o.scale = a->scale != 0.0f ? a->scale : (float)(1.0 / sqrt((double)j->dqk));
     j->causal = a->causal != 0;
     j->window_left = a->causal && a->window_left >= 0 ? a->window_left : -1;
-    if (scratch) carve_scratch(j, scratch);
+    if (scratch) npu_online_carve(&j->o, scratch, 0);
 }
 
 enum { SCRATCH_ALIGN = 64 };
@@ -253,7 +175,7 @@ enum { SCRATCH_ALIGN = 64 };
 size_t npu_attn_workspace_bytes(const npu_attn_plan_t *p)
 {
     if (p->head_dim_qk <= 0 || p->head_dim_v <= 0) return 0;
-    return npu_attn_scratch_floats(p->head_dim_qk, p->head_dim_v) * sizeof(float) + SCRATCH_ALIGN;
+    return npu_online_floats(p->head_dim_qk, p->head_dim_v) * sizeof(float) + SCRATCH_ALIGN;
 }
 
 attnrt_status_t npu_attention_run(npu_device_t *d, const void *plan, const attnrt_attention_args_t *in,

@@ -15,6 +15,7 @@
 
 #include "dtype_convert.h"
 #include "plugin_error.h"
+#include "npu_mla.h"
 #include "npu_ops.h"
 #include "plugin_struct.h"
 
@@ -76,13 +77,14 @@ attnrt_status_t npu_op_check(const npu_select_ctx_t *ctx, const attnrt_op_query_
     case ATTNRT_OP_MERGE_STATES:
         break;
     case ATTNRT_OP_CASCADE:
-        return plugin_refuse(reason, cap, "cascade attention: vllm-rbln's use_cascade_attention returns False, and the "
-                      "RBLN kernels return no LSE to merge");
+        return plugin_refuse(reason, cap, "cascade attention: RBLN documents no such kernel (vllm-rbln's "
+                      "use_cascade_attention returns False, and the RBLN kernels return no LSE to merge)");
     case ATTNRT_OP_MLA:
-        return plugin_refuse(reason, cap, "MLA is not executed by npu_sim (select_attention answers its kernel rules)");
+        return npu_mla_check(ctx, &q, reason, cap);
     case ATTNRT_OP_LIGHTNING:
     case ATTNRT_OP_GATED_DELTA:
-        return plugin_refuse(reason, cap, "%s is not an RBLN attention kernel npu_sim simulates", attnrt_op_string(q.op));
+        return plugin_refuse(reason, cap, "%s: RBLN documents no such kernel (its attention modes are full, sliding-window "
+                      "and MLA attention)", attnrt_op_string(q.op));
     default:
         return plugin_refuse(reason, cap, "unknown op %u (npu_sim knows the ops of ABI %d.%d)", q.op, ATTNRT_ABI_MAJOR,
                       ATTNRT_ABI_MINOR);

@@ -1,0 +1,112 @@
+/* npu_online.c — the online-softmax state of a group of rows (npu_online.h). */
+#include "npu_online.h"
+
+#include <math.h>
+#include <string.h>
+
+size_t npu_online_floats(int64_t dqk, int64_t dv)
+{
+    if (dqk < 0 || dv < 0 || dqk > INT32_MAX || dv > INT32_MAX) return 0;
+    const uint64_t R = NPU_ROWS_MAX, K = NPU_TILE; /* below 2^40 in all: no overflow in 64 bits */
+    /* q rows, running acc / m / l, partition acc / m / l, K tile, V tile, scores */
+    const uint64_t n = R * (uint64_t)dqk + 2 * (R * (uint64_t)dv + 2 * R) + K * (uint64_t)dqk + K * (uint64_t)dv + K;
+    return n <= SIZE_MAX / sizeof(float) ? (size_t)n : 0;
+}
+
+void npu_online_carve(npu_online_t *o, float *base, int v_in_k)
+{
+    const int64_t R = NPU_ROWS_MAX, K = NPU_TILE;
+    o->q = base;    base += R * o->dqk;
+    o->acc = base;  base += R * o->dv;
+    o->m = base;    base += R;
+    o->l = base;    base += R;
+    o->pacc = base; base += R * o->dv;
+    o->pm = base;   base += R;
+    o->pl = base;   base += R;
+    o->kt = base;   base += K * o->dqk;
+    o->vt = v_in_k ? o->kt : base;
+    base += K * o->dv;
+    o->s = base;
+    o->v_stride = v_in_k ? o->dqk : o->dv;
+}
+
+void npu_online_begin(const npu_online_t *o, int64_t rows)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        o->m[r] = -INFINITY;
+        o->l[r] = 0.0f;
+    }
+    memset(o->acc, 0, sizeof(float) * (size_t)(rows * o->dv));
+}
+
+void npu_online_partition(const npu_online_t *o, int64_t rows)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        o->pm[r] = -INFINITY;
+        o->pl[r] = 0.0f;
+    }
+    memset(o->pacc, 0, sizeof(float) * (size_t)(rows * o->dv));
+}
+
+static float dot(const float *a, const float *b, int64_t n)
+{
+    float acc[8] = {0};
+    int64_t d = 0;
+    for (; d + 8 <= n; d += 8)
+        for (int k = 0; k < 8; k++) acc[k] += a[d + k] * b[d + k];
+    float tail = 0.0f;
+    for (; d < n; d++) tail += a[d] * b[d];
+    return tail + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+void npu_online_fold(const npu_online_t *o, int64_t r, int jb, int je)
+{
+    const float *q = o->q + r * o->dqk;
+    float smax = -INFINITY;
+    for (int k = jb; k < je; k++) {
+        o->s[k] = o->scale * dot(q, o->kt + k * o->dqk, o->dqk);
+        smax = o->s[k] > smax ? o->s[k] : smax;
+    }
+    const float m_old = o->pm[r], m_new = smax > m_old ? smax : m_old;
+    if (m_new == -INFINITY) return;
+    const float alpha = expf(m_old - m_new);
+    float *acc = o->pacc + r * o->dv;
+    for (int64_t d = 0; d < o->dv; d++) acc[d] *= alpha;
+    float psum = 0.0f;
+    for (int k = jb; k < je; k++) {
+        const float w = expf(o->s[k] - m_new);
+        psum += w;
+        const float *v = o->vt + k * o->v_stride;
+        for (int64_t d = 0; d < o->dv; d++) acc[d] += w * v[d];
+    }
+    o->pl[r] = o->pl[r] * alpha + psum;
+    o->pm[r] = m_new;
+}
+
+void npu_online_merge(const npu_online_t *o, int64_t rows)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        if (o->pm[r] == -INFINITY) continue;
+        const float m_new = o->pm[r] > o->m[r] ? o->pm[r] : o->m[r];
+        const float a = expf(o->m[r] - m_new), b = expf(o->pm[r] - m_new);
+        float *acc = o->acc + r * o->dv;
+        const float *pacc = o->pacc + r * o->dv;
+        for (int64_t d = 0; d < o->dv; d++) acc[d] = a * acc[d] + b * pacc[d];
+        o->l[r] = a * o->l[r] + b * o->pl[r];
+        o->m[r] = m_new;
+    }
+}
+
+double npu_online_finish(const npu_online_t *o, int64_t r, int has_sink, float sink)
+{
+    float *acc = o->acc + r * o->dv;
+    if (!(o->l[r] > 0.0f)) {
+        memset(acc, 0, sizeof(float) * (size_t)o->dv);
+        return -INFINITY;
+    }
+    double den = (double)o->l[r];
+    if (has_sink) den += exp((double)sink - (double)o->m[r]);
+    const float inv = (float)(1.0 / den);
+    for (int64_t d = 0; d < o->dv; d++) acc[d] *= inv;
+    return (double)o->m[r] + log((double)o->l[r]);
+}
