@@ -29,15 +29,15 @@ attnrt_status_t npu_mla_check(const npu_select_ctx_t *ctx, const attnrt_op_query
     if (!plugin_dtype_is_any(q->kv_dtype) && kv == DC_INVALID)
         return plugin_refuse(reason, cap, "latent cache dtype (code %u, %u bits) is not f32, f16, bf16, fp8_e4m3 or "
                              "fp8_e5m2", q->kv_dtype.code, q->kv_dtype.bits);
-    if ((kv == DC_E4M3 || kv == DC_E5M2) && !(q->features & ATTNRT_FEATURE_SPARSE))
-        return plugin_refuse(reason, cap, "FP8 KV cache is supported only in Sparse MLA; Dense MLA does not support it. "
-                             "[%s: use indices (Sparse MLA) or a non-FP8 cache]", ctx->profile->name);
     if (q->block_size) {
         const int ok = ctx->front_end == ATTNRT_FRONT_END_COMPILED
                            ? npu_rule_compiled_block(ctx->profile, q->block_size, msg, sizeof msg)
                            : npu_rule_vllm_block(ctx->profile, q->block_size, msg, sizeof msg);
         if (!ok) return plugin_refuse(reason, cap, "%s", msg);
     }
+    if ((kv == DC_E4M3 || kv == DC_E5M2) && !(q->features & ATTNRT_FEATURE_SPARSE))
+        return plugin_refuse(reason, cap, "FP8 KV cache is supported only in Sparse MLA; Dense MLA does not support it. "
+                             "[%s: use indices (Sparse MLA) or a non-FP8 cache]", ctx->profile->name);
     if (q->num_kv_heads > 1) return plugin_refuse(reason, cap, "MLA has one latent KV head, not %u", q->num_kv_heads);
     if (q->head_dim_qk && q->head_dim_v > q->head_dim_qk)
         return plugin_refuse(reason, cap, "MLA v_dim %u exceeds kv_dim %u", q->head_dim_v, q->head_dim_qk);

@@ -76,28 +76,45 @@ static const char *kind_text(uint32_t kind)
     return kind == ATTNRT_MODEL_ENCODER_DECODER ? "Encoder-decoder models" : "Pooling models";
 }
 
-/* The page: pooling and encoder-decoder models derive block_size = max_model_len and use Naive; a
- * Qwen3-backbone pooling model derives it too unless a block size is given. */
-static attnrt_status_t model_kind_rules(state_t *s)
+/* The page: pooling and encoder-decoder models derive block_size = max_model_len (so does a
+ * Qwen3-backbone pooling model when given no block size), and never ask for Flash. */
+static attnrt_status_t model_kind_defaults(state_t *s)
 {
     const uint32_t kind = s->c.model_kind;
     const int64_t S = s->c.max_model_len;
-    if (kind == ATTNRT_MODEL_DECODER) return ATTNRT_OK;
-    if (!s->c.block_size) {
-        s->c.block_size = S;
-        note(s, "%s: block_size derived = max_model_len %lld", npu_model_kind_name(kind), (long long)S);
-    }
-    if (!naive_only(kind)) return ATTNRT_OK;
-    if (s->c.block_size != S)
-        return refuse(s, ATTNRT_ERR_UNSUPPORTED, "%s use Naive Attention with block_size == max_model_len (%lld); "
-                      "block_size %lld is not accepted", kind_text(kind), (long long)S, (long long)s->c.block_size);
-    if (s->impl == IMPL_FLASH || (s->c.partition_len && s->c.partition_len != S))
+    if (naive_only(kind) && (s->impl == IMPL_FLASH || (s->c.partition_len && s->c.partition_len != S)))
         return refuse(s, ATTNRT_ERR_UNSUPPORTED, "%s use Naive Attention with block_size == max_model_len (%lld); "
                       "attn_impl '%s' / kvcache_partition_len %lld asks for Flash", kind_text(kind), (long long)S,
                       s->impl_text, (long long)s->c.partition_len);
-    if (s->c.has_sinks && s->c.front_end == ATTNRT_FRONT_END_VLLM)
-        return refuse(s, ATTNRT_ERR_UNSUPPORTED, "%s use Naive Attention, which a layer with attention sinks cannot use "
-                      "(sinks select Flash Attention)", kind_text(kind));
+    if (kind == ATTNRT_MODEL_DECODER || s->c.block_size) return ATTNRT_OK;
+    s->c.block_size = S;
+    note(s, "%s: block_size derived = max_model_len %lld", npu_model_kind_name(kind), (long long)S);
+    return ATTNRT_OK;
+}
+
+/* The page: pooling and encoder-decoder models use Naive with block_size == max_model_len. */
+static attnrt_status_t model_kind_naive(state_t *s)
+{
+    const uint32_t kind = s->c.model_kind;
+    const int64_t S = s->c.max_model_len;
+    if (!naive_only(kind) || s->naive) return ATTNRT_OK;
+    if (s->c.block_size != S)
+        return refuse(s, ATTNRT_ERR_UNSUPPORTED, "%s use Naive Attention with block_size == max_model_len (%lld); "
+                      "block_size %lld is not accepted", kind_text(kind), (long long)S, (long long)s->c.block_size);
+    return refuse(s, ATTNRT_ERR_UNSUPPORTED, "%s use Naive Attention, which a layer with attention sinks cannot use "
+                  "(sinks select Flash Attention)", kind_text(kind));
+}
+
+/* The cache rules the capability answers apply first (a plan asks them before anything else): the
+ * front end's block-size rule and, on the vLLM path, the backend's head sizes. */
+static attnrt_status_t cache_rules(state_t *s)
+{
+    const int64_t B = s->c.block_size;
+    if (B && s->c.front_end == ATTNRT_FRONT_END_COMPILED && !npu_rule_compiled_block(s->p, B, s->msg, s->cap))
+        return ATTNRT_ERR_UNSUPPORTED;
+    if (s->c.front_end != ATTNRT_FRONT_END_VLLM) return ATTNRT_OK;
+    if (B && !npu_rule_vllm_block(s->p, B, s->msg, s->cap)) return ATTNRT_ERR_UNSUPPORTED;
+    if (!s->mla && s->c.head_dim && !npu_rule_head_size(s->c.head_dim, s->msg, s->cap)) return ATTNRT_ERR_UNSUPPORTED;
     return ATTNRT_OK;
 }
 
@@ -258,7 +275,7 @@ static attnrt_status_t read_config(state_t *s, const npu_select_ctx_t *ctx, cons
     return ATTNRT_OK;
 }
 
-/* The layer's own rules once the full-attention kernel is known: FP8, the window, the head size. */
+/* The layer's own rules once the full-attention kernel is known: FP8, the window. */
 static attnrt_status_t layer_rules(state_t *s)
 {
     if (dtype_is_fp8(s->c.kv_dtype)) {
@@ -269,9 +286,6 @@ static attnrt_status_t layer_rules(state_t *s)
             return refuse(s, ATTNRT_ERR_UNSUPPORTED, "%s", npu_msg_fp8_naive);
     }
     if (s->c.layer_kind == ATTNRT_LAYER_SLIDING && !npu_rule_window(s->p, s->c.sliding_window, s->chunk, s->msg, s->cap))
-        return ATTNRT_ERR_UNSUPPORTED;
-    if (s->c.front_end == ATTNRT_FRONT_END_VLLM && !s->mla && s->c.head_dim &&
-        !npu_rule_head_size(s->c.head_dim, s->msg, s->cap))
         return ATTNRT_ERR_UNSUPPORTED;
     return ATTNRT_OK;
 }
@@ -288,11 +302,10 @@ attnrt_status_t npu_select_rules(const npu_select_ctx_t *ctx, const attnrt_atten
         return refuse(&s, ATTNRT_ERR_INVALID_ARGUMENT, "select_attention: config and selection are required");
     attnrt_status_t st = read_config(&s, ctx, config);
     if (st == ATTNRT_OK && !npu_rule_prefill_chunk(s.chunk, msg, cap)) st = ATTNRT_ERR_UNSUPPORTED;
-    if (st == ATTNRT_OK) st = model_kind_rules(&s);
+    if (st == ATTNRT_OK) st = cache_rules(&s);
+    if (st == ATTNRT_OK) st = model_kind_defaults(&s);
     if (st == ATTNRT_OK) st = s.c.front_end == ATTNRT_FRONT_END_COMPILED ? compiled_path(&s) : vllm_path(&s);
-    if (st == ATTNRT_OK && naive_only(s.c.model_kind) && !s.naive)
-        st = refuse(&s, ATTNRT_ERR_UNSUPPORTED, "%s use Naive Attention with block_size == max_model_len",
-                    kind_text(s.c.model_kind));
+    if (st == ATTNRT_OK) st = model_kind_naive(&s);
     if (st == ATTNRT_OK) st = layer_rules(&s);
     if (st != ATTNRT_OK) return st;
 
