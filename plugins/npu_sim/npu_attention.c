@@ -101,8 +101,9 @@ static void run_rows(const job_t *j, int64_t seq, int64_t q_begin, int64_t t0, i
 }
 
 /* One NPU unit: query tokens [t0, t1) of request seq, every head, in CPU-sized row groups. */
-static void run_unit(const job_t *j, int64_t seq, int64_t q_begin, int64_t L, int64_t S, int64_t t0, int64_t t1)
+static void run_unit(const void *job, int64_t seq, int64_t q_begin, int64_t L, int64_t S, int64_t t0, int64_t t1)
 {
+    const job_t *j = job;
     const int64_t heads = j->group < NPU_ROWS_MAX ? j->group : NPU_ROWS_MAX;
     const int64_t tile_t = NPU_ROWS_MAX / heads;
     for (int64_t h = 0; h < j->Hkv; h++)
@@ -213,19 +214,8 @@ attnrt_status_t npu_attention_run(npu_device_t *d, const void *plan, const attnr
     job_t j;
     job_init(&j, p, &a, scratch);
     if (j.bs > 0 && scratch) {
-        for (int pass = 0; pass < 2; pass++) /* decode rows (the padded batch) first, then each prefill */
-            for (int64_t b = 0; b < p->num_seqs; b++) {
-                const int64_t q_begin = clamp64(j.qsl[b * j.qsl_st], 0, j.T);
-                const int64_t q_end = clamp64(j.qsl[(b + 1) * j.qsl_st], q_begin, j.T);
-                const int64_t L = q_end - q_begin;
-                const int64_t S = clamp64(j.sl[b * j.sl_st], 0, j.bt_cols * j.bs);
-                if (L == 0 || (pass == 0) != (L == 1)) continue;
-                for (int64_t i = 0; i < L;) { /* prefill chunks: never across a partition */
-                    const int64_t end = npu_chunk_end(S - L + i, S, p->prefill_chunk, j.bs) - (S - L);
-                    run_unit(&j, b, q_begin, L, S, i, end > i ? end : L);
-                    i = end > i ? end : L;
-                }
-            }
+        const npu_walk_t w = {p->num_seqs, j.T, j.bt_cols * j.bs, p->prefill_chunk, j.bs, j.qsl, j.sl, j.qsl_st, j.sl_st};
+        npu_walk_units(&w, &j, run_unit);
     }
     npu_device_record(d, &p->stats);
     return ATTNRT_OK;

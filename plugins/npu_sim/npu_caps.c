@@ -1,11 +1,13 @@
-/* npu_caps.c — the capability answers: NPU_SIM.md's rules mapped onto an attnrt_op_query_t.
+/* npu_caps.c — the capability answers: the selection rules (docs/backends/npu_sim_rules.md) mapped onto
+ * an attnrt_op_query_t (MLA's in npu_mla_plan.c).
  *
  * A query has a block size, head dims, dtypes and features but no max_model_len, so it asks "is there
  * a model configuration with this block size that the device runs?":
  *  - vLLM front end (the default): block_size a power of two in the device's vLLM-path range (a
  *    naive layer with max_model_len = block_size, or flash with max_model_len a multiple of it), one
  *    head_size from the backend's list, K and V of one head size;
- *  - compiled front end: block_size usable as an eager max_seq_len or a flash partition; any head size.
+ *  - compiled front end: a power-of-two block_size usable as a Naive max_model_len or a Flash partition;
+ *    any head size.
  * FP8 caches pass (flash takes them; attention_plan refuses them when the block table makes the layer
  * naive). Features the RBLN kernels lack are refused with the vendor's reason where it has one.
  * attention_plan asks the same question, then applies the rules that need max_model_len. */

@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "npu_plan.h"
+
 size_t npu_online_floats(int64_t dqk, int64_t dv)
 {
     if (dqk < 0 || dv < 0 || dqk > INT32_MAX || dv > INT32_MAX) return 0;
@@ -109,4 +111,24 @@ double npu_online_finish(const npu_online_t *o, int64_t r, int has_sink, float s
     const float inv = (float)(1.0 / den);
     for (int64_t d = 0; d < o->dv; d++) acc[d] *= inv;
     return (double)o->m[r] + log((double)o->l[r]);
+}
+
+static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+void npu_walk_units(const npu_walk_t *w, const void *job,
+                    void (*unit)(const void *job, int64_t seq, int64_t q_begin, int64_t L, int64_t S, int64_t t0,
+                                 int64_t t1))
+{
+    for (int pass = 0; pass < 2; pass++) /* decode rows (the padded batch) first, then each prefill */
+        for (int64_t b = 0; b < w->num_seqs; b++) {
+            const int64_t q_begin = clamp64(w->qsl[b * w->qsl_st], 0, w->T);
+            const int64_t L = clamp64(w->qsl[(b + 1) * w->qsl_st], q_begin, w->T) - q_begin;
+            const int64_t S = clamp64(w->sl[b * w->sl_st], 0, w->max_len);
+            if (L == 0 || (pass == 0) != (L == 1)) continue;
+            for (int64_t i = 0; i < L;) { /* prefill chunks: never across a partition */
+                const int64_t end = npu_chunk_end(S - L + i, S, w->chunk, w->block) - (S - L);
+                unit(job, b, q_begin, L, S, i, end > i ? end : L);
+                i = end > i ? end : L;
+            }
+        }
 }

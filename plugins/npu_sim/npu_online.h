@@ -34,6 +34,20 @@ void npu_online_partition(const npu_online_t *o, int64_t rows);
 void npu_online_fold(const npu_online_t *o, int64_t r, int jb, int je);
 /* Merges each row's partition state into its running state. */
 void npu_online_merge(const npu_online_t *o, int64_t rows);
+/* The NPU's order of work over a batch: decode requests (query length 1) first, as the padded decode
+ * batch, then each other request alone in prefill chunks of `chunk` tokens that never cross a
+ * partition of `block` tokens. Metadata is clamped: query rows to [0, T], seq_len to [0, max_len]. */
+typedef struct npu_walk {
+    int64_t num_seqs, T, max_len, chunk, block;
+    const int32_t *qsl, *sl;
+    int64_t        qsl_st, sl_st;
+} npu_walk_t;
+/* Calls unit(job, request, first query row, query length L, seq_len S, t0, t1) per unit of tokens
+ * [t0, t1) of the request's L. */
+void npu_walk_units(const npu_walk_t *w, const void *job,
+                    void (*unit)(const void *job, int64_t seq, int64_t q_begin, int64_t L, int64_t S, int64_t t0,
+                                 int64_t t1));
+
 /* Normalises row r's output in place (acc of dv floats), a sink logit joining the denominator when
  * has_sink; returns its LSE (sink excluded), -inf for a row with no key (output 0). */
 double npu_online_finish(const npu_online_t *o, int64_t r, int has_sink, float sink);

@@ -1,7 +1,8 @@
-/* test_npu_select.c — the RBLN selection rules as a table: every range boundary just inside and just
- * outside for both profiles, both front ends, defaults, FP8, sinks, head sizes, the sliding-window
- * limit and the prefill chunk, each with the expected kernel and partitioning or the exact vendor
- * message (numbers filled in). Then the same rules as capability answers (attnrt_op_query_t). */
+/* test_npu_select.c — the RBLN selection rules as tables (docs/backends/npu_sim_rules.md): every range
+ * boundary just inside and just outside for both profiles, both front ends, defaults, FP8, sinks, head
+ * sizes, the sliding-window limit and the prefill chunk, each with the expected kernel and partitioning
+ * or the rule's exact words followed by the profile's hint; the model kinds with the alternatives their
+ * refusals name; then the same rules as capability answers (attnrt_op_query_t), MLA's among them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
