@@ -37,7 +37,8 @@ attnrt_status_t npu_mla_check(const npu_select_ctx_t *ctx, const attnrt_op_query
     }
     if ((kv == DC_E4M3 || kv == DC_E5M2) && !(q->features & ATTNRT_FEATURE_SPARSE))
         return plugin_refuse(reason, cap, "FP8 KV cache is supported only in Sparse MLA; Dense MLA does not support it. "
-                             "[%s: use indices (Sparse MLA) or a non-FP8 cache]", ctx->profile->name);
+                             "[%s, %s path; accepted: Sparse MLA (indices); or a non-FP8 cache]", ctx->profile->name,
+                             ctx->front_end == ATTNRT_FRONT_END_COMPILED ? "compiled" : "vLLM");
     if (q->num_kv_heads > 1) return plugin_refuse(reason, cap, "MLA has one latent KV head, not %u", q->num_kv_heads);
     if (q->head_dim_qk && q->head_dim_v > q->head_dim_qk)
         return plugin_refuse(reason, cap, "MLA v_dim %u exceeds kv_dim %u", q->head_dim_v, q->head_dim_qk);
