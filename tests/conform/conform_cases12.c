@@ -113,6 +113,31 @@ void cf_directed_mla(cf_builder_t *b)
     c = add_mla(b, "mla-sparse-2-layers", "1/60 3/30", 16, 64, 32, 16, CF_BF16, CF_E4M3, 0.2f);
     c->topk = 12;
     c->per_block_scale = c->sparse_invalid = c->plan_reuse = c->use_stream = c->lse = 1;
+
+    /* at an RBLN NPU's block sizes (the cases above use blocks under its ranges, and LSE, which its kernels do not
+     * return): block tables of exactly max_model_len / block_size columns, one fp8 scale per tensor; flash over
+     * partitions with a prefill across the edge at 1024, naive with sinks, non-causal over 2048-key partitions,
+     * sparse over fp8 latents, and a dense fp8 latent, which an NPU refuses (fp8 is sparse MLA's only) */
+    c = add_mla(b, "mla-blk1024-dense", "1/2048 1/7 60/1060", 16, 576, 512, 1024, CF_BF16, CF_BF16, SCALE_192_YARN);
+    c->max_model_len = 2048;
+    c = add_mla(b, "mla-blk1024-naive-sinks", "1/1024 40/40", 16, 576, 512, 1024, CF_F16, CF_F16, SCALE_192);
+    c->max_model_len = 1024;
+    c->sinks = 1;
+    c = add_mla(b, "mla-blk512-dense-small", "1/1500 70/600 1/1", 16, 64, 32, 512, CF_F16, CF_F16, 0.2f);
+    c->max_model_len = 2048;
+    c = add_mla(b, "mla-blk2048-noncausal-f32", "40/3000", 8, 64, 32, 2048, CF_F32, CF_F32, 0.2f);
+    c->max_model_len = 4096;
+    c->causal = 0;
+    c = add_mla(b, "mla-blk1024-sparse-e4m3", "1/2000 3/900 1/40", 16, 576, 512, 1024, CF_BF16, CF_E4M3, SCALE_192_YARN);
+    c->max_model_len = 2048;
+    c->topk = 64;
+    c->sparse_invalid = 1;
+    c = add_mla(b, "mla-blk1024-sparse-host-e5m2", "1/1500 5/300", 16, 576, 512, 1024, CF_F16, CF_E5M2, SCALE_192);
+    c->max_model_len = 2048;
+    c->topk = 32;
+    c->sparse_host = 1;
+    c = add_mla(b, "mla-blk1024-e4m3-dense", "1/1500 20/20", 16, 576, 512, 1024, CF_BF16, CF_E4M3, SCALE_192);
+    c->max_model_len = 2048;
 }
 
 /* Rounds of a state op, "|"-separated; a round starting with '!' is speculative. Each request is
