@@ -119,7 +119,7 @@ void   encode_act(void *dst, size_t i, float x, attnrt_dtype_t dtype);
 double decode_any(const void *src, size_t i, attnrt_dtype_t dtype);
 /* The fp8 format's largest finite value, for the KV scale; 0 for other dtypes. */
 double fp8_max(attnrt_dtype_t dtype);
-/* The relative L2 error a dtype pair is allowed against float64 (design/SEMANTICS.md). */
+/* The relative L2 error a dtype pair is allowed against float64 (docs/semantics.md). */
 double check_tolerance(const engine_config_t *cfg);
 
 /* What one layer of one step looked like, for the check. Device pointers are that layer's. */

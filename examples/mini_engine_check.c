@@ -7,7 +7,7 @@
  *     the cache's format (exactly equal when the formats match). A slot written to the wrong row or
  *     block shows up here; the reference below could not see it, as it reads the same wrong cache.
  *   - attention: the query is the exact bits we sent and the cache the exact bits stored, so what is
- *     left is the kernel's arithmetic and the rounding of its output: the tolerances of SEMANTICS.md.
+ *     left is the kernel's arithmetic and the rounding of its output: the tolerances of docs/semantics.md.
  *
  * Self-contained on purpose (its own dtype decoding, its own reference): the example must build and
  * run where the project's tests are not built.
@@ -184,7 +184,7 @@ int check_step(attnrt_context_t *ctx, attnrt_stream_t *stream, const engine_conf
             !gather_blocks(ctx, stream, in->v_cache_dev, row, blocks, block_bytes, v_raw))
             goto fail;
         TRY_API(attnrt_stream_synchronize(ctx, stream)); /* the host buffers are borrowed until now */
-        /* Dequantise as SEMANTICS.md says: read value = stored * scale (scale 1 for float caches). */
+        /* Dequantise as docs/semantics.md says: read value = stored * scale (scale 1 for float caches). */
         const double ks = fp8_max(cfg->kv_dtype) > 0 ? in->k_scale : 1.0;
         const double vs = fp8_max(cfg->kv_dtype) > 0 ? in->v_scale : 1.0;
         for (size_t e = 0; e < (size_t)seq_len * Hkv * D; e++) {
@@ -242,7 +242,7 @@ fail:
 
 /* ---- the GDN layer ---------------------------------------------------------------------------- */
 
-/* x / sqrt(sum x^2 + 1e-6), in place (SEMANTICS.md "Gated delta rule"). */
+/* x / sqrt(sum x^2 + 1e-6), in place (docs/semantics.md "Gated delta rule"). */
 static void l2norm(double *x, int n)
 {
     double ss = 0.0;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/cpu/run.sh — the figures of issue #7 (cpu plugin performance) on this machine, in one call:
+# bench/cpu/run.sh — the cpu plugin's performance figures on this machine, in one call:
 # every figure's attnrt-bench command (and long_prefill for the 64K prefill), each started only once the
 # machine has been >= IDLE_PCT % idle over 2 s (/proc/stat), then one markdown table on stdout:
 #   | figure | command | result | fraction | target | met? |

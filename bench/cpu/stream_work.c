@@ -4,7 +4,7 @@
  * 14-16 GB/s), with software prefetches of block b+2 in one of five patterns. Prints the rate from DRAM
  * (best of 6 passes, each after a 256 MiB write) and with the same work over a cache that stays in L2 (the
  * compute-only rate). Not attnrt-bench: a calibration of what a kernel's prefetches can do on a machine
- * (docs/perf/cpu.md, finding 25).
+ * (docs/perf/cpu.md).
  *
  *   gcc -O2 -mavx512f -o /tmp/stream_work bench/cpu/stream_work.c
  *   /tmp/stream_work MODE [W [BS [BURST]]]   MODE 0: no software prefetch; 1: one line of block b+2 per

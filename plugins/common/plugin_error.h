@@ -1,4 +1,10 @@
-/* The thread-local "last error" every plugin keeps for attnrt_plugin_api_t.last_error. */
+/* plugin_error.h — the thread-local "last error" behind attnrt_plugin_api_t.last_error, and the
+ * refusal reasons of op_supported.
+ *
+ * Ownership: the message lives in a buffer of the calling thread (1 KiB, truncated beyond), owned by
+ * this library and overwritten by that thread's next failure; the format arguments are borrowed for
+ * the call. plugin_last_error and plugin_refuse write into the caller's buffer, which stays the
+ * caller's. */
 #ifndef ATTNRT_PLUGIN_ERROR_H
 #define ATTNRT_PLUGIN_ERROR_H
 

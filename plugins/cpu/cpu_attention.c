@@ -18,7 +18,9 @@
 #include "cpu_ops.h"
 #include "dtype_convert.h"
 #include "plugin_error.h"
+#include "plugin_softmax.h"
 #include "plugin_struct.h"
+#include "plugin_tensor.h"
 
 /* Everything the items read, decoded from the args once per run. Strides are in elements. */
 typedef struct attn_job {
@@ -52,8 +54,6 @@ typedef struct attn_job {
     float *ws_o, *ws_m, *ws_l;         /* split-KV partial states (the workspace) */
 } attn_job_t;
 
-static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
-
 static float scale_at(const float *scale, const int64_t st[2], int64_t block, int64_t head)
 {
     return scale ? scale[block * st[0] + head * st[1]] : 1.0f;
@@ -62,9 +62,9 @@ static float scale_at(const float *scale, const int64_t st[2], int64_t block, in
 /* A request's query rows [q_begin, q_begin + L) and key count S, clamped to what the tensors hold. */
 static void seq_bounds(const attn_job_t *job, int64_t seq, int64_t *q_begin, int64_t *L, int64_t *S)
 {
-    *q_begin = clamp64(job->qsl[seq * job->qsl_st], 0, job->T);
-    *L = clamp64(job->qsl[(seq + 1) * job->qsl_st], *q_begin, job->T) - *q_begin;
-    *S = clamp64(job->sl[seq * job->sl_st], 0, job->bt_cols * job->block_size);
+    *q_begin = plugin_clamp64(job->qsl[seq * job->qsl_st], 0, job->T);
+    *L = plugin_clamp64(job->qsl[(seq + 1) * job->qsl_st], *q_begin, job->T) - *q_begin;
+    *S = plugin_clamp64(job->sl[seq * job->sl_st], 0, job->bt_cols * job->block_size);
 }
 
 /* Gathers up to CPU_ATTN_CHUNK keys from positions *p .. hi of request `seq` as row pointers, skipping
@@ -140,8 +140,8 @@ static void set_prefetch(const attn_job_t *job, cpu_kv_chunk_t *cur, const cpu_k
 
 /* Touches one line in each 4 KiB of the K and V rows of keys [pos, pos + CPU_ATTN_CHUNK) (all heads:
  * key-major decode), so that the address translation and the first lines of blocks the table scatters
- * are under way before the chunk's own prefetches (set_prefetch) ask for all of its rows. Decode B 8,
- * ctx 32768, block 16: ~10 % faster on the Zen 5 machine (A/B, session 4); block 256: unchanged. */
+ * are under way before the chunk's own prefetches (set_prefetch) ask for all of its rows: small blocks
+ * scatter a chunk over many pages, whose translations would otherwise come one after another. */
 static void touch_ahead(const attn_job_t *job, int64_t seq, int64_t pos, int64_t end)
 {
     const int64_t bs = job->block_size, last = pos + CPU_ATTN_CHUNK - 1 < end ? pos + CPU_ATTN_CHUNK - 1 : end;
@@ -185,16 +185,7 @@ static void fix_scores(const attn_job_t *job, const cpu_kv_chunk_t *c, float *s,
 static void finish_row(const attn_job_t *job, float *o, float m, float l, int64_t t, int64_t h)
 {
     const int64_t dv = job->dv;
-    double lse = -INFINITY;
-    if (l > 0.0f) {
-        double den = (double)l;
-        if (job->sinks) den += exp((double)job->sinks[h * job->sinks_st] - (double)m);
-        const float inv = (float)(1.0 / den); /* den inf (sink far above): weights 0, not NaN */
-        for (int64_t d = 0; d < dv; d++) o[d] *= inv;
-        lse = (double)m + log((double)l);
-    } else {
-        memset(o, 0, (size_t)dv * sizeof *o);
-    }
+    const double lse = plugin_softmax_finish(o, dv, m, l, job->sinks ? &job->sinks[h * job->sinks_st] : NULL);
     char *dst = job->out + (size_t)(t * job->out_st[0] + h * job->out_st[1]) * job->out_es;
     dc_row_from_f32(dst, o, job->out_kind, (size_t)dv, 1.0f);
     if (job->lse) job->lse[t * job->lse_st[0] + h * job->lse_st[1]] = (float)lse;
@@ -291,7 +282,7 @@ static void attn_item(void *ctx, size_t index, unsigned worker)
     /* Each token's key range; the item walks their union, cut to its split. */
     const int64_t pq0 = S - L + i0; /* bottom-right alignment: the last query sits at S - 1 */
     for (int64_t ti = 0; ti < nt; ti++)
-        cpu_attn_key_range(pq0 + ti, S, job->causal, job->window_left, job->window_right, &lo[ti], &hi[ti]);
+        plugin_key_range(pq0 + ti, S, job->causal, job->window_left, job->window_right, &lo[ti], &hi[ti]);
     int64_t p = lo[0], end = hi[nt - 1];
     if (it.split >= 0) {
         const cpu_attn_split_t *sp = &job->plan->splits[seq];

@@ -5,13 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_args.h"
 #include "cpu_attention_plan.h"
 #include "cpu_ops.h"
 #include "dtype_convert.h"
+#include "plugin_args.h"
+#include "plugin_check.h"
 #include "plugin_error.h"
 #include "plugin_query.h"
-#include "plugin_struct.h"
+#include "plugin_softmax.h"
 
 #define CACHE_LINE 64
 #define CPU_ATTN_KEY_COST 8          /* a key's K/V read, in row-key units                       */
@@ -49,17 +50,9 @@ cpu_attn_scratch_layout_t cpu_attn_scratch_layout(int64_t head_dim_qk, int64_t h
 }
 
 typedef struct costed_item {
-    double          cost;
-    size_t          order; /* ties keep request order: deterministic plans */
-    cpu_attn_item_t item;
+    plugin_cost_key_t key;
+    cpu_attn_item_t   item;
 } costed_item_t;
-
-static int by_cost_desc(const void *pa, const void *pb)
-{
-    const costed_item_t *a = pa, *b = pb;
-    if (a->cost != b->cost) return a->cost > b->cost ? -1 : 1;
-    return a->order < b->order ? -1 : a->order > b->order;
-}
 
 /* Cost of one item of n tokens from i0 (of L), `heads` query heads and `kv_heads` KV heads: rows x kept
  * keys, plus the K/V reads that every key costs whatever the rows (what makes decode memory-bound). A
@@ -68,19 +61,11 @@ static double item_cost(int64_t S, int64_t L, int64_t i0, int64_t n, int64_t hea
                         int64_t wl, int64_t wr)
 {
     int64_t lo, hi, lo2, hi2;
-    cpu_attn_key_range(S - L + i0, S, causal, wl, wr, &lo, &hi2);
-    cpu_attn_key_range(S - L + i0 + n - 1, S, causal, wl, wr, &lo2, &hi);
+    plugin_key_range(S - L + i0, S, causal, wl, wr, &lo, &hi2);
+    plugin_key_range(S - L + i0 + n - 1, S, causal, wl, wr, &lo2, &hi);
     const int64_t keys = hi >= lo ? hi - lo + 1 : 0;
     /* +1: an empty row still costs its write */
     return ((double)n * (double)heads + CPU_ATTN_KEY_COST * (double)kv_heads) * ((double)keys + 1.0);
-}
-
-/* Request b's query length in the host batch, its bounds clamped to the T query rows as the run clamps
- * them: metadata that claims more tokens than the query has plans no more work than the run can do. */
-static int64_t query_len(const attnrt_batch_host_t *batch, int64_t b, int64_t T)
-{
-    const int64_t lo = cpu_clamp64(batch->query_start_loc[b], 0, T);
-    return cpu_clamp64(batch->query_start_loc[b + 1], lo, T) - lo;
 }
 
 /* Every size in [0, 2^31), as the runtime checks them (again here for direct callers): the plan's
@@ -92,7 +77,7 @@ static attnrt_status_t check_sizes(const attnrt_attention_args_t *a)
         {a->block_table, "block_table"},
     };
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
-        attnrt_status_t st = cpu_check_sizes(ts[i].t, "paged attention plan", ts[i].name);
+        attnrt_status_t st = plugin_check_sizes(ts[i].t, "cpu", "paged attention plan", ts[i].name);
         if (st != ATTNRT_OK) return st;
     }
     if (a->query->ndim != 3 || a->key_cache->ndim != 4 || a->value_cache->ndim != 4)
@@ -101,38 +86,18 @@ static attnrt_status_t check_sizes(const attnrt_attention_args_t *a)
     return ATTNRT_OK;
 }
 
-/* The capability check the runtime could have asked for, built from the args: plan refuses exactly
- * what op_supported refuses. */
-static attnrt_status_t check_supported(const attnrt_attention_args_t *a)
-{
-    attnrt_op_query_t q;
-    plugin_attention_query(a, &q);
-    char reason[256];
-    if (cpu_op_check(&q, reason, sizeof reason) != ATTNRT_OK)
-        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cpu paged attention: %s", reason);
-    dc_kind_t qk = dc_kind_of(a->query->dtype), ok = dc_kind_of(a->out->dtype);
-    if (ok != qk && ok != DC_F32)
-        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cpu paged attention: out dtype %s is neither the query's (%s) nor f32",
-                           dc_kind_name(ok), dc_kind_name(qk));
-    if (dc_kind_of(a->value_cache->dtype) != dc_kind_of(a->key_cache->dtype))
-        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cpu paged attention: key cache is %s but value cache is %s",
-                           dc_kind_name(dc_kind_of(a->key_cache->dtype)), dc_kind_name(dc_kind_of(a->value_cache->dtype)));
-    return ATTNRT_OK;
-}
-
 attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args_t *args_in,
                                    const attnrt_batch_host_t *batch_in, void **plan_out, size_t *workspace_bytes)
 {
     attnrt_attention_args_t a;
     attnrt_batch_host_t batch;
-    if (!args_in || !batch_in || !plan_out || !workspace_bytes)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu paged attention plan: args, batch and both outputs are required");
-    PLUGIN_COPY_IN(a, args_in);
-    PLUGIN_COPY_IN(batch, batch_in);
+    attnrt_status_t st = PLUGIN_PLAN_OPEN("cpu", "paged attention", a, args_in, batch, batch_in, PLUGIN_BATCH_AS_GIVEN,
+                                          plan_out, workspace_bytes);
+    if (st != ATTNRT_OK) return st;
     if (!a.query || !a.key_cache || !a.value_cache || !a.out)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu paged attention plan: query, both caches and out are required");
-    attnrt_status_t st = check_sizes(&a);
-    if (st == ATTNRT_OK) st = check_supported(&a);
+    st = check_sizes(&a);
+    if (st == ATTNRT_OK) st = plugin_attention_supported("cpu", &cpu_op_rules, NULL, &a);
     if (st != ATTNRT_OK) return st;
 
     const int64_t T = a.query->shape[0], Hq = a.query->shape[1], Hkv = a.key_cache->shape[2];
@@ -166,7 +131,7 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
     const int64_t wl = a.window_left, wr = a.window_right;
     double total_cost = 0.0;
     for (int64_t b = 0; b < B; b++) {
-        const int64_t L = query_len(&batch, b, T);
+        const int64_t L = plugin_batch_query_len(&batch, b, T);
         const int64_t S = batch.seq_lens[b];
         if (L == 1 && all_heads) {
             max_cost[b] = item_cost(S, L, 0, 1, Hq, Hkv, a.causal, wl, wr);
@@ -186,7 +151,7 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
     const double share = floor(total_cost / (8.0 * threads)) + 1.0;
     size_t n_items = 0, n_split = 0, part_rows = 0; /* SIZE_MAX once they overflow: the allocations fail */
     for (int64_t b = 0; b < B; b++) {
-        const int64_t L = query_len(&batch, b, T);
+        const int64_t L = plugin_batch_query_len(&batch, b, T);
         const double want = threads > 1 ? ceil(max_cost[b] / share) : 1.0;
         int64_t ns = want < CPU_ATTN_MAX_SPLITS ? (int64_t)want : CPU_ATTN_MAX_SPLITS;
         const int64_t by_keys = ((int64_t)batch.seq_lens[b] + CPU_ATTN_MIN_SPLIT_KEYS - 1) / CPU_ATTN_MIN_SPLIT_KEYS;
@@ -195,19 +160,19 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
         nsplit[b] = (int32_t)ns;
         if (ns > 1) {
             n_split++;
-            part_rows = cpu_size_add(part_rows, cpu_size_mul((size_t)(ns * L), (size_t)Hq));
+            part_rows = plugin_size_add(part_rows, plugin_size_mul((size_t)(ns * L), (size_t)Hq));
         }
-        if (L == 1 && all_heads) n_items = cpu_size_add(n_items, (size_t)ns);
+        if (L == 1 && all_heads) n_items = plugin_size_add(n_items, (size_t)ns);
         else if (L > 0)
-            n_items = cpu_size_add(n_items, cpu_size_mul(cpu_size_mul((size_t)((L + tile - 1) / tile), (size_t)Hkv),
+            n_items = plugin_size_add(n_items, plugin_size_mul(plugin_size_mul((size_t)((L + tile - 1) / tile), (size_t)Hkv),
                                                          (size_t)(head_chunks * ns)));
     }
     free(max_cost);
 
     cpu_attn_plan_t *p = calloc(1, sizeof *p);
-    costed_item_t *tmp = n_items ? malloc(cpu_size_mul(n_items, sizeof *tmp)) : NULL;
+    costed_item_t *tmp = n_items ? malloc(plugin_size_mul(n_items, sizeof *tmp)) : NULL;
     const cpu_attn_scratch_layout_t lay = cpu_attn_scratch_layout(a.query->shape[2], a.value_cache->shape[3]);
-    const size_t ws_bytes = cpu_size_mul(cpu_size_mul(part_rows, (size_t)a.value_cache->shape[3] + 2), sizeof(float));
+    const size_t ws_bytes = plugin_size_mul(plugin_size_mul(part_rows, (size_t)a.value_cache->shape[3] + 2), sizeof(float));
     if (ws_bytes == SIZE_MAX || part_rows > INT64_MAX) { /* no workspace that large: refused, not wrapped */
         free(nsplit);
         free(tmp);
@@ -216,8 +181,8 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
                            "rows does not fit in memory", part_rows);
     }
     if (p) {
-        p->items = n_items ? malloc(cpu_size_mul(n_items, sizeof *p->items)) : NULL;
-        p->scratch = aligned_alloc(CACHE_LINE, cpu_size_mul(lay.total, threads));
+        p->items = n_items ? malloc(plugin_size_mul(n_items, sizeof *p->items)) : NULL;
+        p->scratch = aligned_alloc(CACHE_LINE, plugin_size_mul(lay.total, threads));
         if (n_split) {
             p->splits = calloc((size_t)B, sizeof *p->splits);
             p->merge_seqs = malloc(n_split * sizeof *p->merge_seqs);
@@ -235,7 +200,7 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
     size_t k = 0, m = 0;
     int64_t base = 0;
     for (int64_t b = 0; b < B; b++) {
-        const int64_t L = query_len(&batch, b, T);
+        const int64_t L = plugin_batch_query_len(&batch, b, T);
         const int64_t S = batch.seq_lens[b];
         const int32_t ns = nsplit[b];
         if (ns > 1) {
@@ -248,8 +213,7 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
         if (L == 1 && all_heads) {
             const double cost = floor(item_cost(S, L, 0, 1, Hq, Hkv, a.causal, wl, wr) / ns);
             for (int32_t sp = 0; sp < ns; sp++) {
-                tmp[k].cost = cost;
-                tmp[k].order = k;
+                tmp[k].key = (plugin_cost_key_t){cost, k};
                 tmp[k].item = (cpu_attn_item_t){(int32_t)b, 0, 1, -1, 0, (int32_t)group, ns > 1 ? sp : -1, 0};
                 k++;
             }
@@ -263,8 +227,7 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
                     const int64_t hf = c * heads_per_item;
                     const int64_t hc = group - hf < heads_per_item ? group - hf : heads_per_item;
                     for (int32_t sp = 0; sp < ns; sp++) {
-                        tmp[k].cost = cost;
-                        tmp[k].order = k;
+                        tmp[k].key = (plugin_cost_key_t){cost, k};
                         tmp[k].item = (cpu_attn_item_t){(int32_t)b, (int32_t)i0, (int32_t)n, (int32_t)h, (int32_t)hf,
                                                         (int32_t)hc, ns > 1 ? sp : -1, n * hc > CPU_ATTN_NARROW_ROWS};
                         k++;
@@ -273,7 +236,7 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
         }
     }
     free(nsplit);
-    if (n_items > 1) qsort(tmp, n_items, sizeof *tmp, by_cost_desc);
+    if (n_items > 1) qsort(tmp, n_items, sizeof *tmp, plugin_by_cost_desc);
     for (size_t i = 0; i < n_items; i++) p->items[i] = tmp[i].item;
     free(tmp);
 

@@ -22,7 +22,7 @@
 /* Query rows (tokens x heads of one KV head) a wide item carries: enough to amortise each dequantised
  * K/V chunk over many rows, few enough that its state (q, o) stays in L2 and items balance. 384 is a
  * multiple of the AVX-512 micro-kernels' row blocks (scores 48, P.V 6), so a full tile runs no narrower
- * block: f32 prefill 67 -> 70 % of the FMA peak on Ice Lake against 256 (docs/perf/cpu.md finding 23). */
+ * block (a higher share of the FMA peak in f32 prefill than 256 rows). */
 #define CPU_ATTN_WIDE_ROWS 384
 /* Rows (every KV head's group, each padded to 4) a decode item that takes all KV heads may have. */
 #define CPU_ATTN_DECODE_ROWS 128
@@ -82,21 +82,6 @@ typedef struct cpu_attn_scratch_layout {
 
 /* Computes the layout for the given head dims (shared by plan and run). */
 cpu_attn_scratch_layout_t cpu_attn_scratch_layout(int64_t head_dim_qk, int64_t head_dim_v);
-
-/* Keys a query at position pq may see among [0, seq_len): [*lo, *hi], empty when *lo > *hi. Causal keeps
- * p_k <= pq; window_left/right (>= 0) are inclusive counts. Both ends grow with pq, so a tile of
- * consecutive queries needs exactly [lo(first), hi(last)]. 64-bit: pq may be negative (cross-attention
- * with seq_len < query length) and pq +- window must not overflow. */
-static inline void cpu_attn_key_range(int64_t pq, int64_t seq_len, int causal, int64_t window_left,
-                                      int64_t window_right, int64_t *lo, int64_t *hi)
-{
-    int64_t a = 0, b = seq_len - 1;
-    if (window_left >= 0 && pq - window_left > a) a = pq - window_left;
-    if (causal && pq < b) b = pq;
-    if (window_right >= 0 && pq + window_right < b) b = pq + window_right;
-    *lo = a;
-    *hi = b;
-}
 
 /* Split s of nsplit of the key range [lo, hi]: chunk-aligned pieces, the last one may be short or
  * empty. */

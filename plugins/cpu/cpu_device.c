@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "cpu_simd.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 uint32_t cpu_usable_cores(void)
 {
@@ -66,11 +67,7 @@ void cpu_fill_properties(attnrt_device_properties_t *props)
         p.memory_free = ((uint64_t)si.freeram + si.bufferram) * si.mem_unit;
     }
     p.attribute_count = cpu_attribute_count();
-    /* Write only what the caller's struct_size covers. */
-    size_t n = props->struct_size < sizeof p ? props->struct_size : sizeof p;
-    size_t caller_size = props->struct_size;
-    memcpy(props, &p, n);
-    props->struct_size = caller_size;
+    PLUGIN_COPY_OUT(props, p);
 }
 
 static void simd_features(char *out, size_t cap)

@@ -28,102 +28,17 @@
 #include <math.h>
 #include <string.h>
 
-#include "cpu_args.h"
 #include "cpu_gemm.h"
 #include "cpu_linear.h"
 #include "cpu_ops.h"
 #include "cpu_vec.h"
 #include "dtype_convert.h"
+#include "plugin_args.h"
 #include "plugin_error.h"
+#include "plugin_linear.h"
+#include "plugin_struct.h"
 
 static const char OP[] = "gated_delta";
-
-typedef struct gdn_shape {
-    int64_t   T, B, H, HV, Dk, Dv, slots, num_spec;
-    int       spec;
-    dc_kind_t q, k, v, g, beta, out;
-} gdn_shape_t;
-
-#define ANY CPU_ANY_DIM
-
-static attnrt_status_t gdn_check(const attnrt_gated_delta_args_t *a, int64_t B, int run, gdn_shape_t *sh)
-{
-    attnrt_status_t st;
-    const int spec = a->spec_state_indices != NULL;
-    if (!a->query || !a->key || !a->value || !a->g || !a->beta || !a->out || !a->state || !a->query_start_loc ||
-        (!spec && !a->state_indices) || (spec && !a->num_accepted))
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT,
-                           "cpu gated_delta: query, key, value, g, beta, out, state, query_start_loc and state_indices "
-                           "(num_accepted with spec_state_indices) are required");
-    if ((st = cpu_check_shape(a->query, OP, "query", 3, (const int64_t[]){ANY, ANY, ANY}, 1))) return st;
-    const int64_t T = a->query->shape[0], H = a->query->shape[1], Dk = a->query->shape[2];
-    if ((st = cpu_check_shape(a->value, OP, "value", 3, (const int64_t[]){T, ANY, ANY}, 1))) return st;
-    const int64_t HV = a->value->shape[1], Dv = a->value->shape[2];
-    if (H < 1 || HV < 1 || HV % H != 0)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu gated_delta: %lld value heads are not a multiple of %lld key heads",
-                           (long long)HV, (long long)H);
-    if ((st = cpu_check_shape(a->key, OP, "key", 3, (const int64_t[]){T, H, Dk}, 1))) return st;
-    if ((st = cpu_check_shape(a->g, OP, "g", 2, (const int64_t[]){T, HV}, 0))) return st;
-    if ((st = cpu_check_shape(a->beta, OP, "beta", 2, (const int64_t[]){T, HV}, 0))) return st;
-    if ((st = cpu_check_shape(a->out, OP, "out", 3, (const int64_t[]){T, HV, Dv}, 1))) return st;
-    if ((st = cpu_check_shape(a->state, OP, "state", 4, (const int64_t[]){ANY, HV, Dk, Dv}, 1))) return st;
-    if ((st = cpu_check_shape(a->query_start_loc, OP, "query_start_loc", 1, (const int64_t[]){B + 1}, 0))) return st;
-    if (a->state_indices && (st = cpu_check_shape(a->state_indices, OP, "state_indices", 1, (const int64_t[]){B}, 0)))
-        return st;
-    if (a->has_initial_state &&
-        (st = cpu_check_shape(a->has_initial_state, OP, "has_initial_state", 1, (const int64_t[]){B}, 0)))
-        return st;
-    int64_t num_spec = 0;
-    if (spec) {
-        if ((st = cpu_check_shape(a->spec_state_indices, OP, "spec_state_indices", 2, (const int64_t[]){B, ANY}, 0)))
-            return st;
-        num_spec = a->spec_state_indices->shape[1] - 1;
-        if (num_spec < 0)
-            return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu gated_delta: spec_state_indices has no column");
-        if ((st = cpu_check_shape(a->num_accepted, OP, "num_accepted", 1, (const int64_t[]){B}, 0))) return st;
-    }
-
-    if ((st = cpu_check_act(a->query, OP, "query")) || (st = cpu_check_act(a->key, OP, "key")) ||
-        (st = cpu_check_act(a->value, OP, "value")) || (st = cpu_check_act(a->g, OP, "g")) ||
-        (st = cpu_check_act(a->beta, OP, "beta")))
-        return st;
-    if ((st = cpu_check_out_kind(dc_kind_of(a->query->dtype), dc_kind_of(a->out->dtype), OP))) return st;
-    if ((st = cpu_check_dtype(a->state, OP, "state", ATTNRT_DTYPE_CODE_FLOAT, 32, "f32")) ||
-        (st = cpu_check_dtype(a->query_start_loc, OP, "query_start_loc", ATTNRT_DTYPE_CODE_INT, 32, "int32")))
-        return st;
-    if (a->state_indices && (st = cpu_check_dtype(a->state_indices, OP, "state_indices", ATTNRT_DTYPE_CODE_INT, 32, "int32")))
-        return st;
-    if (spec && ((st = cpu_check_dtype(a->spec_state_indices, OP, "spec_state_indices", ATTNRT_DTYPE_CODE_INT, 32, "int32")) ||
-                 (st = cpu_check_dtype(a->num_accepted, OP, "num_accepted", ATTNRT_DTYPE_CODE_INT, 32, "int32"))))
-        return st;
-    if (a->has_initial_state && (st = cpu_check_flag(a->has_initial_state, OP, "has_initial_state"))) return st;
-
-    attnrt_op_query_t q;
-    memset(&q, 0, sizeof q);
-    q.struct_size = sizeof q;
-    q.op = ATTNRT_OP_GATED_DELTA;
-    q.q_dtype = a->query->dtype;
-    q.head_dim_qk = (uint32_t)(Dk > UINT32_MAX ? UINT32_MAX : Dk);
-    q.head_dim_v = (uint32_t)(Dv > UINT32_MAX ? UINT32_MAX : Dv);
-    char reason[256];
-    if (Dk < 1 || Dv < 1 || cpu_op_check(&q, reason, sizeof reason) != ATTNRT_OK)
-        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cpu gated_delta: %s", Dk < 1 || Dv < 1 ? "head dims must be >= 1" : reason);
-    if (!(a->scale >= 0.0f) || isinf(a->scale))
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu gated_delta: scale %g is not a finite number >= 0", (double)a->scale);
-
-    /* per-token tensors of a batch without tokens may have no data (they have no elements) */
-    if (run && B > 0 &&
-        ((T > 0 && (!a->query->data || !a->key->data || !a->value->data || !a->g->data || !a->beta->data ||
-                    !a->out->data)) ||
-         !a->state->data || !a->query_start_loc->data || (!spec && !a->state_indices->data) ||
-         (spec && (!a->spec_state_indices->data || !a->num_accepted->data))))
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu gated_delta run: a required tensor has no data");
-
-    *sh = (gdn_shape_t){T, B, H, HV, Dk, Dv, a->state->shape[0], num_spec, spec,
-                        dc_kind_of(a->query->dtype), dc_kind_of(a->key->dtype), dc_kind_of(a->value->dtype),
-                        dc_kind_of(a->g->dtype), dc_kind_of(a->beta->dtype), dc_kind_of(a->out->dtype)};
-    return ATTNRT_OK;
-}
 
 /* Tokens per prefill chunk: the intra-chunk products are C x C, the rest is linear in C. */
 #define CPU_GDN_CHUNK 64
@@ -157,20 +72,8 @@ static gdn_layout_t gdn_layout(int64_t Dk, int64_t Dv)
 typedef struct gdn_job {
     const cpu_linear_plan_t *plan;
     gdn_layout_t             lay;
-    int64_t T, H, HV, group, Dk, Dv, slots, num_spec;
-    int     spec, l2norm;
-    float   scale;
-    const char *q, *k, *v, *g, *beta;
-    int64_t     q_st[2], k_st[2], v_st[2], g_st[2], beta_st[2];
-    dc_kind_t   q_kind, k_kind, v_kind, g_kind, beta_kind;
-    size_t      q_es, k_es, v_es;
-    char       *out;
-    int64_t     out_st[2];
-    dc_kind_t   out_kind;
-    size_t      out_es;
-    float      *state;
-    int64_t     state_st[3];
-    const attnrt_tensor_t *qsl, *slot_idx, *has_init, *spec_idx, *accepted;
+    plugin_linear_t          l;     /* the run's args, decoded */
+    int64_t                  group; /* value heads per key head */
 } gdn_job_t;
 
 typedef struct gdn_scratch {
@@ -197,64 +100,60 @@ static void l2_normalise(float *x, int64_t n)
 }
 
 /* Slot spec_state_indices[b][col]. */
-static int64_t spec_slot(const gdn_job_t *job, int64_t b, int64_t col)
-{
-    const attnrt_tensor_t *t = job->spec_idx;
-    return ((const int32_t *)t->data)[b * t->strides[0] + col * t->strides[1]];
-}
+static int64_t spec_slot(const gdn_job_t *job, int64_t b, int64_t col) { return plugin_view_i32_2(&job->l.spec_idx, b, col); }
 
 static void load_state(const gdn_job_t *job, const gdn_scratch_t *sc, int64_t slot, int64_t hv)
 {
-    const int64_t Dk = job->Dk, Dv = job->Dv;
-    if (slot < 0 || slot >= job->slots) {
+    const int64_t Dk = job->l.Dk, Dv = job->l.Dv;
+    if (slot < 0 || slot >= job->l.slots) {
         memset(sc->s, 0, (size_t)(Dk * Dv) * sizeof(float));
         return;
     }
-    const float *pooled = job->state + slot * job->state_st[0] + hv * job->state_st[1];
+    const float *pooled = (const float *)(const void *)plugin_view_at(&job->l.state, slot, hv);
     for (int64_t a = 0; a < Dk; a++)
-        memcpy(sc->s + (size_t)(a * Dv), pooled + a * job->state_st[2], (size_t)Dv * sizeof(float));
+        memcpy(sc->s + (size_t)(a * Dv), pooled + a * job->l.state.st[2], (size_t)Dv * sizeof(float));
 }
 
 static void store_state(const gdn_job_t *job, const gdn_scratch_t *sc, int64_t slot, int64_t hv)
 {
-    const int64_t Dk = job->Dk, Dv = job->Dv;
-    if (slot < 0 || slot >= job->slots) return;
-    float *pooled = job->state + slot * job->state_st[0] + hv * job->state_st[1];
+    const int64_t Dk = job->l.Dk, Dv = job->l.Dv;
+    if (slot < 0 || slot >= job->l.slots) return;
+    float *pooled = (float *)(void *)plugin_view_at(&job->l.state, slot, hv);
     for (int64_t a = 0; a < Dk; a++)
-        memcpy(pooled + a * job->state_st[2], sc->s + (size_t)(a * Dv), (size_t)Dv * sizeof(float));
+        memcpy(pooled + a * job->l.state.st[2], sc->s + (size_t)(a * Dv), (size_t)Dv * sizeof(float));
 }
 
 /* Token t of value head hv into q, k, v (rows of Dk, Dk, Dv floats): normalised, q scaled. */
 static void load_token(const gdn_job_t *job, int64_t t, int64_t hv, float *q, float *k, float *v)
 {
-    const int64_t Dk = job->Dk, Dv = job->Dv, kh = hv / job->group;
-    dc_row_to_f32(q, job->q + (size_t)(t * job->q_st[0] + kh * job->q_st[1]) * job->q_es, job->q_kind, (size_t)Dk, 1.0f);
-    dc_row_to_f32(k, job->k + (size_t)(t * job->k_st[0] + kh * job->k_st[1]) * job->k_es, job->k_kind, (size_t)Dk, 1.0f);
-    dc_row_to_f32(v, job->v + (size_t)(t * job->v_st[0] + hv * job->v_st[1]) * job->v_es, job->v_kind, (size_t)Dv, 1.0f);
-    if (job->l2norm) {
+    const plugin_linear_t *l = &job->l;
+    const int64_t Dk = l->Dk, Dv = l->Dv, kh = hv / job->group;
+    dc_row_to_f32(q, plugin_view_at(&l->q, t, kh), l->q.kind, (size_t)Dk, 1.0f);
+    dc_row_to_f32(k, plugin_view_at(&l->k, t, kh), l->k.kind, (size_t)Dk, 1.0f);
+    dc_row_to_f32(v, plugin_view_at(&l->v, t, hv), l->v.kind, (size_t)Dv, 1.0f);
+    if (l->l2norm) {
         l2_normalise(q, Dk);
         l2_normalise(k, Dk);
     }
-    cpu_vec_scale(q, job->scale, Dk);
+    cpu_vec_scale(q, l->scale, Dk);
 }
 
 static void store_out(const gdn_job_t *job, const float *row, int64_t t, int64_t hv)
 {
-    dc_row_from_f32(job->out + (size_t)(t * job->out_st[0] + hv * job->out_st[1]) * job->out_es, row, job->out_kind,
-                    (size_t)job->Dv, 1.0f);
+    dc_row_from_f32(plugin_view_at(&job->l.out, t, hv), row, job->l.out.kind, (size_t)job->l.Dv, 1.0f);
 }
 
 /* Tokens t0 .. t0 + n - 1 (n <= CPU_GDN_CHUNK) of value head hv, blockwise (see the file comment). */
 static void gdn_chunk(const gdn_job_t *job, const gdn_scratch_t *sc, int64_t t0, int64_t n, int64_t hv)
 {
-    const int64_t Dk = job->Dk, Dv = job->Dv, C = CPU_GDN_CHUNK;
+    const int64_t Dk = job->l.Dk, Dv = job->l.Dv, C = CPU_GDN_CHUNK;
     double G = 0.0;
     for (int64_t i = 0; i < n; i++) {
         const int64_t t = t0 + i;
         load_token(job, t, hv, sc->q + i * Dk, sc->k + i * Dk, sc->v + i * Dv);
-        G += (double)cpu_scalar_at(job->g, job->g_kind, t * job->g_st[0] + hv * job->g_st[1]);
+        G += (double)plugin_view_scalar(&job->l.g, t, hv);
         sc->gc[i] = G;
-        sc->bc[i] = cpu_scalar_at(job->beta, job->beta_kind, t * job->beta_st[0] + hv * job->beta_st[1]);
+        sc->bc[i] = plugin_view_scalar(&job->l.beta, t, hv);
     }
     for (int64_t a0 = 0; a0 < Dk; a0 += 16) { /* kt = k^T, in strips that stay in L1 */
         const int64_t a1 = a0 + 16 < Dk ? a0 + 16 : Dk;
@@ -304,10 +203,10 @@ static void gdn_chunk(const gdn_job_t *job, const gdn_scratch_t *sc, int64_t t0,
  * for a plain decode the pooled state itself, read and written in place); writes out[t, hv]. */
 static void gdn_token(const gdn_job_t *job, const gdn_scratch_t *sc, int64_t t, int64_t hv, float *S, int64_t row_st)
 {
-    const int64_t Dk = job->Dk, Dv = job->Dv;
+    const int64_t Dk = job->l.Dk, Dv = job->l.Dv;
     load_token(job, t, hv, sc->q, sc->k, sc->v);
-    const float g = cpu_scalar_at(job->g, job->g_kind, t * job->g_st[0] + hv * job->g_st[1]);
-    const float beta = cpu_scalar_at(job->beta, job->beta_kind, t * job->beta_st[0] + hv * job->beta_st[1]);
+    const float g = plugin_view_scalar(&job->l.g, t, hv);
+    const float beta = plugin_view_scalar(&job->l.beta, t, hv);
 
     const float decay = (float)exp((double)g);
     memset(sc->u, 0, (size_t)Dv * sizeof(float));
@@ -330,164 +229,89 @@ static void gdn_token(const gdn_job_t *job, const gdn_scratch_t *sc, int64_t t, 
 static void gdn_item(void *ctx, size_t index, unsigned worker)
 {
     const gdn_job_t *job = ctx;
+    const plugin_linear_t *l = &job->l;
     const cpu_linear_item_t it = job->plan->items[index];
     const gdn_scratch_t sc = scratch_of(job, worker);
     const int64_t b = it.seq, hv = it.head;
-    const int64_t t_begin = cpu_clamp64(cpu_i32_at(job->qsl, b), 0, job->T);
-    const int64_t t_end = cpu_clamp64(cpu_i32_at(job->qsl, b + 1), t_begin, job->T);
+    const int64_t t_begin = plugin_clamp64(plugin_view_i32(&l->qsl, b), 0, l->T);
+    const int64_t t_end = plugin_clamp64(plugin_view_i32(&l->qsl, b + 1), t_begin, l->T);
 
     int64_t read_slot, slot = -1;
     int padding;
-    if (job->spec) {
+    if (l->spec) {
         padding = spec_slot(job, b, 0) < 0;
-        const int64_t na = cpu_i32_at(job->accepted, b);
-        read_slot = na >= 1 && na <= job->num_spec + 1 ? spec_slot(job, b, na - 1) : -1;
+        const int64_t na = plugin_view_i32(&l->accepted, b);
+        read_slot = na >= 1 && na <= l->num_spec + 1 ? spec_slot(job, b, na - 1) : -1;
     } else {
-        slot = cpu_i32_at(job->slot_idx, b);
-        padding = slot < 0 || slot >= job->slots;
+        slot = plugin_view_i32(&l->slot_idx, b);
+        padding = slot < 0 || slot >= l->slots;
         read_slot = slot;
     }
     if (padding) { /* outputs 0, no slot read or written */
-        memset(sc.o, 0, (size_t)job->Dv * sizeof(float));
-        for (int64_t t = t_begin; t < t_end; t++)
-            dc_row_from_f32(job->out + (size_t)(t * job->out_st[0] + hv * job->out_st[1]) * job->out_es, sc.o,
-                            job->out_kind, (size_t)job->Dv, 1.0f);
+        memset(sc.o, 0, (size_t)l->Dv * sizeof(float));
+        for (int64_t t = t_begin; t < t_end; t++) store_out(job, sc.o, t, hv);
         return;
     }
-    const int has_init = cpu_flag_at(job->has_init, b);
-    if (t_end == t_begin && (has_init || job->spec)) return; /* no token: no state changes */
-    if (!job->spec && t_end - t_begin == 1) { /* a plain decode: in place, each state byte read and written once */
-        float *pooled = job->state + slot * job->state_st[0] + hv * job->state_st[1];
+    const int has_init = plugin_view_flag(&l->has_init, b);
+    if (t_end == t_begin && (has_init || l->spec)) return; /* no token: no state changes */
+    if (!l->spec && t_end - t_begin == 1) { /* a plain decode: in place, each state byte read and written once */
+        float *pooled = (float *)(void *)plugin_view_at(&l->state, slot, hv);
         if (!has_init)
-            for (int64_t a = 0; a < job->Dk; a++) memset(pooled + a * job->state_st[2], 0, (size_t)job->Dv * sizeof(float));
-        gdn_token(job, &sc, t_begin, hv, pooled, job->state_st[2]);
+            for (int64_t a = 0; a < l->Dk; a++) memset(pooled + a * l->state.st[2], 0, (size_t)l->Dv * sizeof(float));
+        gdn_token(job, &sc, t_begin, hv, pooled, l->state.st[2]);
         return;
     }
     load_state(job, &sc, has_init ? read_slot : -1, hv);
 
-    if (job->spec) {
+    if (l->spec) {
         for (int64_t t = t_begin; t < t_end; t++) {
-            gdn_token(job, &sc, t, hv, sc.s, job->Dv);
-            if (job->spec && t - t_begin <= job->num_spec) store_state(job, &sc, spec_slot(job, b, t - t_begin), hv);
+            gdn_token(job, &sc, t, hv, sc.s, l->Dv);
+            if (t - t_begin <= l->num_spec) store_state(job, &sc, spec_slot(job, b, t - t_begin), hv);
         }
     } else {
         for (int64_t t0 = t_begin; t0 < t_end; t0 += CPU_GDN_CHUNK)
             gdn_chunk(job, &sc, t0, t_end - t0 < CPU_GDN_CHUNK ? t_end - t0 : CPU_GDN_CHUNK, hv);
+        store_state(job, &sc, slot, hv);
     }
-    if (!job->spec) store_state(job, &sc, slot, hv);
 }
 
 attnrt_status_t cpu_gated_delta_plan(cpu_pool_t *pool, const attnrt_gated_delta_args_t *args_in,
                                      const attnrt_batch_host_t *batch_in, const attnrt_state_host_t *states_in,
                                      void **plan_out, size_t *workspace_bytes)
 {
-    if (!args_in || !batch_in || !plan_out || !workspace_bytes)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu gated_delta plan: args, batch and both outputs are required");
     attnrt_gated_delta_args_t a;
     attnrt_batch_host_t batch;
-    cpu_args_copy(&a, sizeof a, args_in, args_in->struct_size);
-    cpu_args_copy(&batch, sizeof batch, batch_in, batch_in->struct_size);
-    if (batch.num_seqs < 0 || (batch.num_seqs > 0 && !batch.query_start_loc))
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu gated_delta plan: the host batch has %d requests and %s",
-                           batch.num_seqs, batch.query_start_loc ? "a query_start_loc" : "no query_start_loc");
-    gdn_shape_t sh;
-    attnrt_status_t st = gdn_check(&a, batch.num_seqs, 0, &sh);
+    plugin_linear_t l;
+    attnrt_status_t st = PLUGIN_PLAN_OPEN("cpu", OP, a, args_in, batch, batch_in, PLUGIN_BATCH_QSL, plan_out,
+                                          workspace_bytes);
+    if (st == ATTNRT_OK) st = plugin_gated_delta_decode("cpu", &cpu_op_rules, NULL, &a, batch.num_seqs, 0, &l);
     if (st != ATTNRT_OK) return st;
-    if (states_in) {
+    if (states_in) { /* the host copies the runtime checked must describe the same speculation */
         attnrt_state_host_t states;
-        cpu_args_copy(&states, sizeof states, states_in, states_in->struct_size);
+        PLUGIN_COPY_IN(states, states_in);
         const int host_spec = states.spec_state_indices != NULL;
-        if (host_spec != sh.spec || (sh.spec && states.num_spec != sh.num_spec))
+        if (host_spec != l.spec || (l.spec && states.num_spec != l.num_spec))
             return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT,
                                "cpu gated_delta plan: the host states say %s (num_spec %d) but the args %s (num_spec %lld)",
                                host_spec ? "spec decoding" : "no spec decoding", states.num_spec,
-                               sh.spec ? "have spec_state_indices" : "have none", (long long)sh.num_spec);
+                               l.spec ? "have spec_state_indices" : "have none", (long long)l.num_spec);
     }
-
-    cpu_linear_plan_t *p = NULL;
-    st = cpu_linear_plan_new(pool, CPU_PLAN_GATED_DELTA, OP, &batch, sh.B, sh.HV, gdn_layout(sh.Dk, sh.Dv).total, &p);
-    if (st != ATTNRT_OK) return st;
-    p->num_tokens = sh.T;
-    p->num_seqs = sh.B;
-    p->num_heads = sh.HV;
-    p->num_k_heads = sh.H;
-    p->head_dim_k = sh.Dk;
-    p->head_dim_v = sh.Dv;
-    p->num_spec = sh.spec ? sh.num_spec : -1;
-    *plan_out = p;
-    *workspace_bytes = 0; /* scratch lives in the plan */
-    return ATTNRT_OK;
+    return cpu_linear_plan_make(pool, CPU_PLAN_GATED_DELTA, OP, &batch, &l, gdn_layout(l.Dk, l.Dv).total, plan_out,
+                                workspace_bytes);
 }
-
-void cpu_gated_delta_plan_destroy(void *plan) { cpu_linear_plan_free(plan); }
 
 attnrt_status_t cpu_gated_delta_run(cpu_pool_t *pool, const void *plan, const attnrt_gated_delta_args_t *args_in)
 {
-    const cpu_linear_plan_t *p = cpu_linear_plan_of(plan, CPU_PLAN_GATED_DELTA, pool, OP);
+    const cpu_linear_plan_t *p = cpu_linear_plan_of(plan, CPU_PLAN_GATED_DELTA, pool, OP, args_in);
     if (!p) return ATTNRT_ERR_INVALID_ARGUMENT;
-    if (!args_in) return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu gated_delta run: args are required");
     attnrt_gated_delta_args_t a;
-    cpu_args_copy(&a, sizeof a, args_in, args_in->struct_size);
-    gdn_shape_t sh;
-    attnrt_status_t st = gdn_check(&a, p->num_seqs, 1, &sh);
+    PLUGIN_COPY_IN(a, args_in);
+    gdn_job_t job = {.plan = p};
+    attnrt_status_t st = plugin_gated_delta_decode("cpu", &cpu_op_rules, NULL, &a, p->num_seqs, 1, &job.l);
+    if (st == ATTNRT_OK) st = cpu_linear_check_run(p, &job.l, OP);
     if (st != ATTNRT_OK) return st;
-    if (sh.T != p->num_tokens || sh.HV != p->num_heads || sh.H != p->num_k_heads || sh.Dk != p->head_dim_k ||
-        sh.Dv != p->head_dim_v || (sh.spec ? sh.num_spec : -1) != p->num_spec)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT,
-                           "cpu gated_delta run: shapes (T %lld, H %lld, HV %lld, Dk %lld, Dv %lld, num_spec %lld) differ "
-                           "from the plan's (T %lld, H %lld, HV %lld, Dk %lld, Dv %lld, num_spec %lld); plan this batch again",
-                           (long long)sh.T, (long long)sh.H, (long long)sh.HV, (long long)sh.Dk, (long long)sh.Dv,
-                           (long long)(sh.spec ? sh.num_spec : -1), (long long)p->num_tokens, (long long)p->num_k_heads,
-                           (long long)p->num_heads, (long long)p->head_dim_k, (long long)p->head_dim_v,
-                           (long long)p->num_spec);
-
-    gdn_job_t job;
-    memset(&job, 0, sizeof job);
-    job.plan = p;
-    job.lay = gdn_layout(sh.Dk, sh.Dv);
-    job.T = sh.T;
-    job.H = sh.H;
-    job.HV = sh.HV;
-    job.group = sh.HV / sh.H;
-    job.Dk = sh.Dk;
-    job.Dv = sh.Dv;
-    job.slots = sh.slots;
-    job.num_spec = sh.num_spec;
-    job.spec = sh.spec;
-    job.l2norm = a.use_l2norm != 0;
-    job.scale = a.scale != 0.0f ? a.scale : (float)(1.0 / sqrt((double)sh.Dk));
-    job.q = a.query->data;
-    job.k = a.key->data;
-    job.v = a.value->data;
-    job.g = a.g->data;
-    job.beta = a.beta->data;
-    job.out = a.out->data;
-    for (int i = 0; i < 2; i++) {
-        job.q_st[i] = a.query->strides[i];
-        job.k_st[i] = a.key->strides[i];
-        job.v_st[i] = a.value->strides[i];
-        job.g_st[i] = a.g->strides[i];
-        job.beta_st[i] = a.beta->strides[i];
-        job.out_st[i] = a.out->strides[i];
-    }
-    job.q_kind = sh.q;
-    job.k_kind = sh.k;
-    job.v_kind = sh.v;
-    job.g_kind = sh.g;
-    job.beta_kind = sh.beta;
-    job.out_kind = sh.out;
-    job.q_es = dc_kind_size(sh.q);
-    job.k_es = dc_kind_size(sh.k);
-    job.v_es = dc_kind_size(sh.v);
-    job.out_es = dc_kind_size(sh.out);
-    job.state = a.state->data;
-    for (int i = 0; i < 3; i++) job.state_st[i] = a.state->strides[i];
-    job.qsl = a.query_start_loc;
-    job.slot_idx = a.state_indices;
-    job.has_init = a.has_initial_state;
-    job.spec_idx = a.spec_state_indices;
-    job.accepted = a.num_accepted;
-
+    job.lay = gdn_layout(job.l.Dk, job.l.Dv);
+    job.group = job.l.HV / job.l.H;
     cpu_parallel_for(pool, p->num_items, gdn_item, &job);
     return ATTNRT_OK;
 }

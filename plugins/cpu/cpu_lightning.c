@@ -26,82 +26,20 @@
 #include <math.h>
 #include <string.h>
 
-#include "cpu_args.h"
 #include "cpu_gemm.h"
 #include "cpu_linear.h"
 #include "cpu_ops.h"
 #include "cpu_vec.h"
 #include "dtype_convert.h"
+#include "plugin_args.h"
 #include "plugin_error.h"
+#include "plugin_linear.h"
+#include "plugin_struct.h"
 
 /* Tokens per prefill chunk: the intra-chunk scores are a c x c triangle, the rest is linear in c. */
 #define CPU_LIGHTNING_CHUNK 64
 
 static const char OP[] = "lightning";
-
-typedef struct lightning_shape {
-    int64_t   T, B, H, Dk, Dv, slots;
-    dc_kind_t q, k, v, out;
-} lightning_shape_t;
-
-/* Checks every tensor against the others (B from the caller: the host batch at plan, the plan at run);
- * with `run`, also that the tensors a kernel reads carry data. */
-static attnrt_status_t lightning_check(const attnrt_lightning_args_t *a, int64_t B, int run, lightning_shape_t *sh)
-{
-    attnrt_status_t st;
-    if (!a->query || !a->key || !a->value || !a->out || !a->slopes || !a->state || !a->query_start_loc ||
-        !a->state_indices)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT,
-                           "cpu lightning: query, key, value, out, slopes, state, query_start_loc and state_indices "
-                           "are required");
-    if ((st = cpu_check_shape(a->query, OP, "query", 3, (const int64_t[]){CPU_ANY_DIM, CPU_ANY_DIM, CPU_ANY_DIM}, 1)))
-        return st;
-    const int64_t T = a->query->shape[0], H = a->query->shape[1], Dk = a->query->shape[2];
-    if ((st = cpu_check_shape(a->value, OP, "value", 3, (const int64_t[]){T, H, CPU_ANY_DIM}, 1))) return st;
-    const int64_t Dv = a->value->shape[2];
-    if ((st = cpu_check_shape(a->key, OP, "key", 3, (const int64_t[]){T, H, Dk}, 1))) return st;
-    if ((st = cpu_check_shape(a->out, OP, "out", 3, (const int64_t[]){T, H, Dv}, 1))) return st;
-    if ((st = cpu_check_shape(a->slopes, OP, "slopes", 1, (const int64_t[]){H}, 0))) return st;
-    if ((st = cpu_check_shape(a->state, OP, "state", 4, (const int64_t[]){CPU_ANY_DIM, H, Dk, Dv}, 1))) return st;
-    if ((st = cpu_check_shape(a->query_start_loc, OP, "query_start_loc", 1, (const int64_t[]){B + 1}, 0))) return st;
-    if ((st = cpu_check_shape(a->state_indices, OP, "state_indices", 1, (const int64_t[]){B}, 0))) return st;
-    if (a->has_initial_state &&
-        (st = cpu_check_shape(a->has_initial_state, OP, "has_initial_state", 1, (const int64_t[]){B}, 0)))
-        return st;
-
-    if ((st = cpu_check_act(a->query, OP, "query")) || (st = cpu_check_act(a->key, OP, "key")) ||
-        (st = cpu_check_act(a->value, OP, "value")))
-        return st;
-    if ((st = cpu_check_out_kind(dc_kind_of(a->query->dtype), dc_kind_of(a->out->dtype), OP))) return st;
-    if ((st = cpu_check_dtype(a->slopes, OP, "slopes", ATTNRT_DTYPE_CODE_FLOAT, 32, "f32")) ||
-        (st = cpu_check_dtype(a->state, OP, "state", ATTNRT_DTYPE_CODE_FLOAT, 32, "f32")) ||
-        (st = cpu_check_dtype(a->query_start_loc, OP, "query_start_loc", ATTNRT_DTYPE_CODE_INT, 32, "int32")) ||
-        (st = cpu_check_dtype(a->state_indices, OP, "state_indices", ATTNRT_DTYPE_CODE_INT, 32, "int32")))
-        return st;
-    if (a->has_initial_state && (st = cpu_check_flag(a->has_initial_state, OP, "has_initial_state"))) return st;
-
-    attnrt_op_query_t q;
-    memset(&q, 0, sizeof q);
-    q.struct_size = sizeof q;
-    q.op = ATTNRT_OP_LIGHTNING;
-    q.q_dtype = a->query->dtype;
-    q.head_dim_qk = (uint32_t)(Dk > UINT32_MAX ? UINT32_MAX : Dk);
-    q.head_dim_v = (uint32_t)(Dv > UINT32_MAX ? UINT32_MAX : Dv);
-    q.num_q_heads = (uint32_t)(H > UINT32_MAX ? UINT32_MAX : H);
-    char reason[256];
-    if (Dk < 1 || Dv < 1 || cpu_op_check(&q, reason, sizeof reason) != ATTNRT_OK)
-        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cpu lightning: %s", Dk < 1 || Dv < 1 ? "head dims must be >= 1" : reason);
-
-    /* per-token tensors of a batch without tokens may have no data (they have no elements) */
-    if (run && B > 0 &&
-        ((T > 0 && (!a->query->data || !a->key->data || !a->value->data || !a->out->data)) || !a->slopes->data ||
-         !a->state->data || !a->query_start_loc->data || !a->state_indices->data))
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu lightning run: a required tensor has no data");
-
-    *sh = (lightning_shape_t){T, B, H, Dk, Dv, a->state->shape[0], dc_kind_of(a->query->dtype),
-                              dc_kind_of(a->key->dtype), dc_kind_of(a->value->dtype), dc_kind_of(a->out->dtype)};
-    return ATTNRT_OK;
-}
 
 /* Byte offsets inside one participant's scratch slice. */
 typedef struct lightning_layout {
@@ -132,20 +70,7 @@ static lightning_layout_t lightning_layout(int64_t Dk, int64_t Dv)
 typedef struct lightning_job {
     const cpu_linear_plan_t *plan;
     lightning_layout_t       lay;
-    int64_t                  T, H, Dk, Dv, slots;
-    const char *q, *k, *v;
-    int64_t     q_st[2], k_st[2], v_st[2];
-    dc_kind_t   q_kind, k_kind, v_kind;
-    size_t      q_es, k_es, v_es;
-    char       *out;
-    int64_t     out_st[2];
-    dc_kind_t   out_kind;
-    size_t      out_es;
-    const float *slopes;
-    int64_t      slopes_st;
-    float       *state;
-    int64_t      state_st[3];
-    const attnrt_tensor_t *qsl, *slot_idx, *has_init;
+    plugin_linear_t          l; /* the run's args, decoded */
 } lightning_job_t;
 
 typedef struct lightning_scratch {
@@ -167,19 +92,16 @@ static lightning_scratch_t scratch_of(const lightning_job_t *job, unsigned worke
 /* Decodes token t, head h of q, k and v into row i of the chunk buffers. */
 static void load_token(const lightning_job_t *job, const lightning_scratch_t *sc, int64_t t, int64_t h, int64_t i)
 {
-    const size_t dk = (size_t)job->Dk, dv = (size_t)job->Dv;
-    dc_row_to_f32(sc->q + (size_t)i * dk, job->q + (size_t)(t * job->q_st[0] + h * job->q_st[1]) * job->q_es,
-                  job->q_kind, dk, 1.0f);
-    dc_row_to_f32(sc->k + (size_t)i * dk, job->k + (size_t)(t * job->k_st[0] + h * job->k_st[1]) * job->k_es,
-                  job->k_kind, dk, 1.0f);
-    dc_row_to_f32(sc->v + (size_t)i * dv, job->v + (size_t)(t * job->v_st[0] + h * job->v_st[1]) * job->v_es,
-                  job->v_kind, dv, 1.0f);
+    const plugin_linear_t *l = &job->l;
+    const size_t dk = (size_t)l->Dk, dv = (size_t)l->Dv;
+    dc_row_to_f32(sc->q + (size_t)i * dk, plugin_view_at(&l->q, t, h), l->q.kind, dk, 1.0f);
+    dc_row_to_f32(sc->k + (size_t)i * dk, plugin_view_at(&l->k, t, h), l->k.kind, dk, 1.0f);
+    dc_row_to_f32(sc->v + (size_t)i * dv, plugin_view_at(&l->v, t, h), l->v.kind, dv, 1.0f);
 }
 
 static void store_out(const lightning_job_t *job, const float *row, int64_t t, int64_t h)
 {
-    char *o = job->out + (size_t)(t * job->out_st[0] + h * job->out_st[1]) * job->out_es;
-    dc_row_from_f32(o, row, job->out_kind, (size_t)job->Dv, 1.0f);
+    dc_row_from_f32(plugin_view_at(&job->l.out, t, h), row, job->l.out.kind, (size_t)job->l.Dv, 1.0f);
 }
 
 /* y = (hi + lo) y + c x, with the decay factor split so that it is not rounded to one f32. */
@@ -203,7 +125,7 @@ static void split_power(double x, float *hi, float *lo)
 static void decode_token(const lightning_job_t *job, const lightning_scratch_t *sc, int64_t t, int64_t h,
                          double lambda, float *S, int64_t row_st, int zero)
 {
-    const int64_t Dk = job->Dk, Dv = job->Dv;
+    const int64_t Dk = job->l.Dk, Dv = job->l.Dv;
     float hi, lo;
     split_power(lambda, &hi, &lo);
     load_token(job, sc, t, h, 0);
@@ -223,7 +145,7 @@ static void decode_token(const lightning_job_t *job, const lightning_scratch_t *
 static void prefill_chunk(const lightning_job_t *job, const lightning_scratch_t *sc, int64_t t0, int64_t n,
                           int64_t h, double slope)
 {
-    const int64_t Dk = job->Dk, Dv = job->Dv, C = CPU_LIGHTNING_CHUNK;
+    const int64_t Dk = job->l.Dk, Dv = job->l.Dv, C = CPU_LIGHTNING_CHUNK;
     float *pw = sc->pw;
     for (int64_t m = 0; m <= n; m++) pw[m] = (float)exp(-slope * (double)m);
     for (int64_t i = 0; i < n; i++) load_token(job, sc, t0 + i, h, i);
@@ -266,31 +188,33 @@ static void prefill_chunk(const lightning_job_t *job, const lightning_scratch_t 
 static void lightning_item(void *ctx, size_t index, unsigned worker)
 {
     const lightning_job_t *job = ctx;
+    const plugin_linear_t *l = &job->l;
     const cpu_linear_item_t it = job->plan->items[index];
     const lightning_scratch_t sc = scratch_of(job, worker);
-    const int64_t b = it.seq, h = it.head, Dk = job->Dk, Dv = job->Dv;
-    const int64_t t_begin = cpu_clamp64(cpu_i32_at(job->qsl, b), 0, job->T);
-    const int64_t t_end = cpu_clamp64(cpu_i32_at(job->qsl, b + 1), t_begin, job->T);
-    const int64_t slot = cpu_i32_at(job->slot_idx, b);
+    const int64_t b = it.seq, h = it.head, Dk = l->Dk, Dv = l->Dv;
+    const int64_t t_begin = plugin_clamp64(plugin_view_i32(&l->qsl, b), 0, l->T);
+    const int64_t t_end = plugin_clamp64(plugin_view_i32(&l->qsl, b + 1), t_begin, l->T);
+    const int64_t slot = plugin_view_i32(&l->slot_idx, b);
 
-    if (slot < 0 || slot >= job->slots) { /* padding (or a slot that does not exist): zeros, state untouched */
+    if (slot < 0 || slot >= l->slots) { /* padding (or a slot that does not exist): zeros, state untouched */
         memset(sc.o, 0, (size_t)Dv * sizeof(float));
         for (int64_t t = t_begin; t < t_end; t++) store_out(job, sc.o, t, h);
         return;
     }
-    const int has_init = cpu_flag_at(job->has_init, b);
+    const int has_init = plugin_view_flag(&l->has_init, b);
     if (t_end == t_begin && has_init) return; /* no token: the state stays as it is */
 
-    float *pooled = job->state + slot * job->state_st[0] + h * job->state_st[1];
-    const double slope = (double)job->slopes[h * job->slopes_st];
+    float *pooled = (float *)(void *)plugin_view_at(&l->state, slot, h);
+    const int64_t row_st = l->state.st[2];
+    const double slope = (double)plugin_view_f32(&l->slopes, h);
     if (t_end - t_begin == 1) { /* decode: in place */
-        decode_token(job, &sc, t_begin, h, exp(-slope), pooled, job->state_st[2], !has_init);
+        decode_token(job, &sc, t_begin, h, exp(-slope), pooled, row_st, !has_init);
         return;
     }
     for (int64_t a = 0; a < Dk; a++) {
         float *s = sc.s + (size_t)(a * Dv);
         if (has_init)
-            memcpy(s, pooled + a * job->state_st[2], (size_t)Dv * sizeof(float));
+            memcpy(s, pooled + a * row_st, (size_t)Dv * sizeof(float));
         else
             memset(s, 0, (size_t)Dv * sizeof(float));
     }
@@ -301,7 +225,7 @@ static void lightning_item(void *ctx, size_t index, unsigned worker)
     }
 
     for (int64_t a = 0; a < Dk; a++)
-        memcpy(pooled + a * job->state_st[2], sc.s + (size_t)(a * Dv), (size_t)Dv * sizeof(float));
+        memcpy(pooled + a * row_st, sc.s + (size_t)(a * Dv), (size_t)Dv * sizeof(float));
 }
 
 attnrt_status_t cpu_lightning_plan(cpu_pool_t *pool, const attnrt_lightning_args_t *args_in,
@@ -309,88 +233,28 @@ attnrt_status_t cpu_lightning_plan(cpu_pool_t *pool, const attnrt_lightning_args
                                    size_t *workspace_bytes)
 {
     (void)states; /* the kernel reads the device copies; the runtime has checked the host ones */
-    if (!args_in || !batch_in || !plan_out || !workspace_bytes)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu lightning plan: args, batch and both outputs are required");
     attnrt_lightning_args_t a;
     attnrt_batch_host_t batch;
-    cpu_args_copy(&a, sizeof a, args_in, args_in->struct_size);
-    cpu_args_copy(&batch, sizeof batch, batch_in, batch_in->struct_size);
-    if (batch.num_seqs < 0 || (batch.num_seqs > 0 && !batch.query_start_loc))
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu lightning plan: the host batch has %d requests and %s",
-                           batch.num_seqs, batch.query_start_loc ? "a query_start_loc" : "no query_start_loc");
-    lightning_shape_t sh;
-    attnrt_status_t st = lightning_check(&a, batch.num_seqs, 0, &sh);
+    plugin_linear_t l;
+    attnrt_status_t st = PLUGIN_PLAN_OPEN("cpu", OP, a, args_in, batch, batch_in, PLUGIN_BATCH_QSL, plan_out,
+                                          workspace_bytes);
+    if (st == ATTNRT_OK) st = plugin_lightning_decode("cpu", &cpu_op_rules, NULL, &a, batch.num_seqs, 0, &l);
     if (st != ATTNRT_OK) return st;
-
-    cpu_linear_plan_t *p = NULL;
-    st = cpu_linear_plan_new(pool, CPU_PLAN_LIGHTNING, OP, &batch, sh.B, sh.H, lightning_layout(sh.Dk, sh.Dv).total, &p);
-    if (st != ATTNRT_OK) return st;
-    p->num_tokens = sh.T;
-    p->num_seqs = sh.B;
-    p->num_heads = sh.H;
-    p->num_k_heads = sh.H;
-    p->head_dim_k = sh.Dk;
-    p->head_dim_v = sh.Dv;
-    *plan_out = p;
-    *workspace_bytes = 0; /* scratch lives in the plan */
-    return ATTNRT_OK;
+    return cpu_linear_plan_make(pool, CPU_PLAN_LIGHTNING, OP, &batch, &l, lightning_layout(l.Dk, l.Dv).total, plan_out,
+                                workspace_bytes);
 }
-
-void cpu_lightning_plan_destroy(void *plan) { cpu_linear_plan_free(plan); }
 
 attnrt_status_t cpu_lightning_run(cpu_pool_t *pool, const void *plan, const attnrt_lightning_args_t *args_in)
 {
-    const cpu_linear_plan_t *p = cpu_linear_plan_of(plan, CPU_PLAN_LIGHTNING, pool, OP);
+    const cpu_linear_plan_t *p = cpu_linear_plan_of(plan, CPU_PLAN_LIGHTNING, pool, OP, args_in);
     if (!p) return ATTNRT_ERR_INVALID_ARGUMENT;
-    if (!args_in) return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu lightning run: args are required");
     attnrt_lightning_args_t a;
-    cpu_args_copy(&a, sizeof a, args_in, args_in->struct_size);
-    lightning_shape_t sh;
-    attnrt_status_t st = lightning_check(&a, p->num_seqs, 1, &sh);
+    PLUGIN_COPY_IN(a, args_in);
+    lightning_job_t job = {.plan = p};
+    attnrt_status_t st = plugin_lightning_decode("cpu", &cpu_op_rules, NULL, &a, p->num_seqs, 1, &job.l);
+    if (st == ATTNRT_OK) st = cpu_linear_check_run(p, &job.l, OP);
     if (st != ATTNRT_OK) return st;
-    if (sh.T != p->num_tokens || sh.H != p->num_heads || sh.Dk != p->head_dim_k || sh.Dv != p->head_dim_v)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT,
-                           "cpu lightning run: shapes (T %lld, H %lld, Dk %lld, Dv %lld) differ from the plan's "
-                           "(T %lld, H %lld, Dk %lld, Dv %lld); plan this batch again",
-                           (long long)sh.T, (long long)sh.H, (long long)sh.Dk, (long long)sh.Dv,
-                           (long long)p->num_tokens, (long long)p->num_heads, (long long)p->head_dim_k,
-                           (long long)p->head_dim_v);
-
-    lightning_job_t job;
-    memset(&job, 0, sizeof job);
-    job.plan = p;
-    job.lay = lightning_layout(sh.Dk, sh.Dv);
-    job.T = sh.T;
-    job.H = sh.H;
-    job.Dk = sh.Dk;
-    job.Dv = sh.Dv;
-    job.slots = sh.slots;
-    job.q = a.query->data;
-    job.k = a.key->data;
-    job.v = a.value->data;
-    job.out = a.out->data;
-    for (int i = 0; i < 2; i++) {
-        job.q_st[i] = a.query->strides[i];
-        job.k_st[i] = a.key->strides[i];
-        job.v_st[i] = a.value->strides[i];
-        job.out_st[i] = a.out->strides[i];
-    }
-    job.q_kind = sh.q;
-    job.k_kind = sh.k;
-    job.v_kind = sh.v;
-    job.out_kind = sh.out;
-    job.q_es = dc_kind_size(sh.q);
-    job.k_es = dc_kind_size(sh.k);
-    job.v_es = dc_kind_size(sh.v);
-    job.out_es = dc_kind_size(sh.out);
-    job.slopes = a.slopes->data;
-    job.slopes_st = a.slopes->strides[0];
-    job.state = a.state->data;
-    for (int i = 0; i < 3; i++) job.state_st[i] = a.state->strides[i];
-    job.qsl = a.query_start_loc;
-    job.slot_idx = a.state_indices;
-    job.has_init = a.has_initial_state;
-
+    job.lay = lightning_layout(job.l.Dk, job.l.Dv);
     cpu_parallel_for(pool, p->num_items, lightning_item, &job);
     return ATTNRT_OK;
 }

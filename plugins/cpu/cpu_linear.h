@@ -8,9 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_args.h"
 #include "cpu_ops.h"
 #include "plugin_error.h"
+#include "plugin_linear.h"
+#include "plugin_tensor.h"
 
 #define CPU_LINEAR_ALIGN 64
 
@@ -62,13 +63,13 @@ static inline attnrt_status_t cpu_linear_plan_new(cpu_pool_t *pool, uint32_t kin
                                                   const attnrt_batch_host_t *batch, int64_t num_seqs,
                                                   int64_t num_heads, size_t scratch_bytes, cpu_linear_plan_t **out)
 {
-    const size_t n_items = cpu_size_mul((size_t)num_seqs, (size_t)num_heads); /* SIZE_MAX: the allocation fails */
+    const size_t n_items = plugin_size_mul((size_t)num_seqs, (size_t)num_heads); /* SIZE_MAX: the allocation fails */
     const unsigned slices = cpu_pool_size(pool);
     const size_t stride = cpu_linear_align(scratch_bytes ? scratch_bytes : 1);
     cpu_linear_plan_t *p = calloc(1, sizeof *p);
     cpu_linear_order_t *order = num_seqs ? malloc((size_t)num_seqs * sizeof *order) : NULL;
-    if (p && n_items) p->items = malloc(cpu_size_mul(n_items, sizeof *p->items));
-    if (p) p->scratch = aligned_alloc(CPU_LINEAR_ALIGN, cpu_size_mul(stride, slices));
+    if (p && n_items) p->items = malloc(plugin_size_mul(n_items, sizeof *p->items));
+    if (p) p->scratch = aligned_alloc(CPU_LINEAR_ALIGN, plugin_size_mul(stride, slices));
     if (!p || !p->scratch || (n_items && !p->items) || (num_seqs && !order)) {
         free(order);
         cpu_linear_plan_free(p);
@@ -96,10 +97,31 @@ static inline attnrt_status_t cpu_linear_plan_new(cpu_pool_t *pool, uint32_t kin
     return ATTNRT_OK;
 }
 
+/* The plan of a decoded call (plugin_linear.h) of `kind`, with `scratch_bytes` of scratch per
+ * participant: *plan_out, and no workspace (the scratch lives in the plan). */
+static inline attnrt_status_t cpu_linear_plan_make(cpu_pool_t *pool, uint32_t kind, const char *op,
+                                                   const attnrt_batch_host_t *batch, const plugin_linear_t *l,
+                                                   size_t scratch_bytes, void **plan_out, size_t *workspace_bytes)
+{
+    cpu_linear_plan_t *p = NULL;
+    attnrt_status_t st = cpu_linear_plan_new(pool, kind, op, batch, l->B, l->HV, scratch_bytes, &p);
+    if (st != ATTNRT_OK) return st;
+    p->num_tokens = l->T;
+    p->num_seqs = l->B;
+    p->num_heads = l->HV;
+    p->num_k_heads = l->H;
+    p->head_dim_k = l->Dk;
+    p->head_dim_v = l->Dv;
+    p->num_spec = l->spec ? l->num_spec : -1;
+    *plan_out = p;
+    *workspace_bytes = 0;
+    return ATTNRT_OK;
+}
+
 /* The plan behind a run's `plan` pointer, or NULL (message set) when it is not a live plan of `kind`
- * made on this pool. */
+ * made on this pool, or the run has no args. */
 static inline const cpu_linear_plan_t *cpu_linear_plan_of(const void *plan, uint32_t kind, const cpu_pool_t *pool,
-                                                          const char *op)
+                                                          const char *op, const void *args)
 {
     const cpu_linear_plan_t *p = plan;
     if (!p || p->head.magic != CPU_PLAN_MAGIC || p->head.kind != kind || p->pool != pool) {
@@ -107,7 +129,27 @@ static inline const cpu_linear_plan_t *cpu_linear_plan_of(const void *plan, uint
                     op, op);
         return NULL;
     }
+    if (!args) {
+        plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu %s run: args are required", op);
+        return NULL;
+    }
     return p;
+}
+
+/* A run's decoded call has the shapes its plan was made for. */
+static inline attnrt_status_t cpu_linear_check_run(const cpu_linear_plan_t *p, const plugin_linear_t *l, const char *op)
+{
+    const int64_t num_spec = l->spec ? l->num_spec : -1;
+    if (l->T == p->num_tokens && l->HV == p->num_heads && l->H == p->num_k_heads && l->Dk == p->head_dim_k &&
+        l->Dv == p->head_dim_v && num_spec == p->num_spec)
+        return ATTNRT_OK;
+    return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT,
+                       "cpu %s run: shapes (T %lld, H %lld, HV %lld, Dk %lld, Dv %lld, num_spec %lld) differ from the "
+                       "plan's (T %lld, H %lld, HV %lld, Dk %lld, Dv %lld, num_spec %lld); plan this batch again", op,
+                       (long long)l->T, (long long)l->H, (long long)l->HV, (long long)l->Dk, (long long)l->Dv,
+                       (long long)num_spec, (long long)p->num_tokens, (long long)p->num_k_heads,
+                       (long long)p->num_heads, (long long)p->head_dim_k, (long long)p->head_dim_v,
+                       (long long)p->num_spec);
 }
 
 #endif

@@ -8,10 +8,12 @@
 
 #include "attnrt_plugin.h"
 #include "cpu_threads.h"
+#include "plugin_caps.h"
 
-/* Capability answer for one query (cpu_caps.c). ATTNRT_OK, or ATTNRT_ERR_UNSUPPORTED with a reason
- * copied into `reason` (NUL-terminated, truncated to cap; may be NULL). Reads only the fields inside
- * query->struct_size. */
+/* The capability rules (cpu_caps.c), one per op, and the answer they give for one query: ATTNRT_OK, or
+ * ATTNRT_ERR_UNSUPPORTED with a reason copied into `reason` (NUL-terminated, truncated to cap; may be
+ * NULL). Reads only the fields inside query->struct_size. */
+extern const plugin_op_rules_t cpu_op_rules;
 attnrt_status_t cpu_op_check(const attnrt_op_query_t *query, char *reason, size_t cap);
 
 /* KV write (cpu_kv_write.c). */
@@ -52,18 +54,15 @@ attnrt_status_t cpu_mla_plan(cpu_pool_t *pool, const attnrt_mla_args_t *args, co
 void cpu_mla_plan_destroy(void *plan);
 attnrt_status_t cpu_mla_run(cpu_pool_t *pool, const void *plan, const attnrt_mla_args_t *args);
 
-/* Lightning attention (cpu_lightning.c). `states` may be NULL (the kernel reads the device tensors). */
+/* Lightning attention (cpu_lightning.c) and the gated delta rule (cpu_gated_delta.c): plans of
+ * cpu_linear.h, freed by cpu_linear_plan_free. `states` may be NULL (the kernel reads the device tensors). */
 attnrt_status_t cpu_lightning_plan(cpu_pool_t *pool, const attnrt_lightning_args_t *args,
                                    const attnrt_batch_host_t *batch, const attnrt_state_host_t *states, void **plan,
                                    size_t *workspace_bytes);
-void cpu_lightning_plan_destroy(void *plan);
 attnrt_status_t cpu_lightning_run(cpu_pool_t *pool, const void *plan, const attnrt_lightning_args_t *args);
-
-/* Gated delta rule (cpu_gated_delta.c). */
 attnrt_status_t cpu_gated_delta_plan(cpu_pool_t *pool, const attnrt_gated_delta_args_t *args,
                                      const attnrt_batch_host_t *batch, const attnrt_state_host_t *states, void **plan,
                                      size_t *workspace_bytes);
-void cpu_gated_delta_plan_destroy(void *plan);
 attnrt_status_t cpu_gated_delta_run(cpu_pool_t *pool, const void *plan, const attnrt_gated_delta_args_t *args);
 
 #endif

@@ -1,23 +1,26 @@
-/* The cpu plugin's vtable: one device (cpu:0), host memory, synchronous streams, host-clock events.
- * Each device_open gets its own thread pool; the ops live in cpu_*.c and take that pool. */
+/* The cpu plugin's vtable: one device (cpu:0), host memory, synchronous streams, host-clock events
+ * (plugin_host.h). Each device_open gets its own thread pool; the ops live in cpu_*.c and take that pool. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include "attnrt_plugin.h"
 #include "cpu_device.h"
+#include "cpu_linear.h"
 #include "cpu_ops.h"
 #include "cpu_threads.h"
+#include "plugin_entry.h"
 #include "plugin_error.h"
+#include "plugin_host.h"
 
 #define CPU_ALIGN 256
 #define CPU_HUGE_PAGE ((size_t)2 << 20) /* allocations from here on are asked to sit on huge pages */
 
-typedef struct cpu_stream { int unused; } cpu_stream_t; /* work runs on the calling thread */
-typedef struct cpu_event { double ms; int recorded; } cpu_event_t;
-typedef struct cpu_dev { cpu_pool_t *pool; } cpu_dev_t; /* one per device_open */
+typedef struct cpu_dev {
+    plugin_host_device_t host; /* first: the shared stream, event and copy entries read it */
+    cpu_pool_t          *pool;
+} cpu_dev_t; /* one per device_open */
 
 static int cpu_plugin_handle; /* init hands out its address: the plugin has no state of its own yet */
 
@@ -32,18 +35,7 @@ static attnrt_status_t cpu_init(const attnrt_host_api_t *host, void **plugin)
 
 static void cpu_shutdown(void *plugin) { (void)plugin; }
 
-static attnrt_status_t cpu_device_count(void *plugin, uint32_t *count)
-{
-    (void)plugin;
-    *count = 1;
-    return ATTNRT_OK;
-}
-
-static attnrt_status_t check_index(uint32_t index)
-{
-    return index == 0 ? ATTNRT_OK
-                      : plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu plugin has one device (cpu:0); asked for %u", index);
-}
+static attnrt_status_t check_index(uint32_t index) { return plugin_one_device_index("cpu plugin", "cpu:0", index); }
 
 static attnrt_status_t cpu_device_properties(void *plugin, uint32_t index, attnrt_device_properties_t *props)
 {
@@ -67,13 +59,15 @@ static attnrt_status_t cpu_device_open(void *plugin, uint32_t index, void **devi
     if (st != ATTNRT_OK) return st;
     cpu_dev_t *d = calloc(1, sizeof *d);
     if (!d) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cpu:0: out of memory opening the device");
+    snprintf(d->host.name, sizeof d->host.name, "cpu:0");
+    d->host.clock = plugin_host_clock_ms;
+    d->host.ms_per_tick = 1.0;
     st = cpu_pool_create(cpu_pool_default_size(), &d->pool);
-    if (st != ATTNRT_OK) {
+    if (st == ATTNRT_OK)
+        *device = d;
+    else
         free(d);
-        return st;
-    }
-    *device = d;
-    return ATTNRT_OK;
+    return st;
 }
 
 static void cpu_device_close(void *device)
@@ -106,83 +100,6 @@ static void cpu_mem_free(void *device, void *ptr)
 {
     (void)device;
     free(ptr);
-}
-
-static attnrt_status_t cpu_mem_copy(void *device, void *dst, const void *src, size_t bytes, uint32_t kind, void *stream)
-{
-    (void)device;
-    (void)stream;
-    if (kind < ATTNRT_COPY_HOST_TO_DEVICE || kind > ATTNRT_COPY_DEVICE_TO_DEVICE)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu:0: copy kind %u is not an attnrt_copy_kind", kind);
-    memmove(dst, src, bytes);
-    return ATTNRT_OK;
-}
-
-static attnrt_status_t cpu_mem_set(void *device, void *dst, int value, size_t bytes, void *stream)
-{
-    (void)device;
-    (void)stream;
-    memset(dst, value, bytes);
-    return ATTNRT_OK;
-}
-
-static attnrt_status_t cpu_stream_create(void *device, void **stream)
-{
-    (void)device;
-    cpu_stream_t *s = calloc(1, sizeof *s);
-    if (!s) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cpu:0: out of memory creating a stream");
-    *stream = s;
-    return ATTNRT_OK;
-}
-
-static void cpu_stream_destroy(void *device, void *stream)
-{
-    (void)device;
-    free(stream);
-}
-
-static attnrt_status_t cpu_stream_synchronize(void *device, void *stream)
-{
-    (void)device;
-    (void)stream;
-    return ATTNRT_OK; /* every call already completed on the caller's thread */
-}
-
-static attnrt_status_t cpu_event_create(void *device, void **event)
-{
-    (void)device;
-    cpu_event_t *e = calloc(1, sizeof *e);
-    if (!e) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cpu:0: out of memory creating an event");
-    *event = e;
-    return ATTNRT_OK;
-}
-
-static void cpu_event_destroy(void *device, void *event)
-{
-    (void)device;
-    free(event);
-}
-
-static attnrt_status_t cpu_event_record(void *device, void *event, void *stream)
-{
-    (void)device;
-    (void)stream;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    cpu_event_t *e = event;
-    e->ms = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-    e->recorded = 1;
-    return ATTNRT_OK;
-}
-
-static attnrt_status_t cpu_event_elapsed_ms(void *device, void *start, void *end, float *ms)
-{
-    (void)device;
-    const cpu_event_t *a = start, *b = end;
-    if (!a->recorded || !b->recorded)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cpu:0: elapsed time asked of an event never recorded");
-    *ms = (float)(b->ms - a->ms);
-    return ATTNRT_OK;
 }
 
 static attnrt_status_t cpu_op_supported(void *device, const attnrt_op_query_t *query, char *reason, size_t cap)
@@ -279,62 +196,19 @@ static void cpu_plan_destroy_op(void *device, void *plan)
     if (!head || head->magic != CPU_PLAN_MAGIC) return; /* NULL, or not a live plan of ours: nothing we may free */
     switch (head->kind) {
     case CPU_PLAN_MLA: cpu_mla_plan_destroy(plan); break;
-    case CPU_PLAN_LIGHTNING: cpu_lightning_plan_destroy(plan); break;
-    case CPU_PLAN_GATED_DELTA: cpu_gated_delta_plan_destroy(plan); break;
+    case CPU_PLAN_LIGHTNING:
+    case CPU_PLAN_GATED_DELTA: cpu_linear_plan_free(plan); break;
     default: break;
     }
 }
 
 static const attnrt_plugin_api_t cpu_api = {
-    .struct_size            = ATTNRT_PLUGIN_API_STRUCT_SIZE,
-    .abi_major              = ATTNRT_ABI_MAJOR,
-    .abi_minor              = ATTNRT_ABI_MINOR,
-    .name                   = "cpu",
-    .version                = "0.1.0",
-    .probe                  = cpu_probe,
-    .init                   = cpu_init,
-    .shutdown               = cpu_shutdown,
-    .last_error             = plugin_last_error,
-    .device_count           = cpu_device_count,
-    .device_properties      = cpu_device_properties,
-    .device_attribute       = cpu_device_attribute,
-    .device_open            = cpu_device_open,
-    .device_close           = cpu_device_close,
-    .mem_alloc              = cpu_mem_alloc,
-    .mem_free               = cpu_mem_free,
-    .mem_copy               = cpu_mem_copy,
-    .mem_set                = cpu_mem_set,
-    .stream_create          = cpu_stream_create,
-    .stream_destroy         = cpu_stream_destroy,
-    .stream_synchronize     = cpu_stream_synchronize,
-    .event_create           = cpu_event_create,
-    .event_destroy          = cpu_event_destroy,
-    .event_record           = cpu_event_record,
-    .event_elapsed_ms       = cpu_event_elapsed_ms,
-    .op_supported           = cpu_op_supported,
-    .kv_write               = cpu_kv_write_op,
-    .attention_plan         = cpu_attention_plan_op,
-    .attention_plan_destroy = cpu_attention_plan_destroy_op,
-    .attention_run          = cpu_attention_run_op,
-    .merge_states           = cpu_merge_states_op,
-    .mla_plan               = cpu_mla_plan_op,
-    .mla_run                = cpu_mla_run_op,
-    .lightning_plan         = cpu_lightning_plan_op,
-    .lightning_run          = cpu_lightning_run_op,
-    .gated_delta_plan       = cpu_gated_delta_plan_op,
-    .gated_delta_run        = cpu_gated_delta_run_op,
-    .plan_destroy           = cpu_plan_destroy_op,
+    PLUGIN_API_HEAD("cpu", "0.1.0"),
+    .probe = cpu_probe, .init = cpu_init, .shutdown = cpu_shutdown,
+    .device_count = plugin_one_device_count, .device_properties = cpu_device_properties,
+    .device_attribute = cpu_device_attribute, .device_open = cpu_device_open, .device_close = cpu_device_close,
+    .mem_alloc = cpu_mem_alloc, .mem_free = cpu_mem_free, PLUGIN_HOST_DEVICE_ENTRIES,
+    PLUGIN_API_OPS(cpu),
 };
 
-ATTNRT_PLUGIN_EXPORT const attnrt_plugin_api_t *attnrt_plugin_get_api(uint32_t host_abi_major, uint32_t host_abi_minor);
-
-ATTNRT_PLUGIN_EXPORT const attnrt_plugin_api_t *attnrt_plugin_get_api(uint32_t host_abi_major, uint32_t host_abi_minor)
-{
-    (void)host_abi_minor; /* any minor of our major: the runtime reads only what both know */
-    if (host_abi_major != ATTNRT_ABI_MAJOR) {
-        plugin_fail(ATTNRT_ERR_ABI_MISMATCH, "cpu plugin speaks ABI %d.x, the runtime %u.x", ATTNRT_ABI_MAJOR,
-                    host_abi_major);
-        return NULL;
-    }
-    return &cpu_api;
-}
+PLUGIN_DEFINE_ENTRY(cpu_api)

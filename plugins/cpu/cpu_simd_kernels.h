@@ -85,8 +85,8 @@ KI float load_kv1(const void *row, int64_t i, const dc_kind_t kind)
 }
 
 /* Asks for a cache row of `bytes` bytes in L1 (prefetcht0): the rows of the chunk processed next. Into
- * L1, not L2 (prefetcht1/t2): on the Zen 5 CI machine decode ran 10-30 % faster so (A/B, session 4:
- * docs/perf/cpu.md), the rows being used within a few microseconds; prefill is unchanged. */
+ * L1, not L2 (prefetcht1/t2): the rows are used within a few microseconds, and decode runs faster so
+ * (prefill is unchanged). */
 KI void prefetch_row(const void *row, size_t bytes)
 {
     for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch((const char *)row + off, 0, 3);

@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "plugin_args.h"
 #include "plugin_error.h"
-#include "plugin_struct.h"
 
 static attnrt_status_t side_init(ck_kv_side_t *s, const attnrt_tensor_t *src, const attnrt_tensor_t *cache,
                                  const attnrt_tensor_t *scale, const char *which)
@@ -35,12 +35,11 @@ static attnrt_status_t side_init(ck_kv_side_t *s, const attnrt_tensor_t *src, co
 attnrt_status_t cuda_kv_write(cuda_dev_t *d, const attnrt_kv_write_args_t *in, void *stream)
 {
     attnrt_kv_write_args_t a;
-    PLUGIN_COPY_IN(a, in);
-    if (!a.key || !a.value || !a.slot_mapping || !a.key_cache || !a.value_cache)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda kv_write: key, value, slot_mapping and both caches are required");
+    attnrt_status_t st = plugin_kv_write_open("cuda", in, &a);
+    if (st != ATTNRT_OK) return st;
     ck_kv_write_args_t k;
     memset(&k, 0, sizeof k);
-    attnrt_status_t st = side_init(&k.side[0], a.key, a.key_cache, a.key_scale, "key");
+    st = side_init(&k.side[0], a.key, a.key_cache, a.key_scale, "key");
     if (st == ATTNRT_OK) st = side_init(&k.side[1], a.value, a.value_cache, a.value_scale, "value");
     if (st != ATTNRT_OK) return st;
     k.slots = a.slot_mapping->data;

@@ -12,8 +12,12 @@
 #include <string.h>
 
 #include "cuda_ops12.h"
+#include "plugin_args.h"
 #include "plugin_error.h"
+#include "plugin_linear.h"
+#include "plugin_query.h"
 #include "plugin_struct.h"
+#include "plugin_tensor.h"
 
 typedef struct cuda_lin_plan {
     cuda_plan12_head_t head;
@@ -37,13 +41,7 @@ static attnrt_status_t lin_shapes(const char *op, uint32_t opcode, const attnrt_
     sh->HV = v->shape[1];
     sh->Dv = v->shape[2];
     attnrt_op_query_t qq;
-    memset(&qq, 0, sizeof qq);
-    qq.struct_size = sizeof qq;
-    qq.op = opcode;
-    qq.q_dtype = q->dtype;
-    qq.kv_dtype = state->dtype;
-    qq.head_dim_qk = (uint32_t)(sh->Dk > UINT32_MAX ? UINT32_MAX : sh->Dk);
-    qq.head_dim_v = (uint32_t)(sh->Dv > UINT32_MAX ? UINT32_MAX : sh->Dv);
+    plugin_linear_query(opcode, q, state, sh->H, sh->Dk, sh->Dv, &qq);
     char reason[256];
     if (cuda_op_check(&qq, reason, sizeof reason) != ATTNRT_OK)
         return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda %s: %s", op, reason);
@@ -126,12 +124,6 @@ static const cuda_lin_plan_t *lin_plan_of(const cuda_dev_t *d, const void *plan,
     return p;
 }
 
-static void put2(int64_t dst[2], const attnrt_tensor_t *t)
-{
-    dst[0] = t->ndim > 0 ? t->strides[0] : 0;
-    dst[1] = t->ndim > 1 ? t->strides[1] : 0;
-}
-
 /* The fields both ops share; then one launch of B x HV x ceil(Dv / 32) blocks: the decode kernels' grid
  * is 1-D, a head's column slices adjacent; ck_lin_body's is B x HV by the slices. */
 static attnrt_status_t lin_launch(cuda_dev_t *d, const cuda_lin_plan_t *p, ck_lin_args_t *k, const attnrt_tensor_t *q,
@@ -139,18 +131,12 @@ static attnrt_status_t lin_launch(cuda_dev_t *d, const cuda_lin_plan_t *p, ck_li
                                   const attnrt_tensor_t *state, const attnrt_tensor_t *qsl,
                                   const attnrt_tensor_t *has_init, void *stream, const char *what)
 {
-    k->q = q->data;
-    k->k = key->data;
-    k->v = v->data;
-    k->out = out->data;
-    put2(k->q_st, q);
-    put2(k->k_st, key);
-    put2(k->v_st, v);
-    put2(k->out_st, out);
-    k->state = state->data;
-    for (int i = 0; i < 3; i++) k->state_st[i] = state->strides[i];
-    k->qsl = qsl->data;
-    k->qsl_st = qsl->strides[0];
+    k->q = plugin_tensor_ref(q, k->q_st, 2);
+    k->k = plugin_tensor_ref(key, k->k_st, 2);
+    k->v = plugin_tensor_ref(v, k->v_st, 2);
+    k->out = plugin_tensor_ref(out, k->out_st, 2);
+    k->state = plugin_tensor_ref(state, k->state_st, 3);
+    k->qsl = plugin_tensor_ref(qsl, &k->qsl_st, 1);
     if (has_init && has_init->data) {
         k->has_init = has_init->data;
         k->init_st = has_init->ndim > 0 ? has_init->strides[0] : 0;
@@ -192,16 +178,15 @@ attnrt_status_t cuda_lightning_plan(cuda_dev_t *d, const attnrt_lightning_args_t
                                     const attnrt_state_host_t *states, void **plan_out, size_t *workspace_bytes)
 {
     (void)states; /* the kernel reads the device copies; the runtime has checked the host ones */
-    if (!args_in || !batch_in || !plan_out || !workspace_bytes)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda lightning plan: args, batch and both outputs are required");
     attnrt_lightning_args_t a;
     attnrt_batch_host_t batch;
-    PLUGIN_COPY_IN(a, args_in);
-    PLUGIN_COPY_IN(batch, batch_in);
+    attnrt_status_t st = PLUGIN_PLAN_OPEN("cuda", "lightning", a, args_in, batch, batch_in, PLUGIN_BATCH_AS_GIVEN, plan_out,
+                                          workspace_bytes);
+    if (st != ATTNRT_OK) return st;
     if (batch.num_seqs < 0)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda lightning plan: %d requests", batch.num_seqs);
     lin_shape_t sh;
-    attnrt_status_t st = lin_shapes("lightning", ATTNRT_OP_LIGHTNING, a.query, a.value, a.out, a.state, &sh);
+    st = lin_shapes("lightning", ATTNRT_OP_LIGHTNING, a.query, a.value, a.out, a.state, &sh);
     if (st != ATTNRT_OK) return st;
     if (sh.HV != sh.H)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda lightning: value has %lld heads, query %lld", (long long)sh.HV,
@@ -232,10 +217,8 @@ attnrt_status_t cuda_lightning_run(cuda_dev_t *d, const void *plan, const attnrt
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda lightning run: a required tensor or its data is missing");
     ck_lin_args_t k;
     memset(&k, 0, sizeof k);
-    k.slopes = a.slopes->data;
-    k.slopes_st = a.slopes->strides[0];
-    k.slot_idx = a.state_indices->data;
-    k.slot_st = a.state_indices->strides[0];
+    k.slopes = plugin_tensor_ref(a.slopes, &k.slopes_st, 1);
+    k.slot_idx = plugin_tensor_ref(a.state_indices, &k.slot_st, 1);
     return lin_launch(d, p, &k, a.query, a.key, a.value, a.out, a.state, a.query_start_loc, a.has_initial_state, stream,
                       "cuda lightning");
 }
@@ -246,16 +229,15 @@ attnrt_status_t cuda_gated_delta_plan(cuda_dev_t *d, const attnrt_gated_delta_ar
                                       const attnrt_batch_host_t *batch_in, const attnrt_state_host_t *states_in,
                                       void **plan_out, size_t *workspace_bytes)
 {
-    if (!args_in || !batch_in || !plan_out || !workspace_bytes)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda gated_delta plan: args, batch and both outputs are required");
     attnrt_gated_delta_args_t a;
     attnrt_batch_host_t batch;
-    PLUGIN_COPY_IN(a, args_in);
-    PLUGIN_COPY_IN(batch, batch_in);
+    attnrt_status_t st = PLUGIN_PLAN_OPEN("cuda", "gated_delta", a, args_in, batch, batch_in, PLUGIN_BATCH_AS_GIVEN, plan_out,
+                                          workspace_bytes);
+    if (st != ATTNRT_OK) return st;
     if (batch.num_seqs < 0)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda gated_delta plan: %d requests", batch.num_seqs);
     lin_shape_t sh;
-    attnrt_status_t st = lin_shapes("gated_delta", ATTNRT_OP_GATED_DELTA, a.query, a.value, a.out, a.state, &sh);
+    st = lin_shapes("gated_delta", ATTNRT_OP_GATED_DELTA, a.query, a.value, a.out, a.state, &sh);
     if (st != ATTNRT_OK) return st;
     if (!(a.scale >= 0.0f) || isinf(a.scale))
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda gated_delta: scale %g is not a finite number >= 0", (double)a.scale);
@@ -307,26 +289,20 @@ attnrt_status_t cuda_gated_delta_run(cuda_dev_t *d, const void *plan, const attn
         return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda gated_delta: g and beta must be f32, f16 or bf16");
     ck_lin_args_t k;
     memset(&k, 0, sizeof k);
-    k.g = a.g->data;
-    k.beta = a.beta->data;
-    put2(k.g_st, a.g);
-    put2(k.beta_st, a.beta);
+    k.g = plugin_tensor_ref(a.g, k.g_st, 2);
+    k.beta = plugin_tensor_ref(a.beta, k.beta_st, 2);
     k.g_dtype = gk;
     k.beta_dtype = bk;
     if (spec) {
         k.spec = 1;
         k.num_spec = (int32_t)num_spec;
-        k.spec_idx = a.spec_state_indices->data;
-        k.spec_st[0] = a.spec_state_indices->strides[0];
-        k.spec_st[1] = a.spec_state_indices->strides[1];
-        k.accepted = a.num_accepted->data;
-        k.acc_st = a.num_accepted->strides[0];
+        k.spec_idx = plugin_tensor_ref(a.spec_state_indices, k.spec_st, 2);
+        k.accepted = plugin_tensor_ref(a.num_accepted, &k.acc_st, 1);
     } else {
-        k.slot_idx = a.state_indices->data;
-        k.slot_st = a.state_indices->strides[0];
+        k.slot_idx = plugin_tensor_ref(a.state_indices, &k.slot_st, 1);
     }
     k.l2norm = a.use_l2norm != 0;
-    k.scale = a.scale != 0.0f ? a.scale : (float)(1.0 / sqrt((double)sh.Dk));
+    k.scale = plugin_gated_delta_scale(a.scale, sh.Dk);
     return lin_launch(d, p, &k, a.query, a.key, a.value, a.out, a.state, a.query_start_loc, a.has_initial_state, stream,
                       "cuda gated_delta");
 }

@@ -21,8 +21,11 @@
 #include <string.h>
 
 #include "cuda_ops12.h"
+#include "plugin_args.h"
 #include "plugin_error.h"
+#include "plugin_query.h"
 #include "plugin_struct.h"
+#include "plugin_tensor.h"
 
 #define WS_ALIGN 256
 #define MLA_WAVES 2
@@ -95,15 +98,7 @@ static attnrt_status_t mla_shapes(const attnrt_mla_args_t *a, int64_t B, mla_sha
     sh->sparse = a->indices != NULL;
     sh->topk = a->indices ? a->indices->shape[1] : 0;
     attnrt_op_query_t q;
-    memset(&q, 0, sizeof q);
-    q.struct_size = sizeof q;
-    q.op = ATTNRT_OP_MLA;
-    q.q_dtype = a->query->dtype;
-    q.kv_dtype = a->kv_cache->dtype;
-    q.head_dim_qk = (uint32_t)(sh->D > UINT32_MAX ? UINT32_MAX : sh->D);
-    q.head_dim_v = (uint32_t)(sh->Dv > UINT32_MAX ? UINT32_MAX : sh->Dv);
-    q.num_kv_heads = 1;
-    q.features = a->indices ? ATTNRT_FEATURE_SPARSE : 0u;
+    plugin_mla_query(a, sh->D, sh->Dv, &q);
     char reason[256];
     if (cuda_op_check(&q, reason, sizeof reason) != ATTNRT_OK)
         return plugin_fail(ATTNRT_ERR_UNSUPPORTED, "cuda mla: %s", reason);
@@ -119,17 +114,10 @@ static attnrt_status_t mla_shapes(const attnrt_mla_args_t *a, int64_t B, mla_sha
 }
 
 typedef struct mla_tile {
-    ck_mla_item_t w;
-    int64_t       keys, cost;
-    size_t        order;
+    plugin_cost_key_t key; /* cost: its keys + 1, a split piece's share + 1 */
+    ck_mla_item_t     w;
+    int64_t           keys;
 } mla_tile_t;
-
-static int by_cost_desc(const void *pa, const void *pb)
-{
-    const mla_tile_t *a = pa, *b = pb;
-    if (a->cost != b->cost) return a->cost > b->cost ? -1 : 1;
-    return a->order < b->order ? -1 : a->order > b->order;
-}
 
 /* Splits of an item of `keys` keys cut into pieces of at most `per` chunks of CK_MLA_KC keys (0: whole),
  * 1 .. cap. */
@@ -196,8 +184,7 @@ static attnrt_status_t mla_build(cuda_dev_t *d, const attnrt_mla_args_t *a, cons
                 t->w = (ck_mla_item_t){(int32_t)b, (int32_t)i0, (int32_t)n, (int32_t)hf,
                                        (int32_t)(sh->Hq - hf < hpi ? sh->Hq - hf : hpi), 0, 1, -1};
                 t->keys = keys;
-                t->cost = keys + 1;
-                t->order = k++;
+                t->key = (plugin_cost_key_t){(double)(keys + 1), k++};
                 work += (keys + CK_MLA_KC - 1) / CK_MLA_KC;
             }
         }
@@ -236,11 +223,11 @@ static attnrt_status_t mla_build(cuda_dev_t *d, const attnrt_mla_args_t *a, cons
             t->w.part_index = (int32_t)cf->num_parts;
             cf->num_parts += ns;
             n_groups++;
-            t->cost = t->cost / ns + 1;
+            t->key.cost = (double)((t->keys + 1) / ns + 1);
         }
         n_items += (size_t)ns;
     }
-    if (n_tiles > 1) qsort(tiles, n_tiles, sizeof *tiles, by_cost_desc);
+    if (n_tiles > 1) qsort(tiles, n_tiles, sizeof *tiles, plugin_by_cost_desc);
     const size_t merge_blocks = n_groups * (size_t)(cf->rows / CK_MLA_MERGE_ROWS) *
                                 (size_t)((sh->Dv + CK_MLA_MERGE_MIN_COLS - 1) / CK_MLA_MERGE_MIN_COLS);
     if (n_items + n_groups > 0x7fffffff || merge_blocks > 0x7fffffff) {
@@ -257,17 +244,12 @@ static attnrt_status_t mla_build(cuda_dev_t *d, const attnrt_mla_args_t *a, cons
 attnrt_status_t cuda_mla_plan(cuda_dev_t *d, const attnrt_mla_args_t *args_in, const attnrt_batch_host_t *batch_in,
                               void **plan_out, size_t *workspace_bytes)
 {
-    if (!args_in || !batch_in || !plan_out || !workspace_bytes)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda mla plan: args, batch and both outputs are required");
     attnrt_mla_args_t a;
     attnrt_batch_host_t batch;
-    PLUGIN_COPY_IN(a, args_in);
-    PLUGIN_COPY_IN(batch, batch_in);
-    if (batch.num_seqs < 0 || (batch.num_seqs > 0 && (!batch.query_start_loc || !batch.seq_lens)))
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda mla plan: the host batch has %d requests but no "
-                           "query_start_loc or seq_lens", batch.num_seqs);
+    attnrt_status_t st = PLUGIN_PLAN_OPEN("cuda", "mla", a, args_in, batch, batch_in, PLUGIN_BATCH_QSL_SEQ_LENS,
+                                          plan_out, workspace_bytes);
     mla_shape_t sh;
-    attnrt_status_t st = mla_shapes(&a, batch.num_seqs, &sh);
+    if (st == ATTNRT_OK) st = mla_shapes(&a, batch.num_seqs, &sh);
     if (st != ATTNRT_OK) return st;
     st = cuda_enter(d);
     if (st != ATTNRT_OK) return st;
@@ -405,41 +387,22 @@ attnrt_status_t cuda_mla_run(cuda_dev_t *d, const void *plan, const attnrt_mla_a
 
     ck_mla_args_t k;
     memset(&k, 0, sizeof k);
-    k.q = a.query->data;
-    k.out = a.out->data;
-    k.kv = a.kv_cache->data;
-    for (int i = 0; i < 2; i++) {
-        k.q_st[i] = a.query->strides[i];
-        k.out_st[i] = a.out->strides[i];
-        k.kv_st[i] = a.kv_cache->strides[i];
-    }
-    if (a.lse) {
-        k.lse = a.lse->data;
-        k.lse_st[0] = a.lse->strides[0];
-        k.lse_st[1] = a.lse->strides[1];
-    }
-    if (a.sinks) {
-        k.sinks = a.sinks->data;
-        k.sinks_st = a.sinks->strides[0];
-    }
+    k.q = plugin_tensor_ref(a.query, k.q_st, 2);
+    k.out = plugin_tensor_ref(a.out, k.out_st, 2);
+    k.kv = plugin_tensor_ref(a.kv_cache, k.kv_st, 2);
+    k.lse = plugin_tensor_ref(a.lse, k.lse_st, 2);
+    k.sinks = plugin_tensor_ref(a.sinks, &k.sinks_st, 1);
     k.kv_dtype = cuda_ck_dtype(a.kv_cache->dtype);
     if ((k.kv_dtype == CK_E4M3 || k.kv_dtype == CK_E5M2) && a.kv_scale && a.kv_scale->data) {
         k.kv_scale = a.kv_scale->data;
         k.ks_st = a.kv_scale->ndim == 2 ? a.kv_scale->strides[0] : 0;
     }
-    k.block_table = a.block_table->data;
-    k.bt_st[0] = a.block_table->strides[0];
-    k.bt_st[1] = a.block_table->ndim > 1 ? a.block_table->strides[1] : 1;
+    k.block_table = plugin_tensor_ref(a.block_table, k.bt_st, 2);
+    if (a.block_table->ndim < 2) k.bt_st[1] = 1; /* no column: bt_cols 0, nothing read */
     k.bt_cols = a.block_table->ndim > 1 ? a.block_table->shape[1] : 0;
-    k.qsl = a.query_start_loc->data;
-    k.qsl_st = a.query_start_loc->strides[0];
-    k.seq_lens = a.seq_lens->data;
-    k.sl_st = a.seq_lens->strides[0];
-    if (a.indices) {
-        k.indices = a.indices->data;
-        k.idx_st[0] = a.indices->strides[0];
-        k.idx_st[1] = a.indices->strides[1];
-    }
+    k.qsl = plugin_tensor_ref(a.query_start_loc, &k.qsl_st, 1);
+    k.seq_lens = plugin_tensor_ref(a.seq_lens, &k.sl_st, 1);
+    k.indices = plugin_tensor_ref(a.indices, k.idx_st, 2);
     k.num_tokens = sh.T;
     k.num_blocks = sh.NB;
     k.block_size = sh.BS;

@@ -8,6 +8,7 @@
 
 #include "cuda_internal.h"
 #include "cuda_ops12.h"
+#include "plugin_entry.h"
 #include "plugin_error.h"
 
 static attnrt_status_t cuda_probe(void) { return cuda_driver_get(1) ? ATTNRT_OK : ATTNRT_ERR_NO_DEVICE; }
@@ -332,56 +333,17 @@ static attnrt_status_t cuda_gated_delta_run_op(void *device, const void *plan, c
 static void cuda_plan_destroy_op(void *device, void *plan) { cuda_plan12_destroy(device, plan); }
 
 static const attnrt_plugin_api_t cuda_api = {
-    .struct_size            = ATTNRT_PLUGIN_API_STRUCT_SIZE,
-    .abi_major              = ATTNRT_ABI_MAJOR,
-    .abi_minor              = ATTNRT_ABI_MINOR,
-    .name                   = "cuda",
-    .version                = "0.1.0",
-    .probe                  = cuda_probe,
-    .init                   = cuda_init,
-    .shutdown               = cuda_shutdown,
-    .last_error             = plugin_last_error,
-    .device_count           = cuda_device_count,
-    .device_properties      = cuda_device_properties,
-    .device_attribute       = cuda_device_attribute,
-    .device_open            = cuda_device_open,
-    .device_close           = cuda_device_close,
-    .mem_alloc              = cuda_mem_alloc,
-    .mem_free               = cuda_mem_free,
-    .mem_copy               = cuda_mem_copy,
-    .mem_set                = cuda_mem_set,
-    .stream_create          = cuda_stream_create,
-    .stream_destroy         = cuda_stream_destroy,
-    .stream_synchronize     = cuda_stream_synchronize,
-    .event_create           = cuda_event_create,
-    .event_destroy          = cuda_event_destroy,
-    .event_record           = cuda_event_record,
-    .event_elapsed_ms       = cuda_event_elapsed_ms,
-    .op_supported           = cuda_op_supported,
-    .kv_write               = cuda_kv_write_op,
-    .attention_plan         = cuda_attention_plan_op,
-    .attention_plan_destroy = cuda_attention_plan_destroy_op,
-    .attention_run          = cuda_attention_run_op,
-    .merge_states           = cuda_merge_states_op,
-    .mla_plan               = cuda_mla_plan_op,
-    .mla_run                = cuda_mla_run_op,
-    .lightning_plan         = cuda_lightning_plan_op,
-    .lightning_run          = cuda_lightning_run_op,
-    .gated_delta_plan       = cuda_gated_delta_plan_op,
-    .gated_delta_run        = cuda_gated_delta_run_op,
-    .plan_destroy           = cuda_plan_destroy_op,
+    PLUGIN_API_HEAD("cuda", "0.1.0"),
+    .probe = cuda_probe, .init = cuda_init, .shutdown = cuda_shutdown,
+    .device_count = cuda_device_count, .device_properties = cuda_device_properties,
+    .device_attribute = cuda_device_attribute, .device_open = cuda_device_open, .device_close = cuda_device_close,
+    .mem_alloc = cuda_mem_alloc, .mem_free = cuda_mem_free, .mem_copy = cuda_mem_copy, .mem_set = cuda_mem_set,
+    .stream_create = cuda_stream_create, .stream_destroy = cuda_stream_destroy,
+    .stream_synchronize = cuda_stream_synchronize,
+    .event_create = cuda_event_create, .event_destroy = cuda_event_destroy, .event_record = cuda_event_record,
+    .event_elapsed_ms = cuda_event_elapsed_ms,
+    PLUGIN_API_OPS(cuda),
     /* select_attention and last_op_stats stay NULL: the runtime's defaults apply. */
 };
 
-ATTNRT_PLUGIN_EXPORT const attnrt_plugin_api_t *attnrt_plugin_get_api(uint32_t host_abi_major, uint32_t host_abi_minor);
-
-ATTNRT_PLUGIN_EXPORT const attnrt_plugin_api_t *attnrt_plugin_get_api(uint32_t host_abi_major, uint32_t host_abi_minor)
-{
-    (void)host_abi_minor; /* any minor of our major: the runtime reads only what both know */
-    if (host_abi_major != ATTNRT_ABI_MAJOR) {
-        plugin_fail(ATTNRT_ERR_ABI_MISMATCH, "cuda plugin speaks ABI %d.x, the runtime %u.x", ATTNRT_ABI_MAJOR,
-                    host_abi_major);
-        return NULL;
-    }
-    return &cuda_api;
-}
+PLUGIN_DEFINE_ENTRY(cuda_api)

@@ -17,36 +17,30 @@
 #include "npu_ops.h"
 #include "npu_plan.h"
 #include "plugin_error.h"
+#include "plugin_softmax.h"
 #include "plugin_struct.h"
+#include "plugin_tensor.h"
 
 typedef struct job {
     const npu_attn_plan_t *plan;
-    int64_t T, Hq, Hkv, group, dqk, dv, bs, num_blocks;
-    const char *q;   int64_t q_st[2];   dc_kind_t q_kind;
-    char       *out; int64_t out_st[2]; dc_kind_t out_kind;
-    float      *lse; int64_t lse_st[2];
-    const char *kc, *vc; int64_t kc_st[3], vc_st[3]; dc_kind_t kv_kind;
-    float       k_scale, v_scale;
-    const int32_t *bt;  int64_t bt_st[2], bt_cols;
-    const int32_t *qsl; int64_t qsl_st;
-    const int32_t *sl;  int64_t sl_st;
-    const float   *sinks; int64_t sinks_st;
+    int64_t T, Hq, Hkv, group, dqk, dv, bs, num_blocks, bt_cols;
+    plugin_view_t q, out, lse;  /* [T, Hq, Dqk], [T, Hq, Dv], optional [T, Hq]  */
+    plugin_view_t kc, vc;       /* the caches                                  */
+    plugin_view_t bt, qsl, sl;  /* block table, query_start_loc, seq_lens      */
+    plugin_view_t sinks;        /* optional [Hq]                               */
+    float   k_scale, v_scale;   /* fp8: the per-tensor scales; else 1          */
     int     causal;
     int64_t window_left;
     npu_online_t o; /* the rows' softmax state, in the run's scratch */
 } job_t;
 
-static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
-
 /* Dequantises the K/V rows of positions [k0, k0 + n) of one block (KV head h) into the tiles. */
 static void load_tile(const job_t *j, int64_t block, int64_t row0, int64_t n, int64_t h)
 {
-    const size_t es = dc_kind_size(j->kv_kind);
     for (int64_t i = 0; i < n; i++) {
-        const char *k = j->kc + (size_t)(block * j->kc_st[0] + (row0 + i) * j->kc_st[1] + h * j->kc_st[2]) * es;
-        const char *v = j->vc + (size_t)(block * j->vc_st[0] + (row0 + i) * j->vc_st[1] + h * j->vc_st[2]) * es;
-        dc_row_to_f32(j->o.kt + i * j->dqk, k, j->kv_kind, (size_t)j->dqk, j->k_scale);
-        dc_row_to_f32(j->o.vt + i * j->dv, v, j->kv_kind, (size_t)j->dv, j->v_scale);
+        const char *k = plugin_view_at3(&j->kc, block, row0 + i, h), *v = plugin_view_at3(&j->vc, block, row0 + i, h);
+        dc_row_to_f32(j->o.kt + i * j->dqk, k, j->kc.kind, (size_t)j->dqk, j->k_scale);
+        dc_row_to_f32(j->o.vt + i * j->dv, v, j->vc.kind, (size_t)j->dv, j->v_scale);
     }
 }
 
@@ -58,20 +52,19 @@ static void run_rows(const job_t *j, int64_t seq, int64_t q_begin, int64_t t0, i
     const int64_t rows = nt * nh;
     for (int64_t ti = 0; ti < nt; ti++)
         for (int64_t hh = 0; hh < nh; hh++) {
-            const char *q = j->q + (size_t)((q_begin + t0 + ti) * j->q_st[0] + (h0 + hh) * j->q_st[1]) *
-                                       dc_kind_size(j->q_kind);
-            dc_row_to_f32(j->o.q + (ti * nh + hh) * j->dqk, q, j->q_kind, (size_t)j->dqk, 1.0f);
+            const char *q = plugin_view_at(&j->q, q_begin + t0 + ti, h0 + hh);
+            dc_row_to_f32(j->o.q + (ti * nh + hh) * j->dqk, q, j->q.kind, (size_t)j->dqk, 1.0f);
         }
     npu_online_begin(&j->o, rows);
 
     int64_t lo, hi, unused;
-    npu_key_range(pq0, S, j->causal, j->window_left, -1, &lo, &unused);
-    npu_key_range(pq0 + nt - 1, S, j->causal, j->window_left, -1, &unused, &hi);
+    plugin_key_range(pq0, S, j->causal, j->window_left, -1, &lo, &unused);
+    plugin_key_range(pq0 + nt - 1, S, j->causal, j->window_left, -1, &unused, &hi);
     for (int64_t part = 0; part < j->bt_cols && lo <= hi; part++) {
         const int64_t p_lo = part * j->bs, p_hi = (part + 1) * j->bs < S ? (part + 1) * j->bs - 1 : S - 1;
         if (p_hi < p_lo) break;                 /* empty partition: this and every later one */
         if (p_hi < lo || p_lo > hi) continue;   /* hidden by the mask: not visited */
-        const int64_t block = j->bt[seq * j->bt_st[0] + part * j->bt_st[1]];
+        const int64_t block = plugin_view_i32_2(&j->bt, seq, part);
         if (block < 0 || block >= j->num_blocks) continue; /* garbage table entry: those keys do not exist */
         npu_online_partition(&j->o, rows);
         const int64_t k_end = p_hi < hi ? p_hi : hi;
@@ -80,8 +73,8 @@ static void run_rows(const job_t *j, int64_t seq, int64_t q_begin, int64_t t0, i
             load_tile(j, block, k0 - p_lo, n, h);
             for (int64_t ti = 0; ti < nt; ti++) {
                 int64_t rlo, rhi;
-                npu_key_range(pq0 + ti, S, j->causal, j->window_left, -1, &rlo, &rhi);
-                const int jb = (int)clamp64(rlo - k0, 0, n), je = (int)clamp64(rhi - k0 + 1, 0, n);
+                plugin_key_range(pq0 + ti, S, j->causal, j->window_left, -1, &rlo, &rhi);
+                const int jb = (int)plugin_clamp64(rlo - k0, 0, n), je = (int)plugin_clamp64(rhi - k0 + 1, 0, n);
                 if (jb >= je) continue;
                 for (int64_t hh = 0; hh < nh; hh++) npu_online_fold(&j->o, ti * nh + hh, jb, je);
             }
@@ -92,11 +85,11 @@ static void run_rows(const job_t *j, int64_t seq, int64_t q_begin, int64_t t0, i
     for (int64_t ti = 0; ti < nt; ti++)
         for (int64_t hh = 0; hh < nh; hh++) {
             const int64_t r = ti * nh + hh, t = q_begin + t0 + ti, hq = h0 + hh;
-            const double lse = npu_online_finish(&j->o, r, j->sinks != NULL, j->sinks ? j->sinks[hq * j->sinks_st] : 0.0f);
-            const float *acc = j->o.acc + r * j->dv;
-            char *o = j->out + (size_t)(t * j->out_st[0] + hq * j->out_st[1]) * dc_kind_size(j->out_kind);
-            dc_row_from_f32(o, acc, j->out_kind, (size_t)j->dv, 1.0f);
-            if (j->lse) j->lse[t * j->lse_st[0] + hq * j->lse_st[1]] = (float)lse;
+            float *acc = j->o.acc + r * j->dv;
+            const float sink = j->sinks.data ? plugin_view_f32(&j->sinks, hq) : 0.0f;
+            const double lse = plugin_softmax_finish(acc, j->dv, j->o.m[r], j->o.l[r], j->sinks.data ? &sink : NULL);
+            dc_row_from_f32(plugin_view_at(&j->out, t, hq), acc, j->out.kind, (size_t)j->dv, 1.0f);
+            if (j->lse.data) *(float *)(void *)plugin_view_at(&j->lse, t, hq) = (float)lse;
         }
 }
 
@@ -126,43 +119,22 @@ static void job_init(job_t *j, const npu_attn_plan_t *p, const attnrt_attention_
     j->group = j->Hq / j->Hkv;
     j->dqk = p->head_dim_qk;
     j->dv = p->head_dim_v;
-    j->q = a->query->data;
-    j->q_st[0] = a->query->strides[0];
-    j->q_st[1] = a->query->strides[1];
-    j->q_kind = dc_kind_of(a->query->dtype);
-    j->out = a->out->data;
-    j->out_st[0] = a->out->strides[0];
-    j->out_st[1] = a->out->strides[1];
-    j->out_kind = dc_kind_of(a->out->dtype);
-    if (a->lse) {
-        j->lse = a->lse->data;
-        j->lse_st[0] = a->lse->strides[0];
-        j->lse_st[1] = a->lse->strides[1];
-    }
-    j->kc = a->key_cache->data;
-    j->vc = a->value_cache->data;
-    for (int i = 0; i < 3; i++) {
-        j->kc_st[i] = a->key_cache->strides[i];
-        j->vc_st[i] = a->value_cache->strides[i];
-    }
-    j->kv_kind = dc_kind_of(a->key_cache->dtype);
-    const int fp8 = j->kv_kind == DC_E4M3 || j->kv_kind == DC_E5M2;
+    j->q = plugin_view_of(a->query);
+    j->out = plugin_view_of(a->out);
+    j->lse = plugin_view_of(a->lse);
+    j->kc = plugin_view_of(a->key_cache);
+    j->vc = plugin_view_of(a->value_cache);
+    j->vc.kind = j->kc.kind; /* the plan refused caches of two dtypes */
+    const int fp8 = j->kc.kind == DC_E4M3 || j->kc.kind == DC_E5M2;
     j->k_scale = fp8 && a->key_scale && a->key_scale->data ? *(const float *)a->key_scale->data : 1.0f;
     j->v_scale = fp8 && a->value_scale && a->value_scale->data ? *(const float *)a->value_scale->data : 1.0f;
     j->bs = a->key_cache->shape[1] < a->value_cache->shape[1] ? a->key_cache->shape[1] : a->value_cache->shape[1];
     j->num_blocks = a->key_cache->shape[0] < a->value_cache->shape[0] ? a->key_cache->shape[0] : a->value_cache->shape[0];
-    j->bt = a->block_table->data;
-    j->bt_st[0] = a->block_table->strides[0];
-    j->bt_st[1] = a->block_table->ndim > 1 ? a->block_table->strides[1] : 1;
+    j->bt = plugin_view_of(a->block_table); /* 1-D: no column, no block read */
     j->bt_cols = a->block_table->ndim > 1 ? a->block_table->shape[1] : 0;
-    j->qsl = a->query_start_loc->data;
-    j->qsl_st = a->query_start_loc->strides[0];
-    j->sl = a->seq_lens->data;
-    j->sl_st = a->seq_lens->strides[0];
-    if (a->sinks) {
-        j->sinks = a->sinks->data;
-        j->sinks_st = a->sinks->strides[0];
-    }
+    j->qsl = plugin_view_of(a->query_start_loc);
+    j->sl = plugin_view_of(a->seq_lens);
+    j->sinks = plugin_view_of(a->sinks);
     j->o.dqk = j->dqk;
     j->o.dv = j->dv;
     j->o.scale = a->scale != 0.0f ? a->scale : (float)(1.0 / sqrt((double)j->dqk));
@@ -214,7 +186,7 @@ attnrt_status_t npu_attention_run(npu_device_t *d, const void *plan, const attnr
     job_t j;
     job_init(&j, p, &a, scratch);
     if (j.bs > 0 && scratch) {
-        const npu_walk_t w = {p->num_seqs, j.T, j.bt_cols * j.bs, p->prefill_chunk, j.bs, j.qsl, j.sl, j.qsl_st, j.sl_st};
+        const npu_walk_t w = {p->num_seqs, j.T, j.bt_cols * j.bs, p->prefill_chunk, j.bs, &j.qsl, &j.sl};
         npu_walk_units(&w, &j, run_unit);
     }
     npu_device_record(d, &p->stats);

@@ -1,5 +1,5 @@
-/* npu_caps.c — the capability answers: the selection rules (docs/backends/npu_sim_rules.md) mapped onto
- * an attnrt_op_query_t (MLA's in npu_mla_plan.c).
+/* npu_caps.c — the capability answers: the RBLN rules (docs/backends/npu_sim_rules.md) mapped onto
+ * an attnrt_op_query_t, one rule per op (plugin_caps.h; MLA's in npu_mla_plan.c).
  *
  * A query has a block size, head dims, dtypes and features but no max_model_len, so it asks "is there
  * a model configuration with this block size that the device runs?":
@@ -11,21 +11,10 @@
  * FP8 caches pass (flash takes them; attention_plan refuses them when the block table makes the layer
  * naive). Features the RBLN kernels lack are refused with the vendor's reason where it has one.
  * attention_plan asks the same question, then applies the rules that need max_model_len. */
-#include <stdarg.h>
-#include <stdio.h>
-#include <string.h>
-
-#include "dtype_convert.h"
-#include "plugin_error.h"
 #include "npu_mla.h"
 #include "npu_ops.h"
-#include "plugin_struct.h"
-
-static int act_ok(attnrt_dtype_t dt)
-{
-    dc_kind_t k = dc_kind_of(dt);
-    return plugin_dtype_is_any(dt) || k == DC_F32 || k == DC_F16 || k == DC_BF16;
-}
+#include "plugin_caps.h"
+#include "plugin_error.h"
 
 /* The cache geometry: block size, and on the vLLM path the backend's single head_size. */
 static attnrt_status_t cache_rules(const npu_select_ctx_t *ctx, const attnrt_op_query_t *q, char *reason, size_t cap)
@@ -66,49 +55,59 @@ static attnrt_status_t feature_rules(uint32_t f, int attention, char *reason, si
     return ATTNRT_OK;
 }
 
+/* kv_write and paged attention: dtypes, the cache geometry, GQA, then the features. */
+static attnrt_status_t check_attention(const void *ctx, const attnrt_op_query_t *q, char *reason, size_t cap)
+{
+    attnrt_status_t st = plugin_rule_act_dtype(q->q_dtype, q->op == ATTNRT_OP_KV_WRITE ? "key" : "query", reason, cap);
+    if (st == ATTNRT_OK) st = plugin_rule_cache_dtype(q->kv_dtype, reason, cap);
+    if (st == ATTNRT_OK) st = cache_rules(ctx, q, reason, cap);
+    if (st != ATTNRT_OK) return st;
+    if (q->op == ATTNRT_OP_PAGED_ATTENTION && q->num_q_heads && q->num_kv_heads && q->num_q_heads % q->num_kv_heads)
+        return plugin_refuse(reason, cap, "num_q_heads %u is not a multiple of num_kv_heads %u", q->num_q_heads, q->num_kv_heads);
+    return feature_rules(q->features, q->op == ATTNRT_OP_PAGED_ATTENTION, reason, cap);
+}
+
+/* merge_states: out (q_dtype) and states (kv_dtype) in the activation formats; the attention-only
+ * feature bits say nothing about a merge. */
+static attnrt_status_t check_merge(const void *ctx, const attnrt_op_query_t *q, char *reason, size_t cap)
+{
+    (void)ctx;
+    attnrt_status_t st = plugin_rule_act_dtype(q->q_dtype, "out", reason, cap);
+    if (st == ATTNRT_OK) st = plugin_rule_act_dtype(q->kv_dtype, "state", reason, cap);
+    if (st == ATTNRT_OK && (q->features & ATTNRT_FEATURE_SPARSE))
+        return plugin_refuse(reason, cap, "the sparse feature (indices) belongs to MLA");
+    return st;
+}
+
+static attnrt_status_t refuse_cascade(const void *ctx, const attnrt_op_query_t *q, char *reason, size_t cap)
+{
+    (void)ctx;
+    (void)q;
+    return plugin_refuse(reason, cap, "cascade attention: RBLN documents no such kernel (vllm-rbln's "
+                         "use_cascade_attention returns False, and the RBLN kernels return no LSE to merge)");
+}
+
+static attnrt_status_t refuse_linear(const void *ctx, const attnrt_op_query_t *q, char *reason, size_t cap)
+{
+    (void)ctx;
+    return plugin_refuse(reason, cap, "%s: RBLN documents no such kernel (its attention modes are full, sliding-window "
+                         "and MLA attention)", attnrt_op_string(q->op));
+}
+
+const plugin_op_rules_t npu_op_rules = {
+    .who = "npu_sim",
+    .rule = {
+        [ATTNRT_OP_KV_WRITE] = check_attention,
+        [ATTNRT_OP_PAGED_ATTENTION] = check_attention,
+        [ATTNRT_OP_MERGE_STATES] = check_merge,
+        [ATTNRT_OP_CASCADE] = refuse_cascade,
+        [ATTNRT_OP_MLA] = npu_mla_check,
+        [ATTNRT_OP_LIGHTNING] = refuse_linear,
+        [ATTNRT_OP_GATED_DELTA] = refuse_linear,
+    },
+};
+
 attnrt_status_t npu_op_check(const npu_select_ctx_t *ctx, const attnrt_op_query_t *query, char *reason, size_t cap)
 {
-    attnrt_op_query_t q;
-    memset(&q, 0, sizeof q);
-    if (query) PLUGIN_COPY_IN(q, query);
-    if (reason && cap) reason[0] = '\0';
-
-    switch (q.op) {
-    case ATTNRT_OP_KV_WRITE:
-    case ATTNRT_OP_PAGED_ATTENTION:
-    case ATTNRT_OP_MERGE_STATES:
-        break;
-    case ATTNRT_OP_CASCADE:
-        return plugin_refuse(reason, cap, "cascade attention: RBLN documents no such kernel (vllm-rbln's "
-                      "use_cascade_attention returns False, and the RBLN kernels return no LSE to merge)");
-    case ATTNRT_OP_MLA:
-        return npu_mla_check(ctx, &q, reason, cap);
-    case ATTNRT_OP_LIGHTNING:
-    case ATTNRT_OP_GATED_DELTA:
-        return plugin_refuse(reason, cap, "%s: RBLN documents no such kernel (its attention modes are full, sliding-window "
-                      "and MLA attention)", attnrt_op_string(q.op));
-    default:
-        return plugin_refuse(reason, cap, "unknown op %u (npu_sim knows the ops of ABI %d.%d)", q.op, ATTNRT_ABI_MAJOR,
-                      ATTNRT_ABI_MINOR);
-    }
-
-    if (!act_ok(q.q_dtype))
-        return plugin_refuse(reason, cap, "%s dtype (code %u, %u bits) is not f32, f16 or bf16",
-                      q.op == ATTNRT_OP_KV_WRITE ? "key" : q.op == ATTNRT_OP_MERGE_STATES ? "out" : "query",
-                      q.q_dtype.code, q.q_dtype.bits);
-    if (q.op == ATTNRT_OP_MERGE_STATES) {
-        if (!act_ok(q.kv_dtype))
-            return plugin_refuse(reason, cap, "state dtype (code %u, %u bits) is not f32, f16 or bf16", q.kv_dtype.code,
-                          q.kv_dtype.bits);
-        if (q.features & ATTNRT_FEATURE_SPARSE) return plugin_refuse(reason, cap, "the sparse feature (indices) belongs to MLA");
-        return ATTNRT_OK; /* the attention-only feature bits say nothing about a merge */
-    }
-    if (!plugin_dtype_is_any(q.kv_dtype) && dc_kind_of(q.kv_dtype) == DC_INVALID)
-        return plugin_refuse(reason, cap, "cache dtype (code %u, %u bits) is not f32, f16, bf16, fp8_e4m3 or fp8_e5m2",
-                      q.kv_dtype.code, q.kv_dtype.bits);
-    attnrt_status_t st = cache_rules(ctx, &q, reason, cap);
-    if (st != ATTNRT_OK) return st;
-    if (q.op == ATTNRT_OP_PAGED_ATTENTION && q.num_q_heads && q.num_kv_heads && q.num_q_heads % q.num_kv_heads)
-        return plugin_refuse(reason, cap, "num_q_heads %u is not a multiple of num_kv_heads %u", q.num_q_heads, q.num_kv_heads);
-    return feature_rules(q.features, q.op == ATTNRT_OP_PAGED_ATTENTION, reason, cap);
+    return plugin_op_check(&npu_op_rules, ctx, query, reason, cap);
 }

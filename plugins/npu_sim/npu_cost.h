@@ -1,4 +1,4 @@
-/* npu_cost.h — the cost model (docs/backends/npu_sim.md, docs/backends/npu_sim_rules.md): per KV partition a
+/* npu_cost.h — the cost model (docs/backends/npu_sim.md, "Cost model"): per KV partition a
  * row visits, t = max(bytes / bw_eff, flops / peak) + partition overhead; per launch, a launch
  * overhead. Bytes are whole partitions of K and V (head dims padded to 64): naive reads its whole
  * compiled block whatever the position, flash only the partitions it touches. */

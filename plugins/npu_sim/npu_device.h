@@ -10,8 +10,10 @@
 #include "attnrt_plugin.h"
 #include "npu_profile.h"
 #include "npu_select.h"
+#include "plugin_host.h"
 
 typedef struct npu_device {
+    plugin_host_device_t host;    /* first: the shared stream, event and copy entries read it    */
     npu_select_ctx_t  sel;        /* profile, front end, prefill chunk: fixed at open             */
     uint64_t          budget;     /* usable device memory (profile)                              */
     atomic_uint_least64_t used;   /* bytes allocated on this device                              */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "npu_select.h"
+#include "plugin_struct.h"
 
 #define BLOCK_LOG2_MAX 20 /* block sizes asked about: 1 .. 2^20 */
 
@@ -18,9 +19,7 @@ static int accepted(const npu_select_ctx_t *ctx, const attnrt_attention_config_t
 static attnrt_attention_config_t copy_config(const attnrt_attention_config_t *config)
 {
     attnrt_attention_config_t c;
-    memset(&c, 0, sizeof c);
-    const size_t n = config->struct_size < sizeof c ? config->struct_size : sizeof c;
-    memcpy(&c, config, n);
+    PLUGIN_COPY_IN(c, config);
     c.struct_size = sizeof c;
     return c;
 }

@@ -24,9 +24,10 @@ typedef struct npu_mla_plan {
     attnrt_op_stats_t stats; /* the op's cost, recorded by every run */
 } npu_mla_plan_t;
 
-/* The capability answer for ATTNRT_OP_MLA: the block-size rules of the context's front end, one latent
- * KV head, FP8 caches with the sparse feature only, one scale per tensor, no LSE output. */
-attnrt_status_t npu_mla_check(const npu_select_ctx_t *ctx, const attnrt_op_query_t *query, char *reason, size_t cap);
+/* The capability answer for ATTNRT_OP_MLA (npu_op_rules' MLA rule; ctx: the device's npu_select_ctx_t):
+ * the block-size rules of the context's front end, one latent KV head, FP8 caches with the sparse
+ * feature only, one scale per tensor, no LSE output. */
+attnrt_status_t npu_mla_check(const void *ctx, const attnrt_op_query_t *query, char *reason, size_t cap);
 
 /* Scratch bytes a run of plan p needs (0 when a run computes nothing). */
 size_t npu_mla_workspace_bytes(const npu_mla_plan_t *p);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "npu_plan.h"
+#include "plugin_softmax.h"
 
 size_t npu_online_floats(int64_t dqk, int64_t dv)
 {
@@ -64,25 +65,15 @@ static float dot(const float *a, const float *b, int64_t n)
 void npu_online_fold(const npu_online_t *o, int64_t r, int jb, int je)
 {
     const float *q = o->q + r * o->dqk;
-    float smax = -INFINITY;
-    for (int k = jb; k < je; k++) {
-        o->s[k] = o->scale * dot(q, o->kt + k * o->dqk, o->dqk);
-        smax = o->s[k] > smax ? o->s[k] : smax;
-    }
-    const float m_old = o->pm[r], m_new = smax > m_old ? smax : m_old;
-    if (m_new == -INFINITY) return;
-    const float alpha = expf(m_old - m_new);
+    for (int k = jb; k < je; k++) o->s[k] = o->scale * dot(q, o->kt + k * o->dqk, o->dqk);
+    float alpha;
+    if (!plugin_softmax_update(o->s + jb, je - jb, &o->pm[r], &o->pl[r], &alpha)) return;
     float *acc = o->pacc + r * o->dv;
     for (int64_t d = 0; d < o->dv; d++) acc[d] *= alpha;
-    float psum = 0.0f;
     for (int k = jb; k < je; k++) {
-        const float w = expf(o->s[k] - m_new);
-        psum += w;
-        const float *v = o->vt + k * o->v_stride;
+        const float w = o->s[k], *v = o->vt + k * o->v_stride;
         for (int64_t d = 0; d < o->dv; d++) acc[d] += w * v[d];
     }
-    o->pl[r] = o->pl[r] * alpha + psum;
-    o->pm[r] = m_new;
 }
 
 void npu_online_merge(const npu_online_t *o, int64_t rows)
@@ -99,31 +90,15 @@ void npu_online_merge(const npu_online_t *o, int64_t rows)
     }
 }
 
-double npu_online_finish(const npu_online_t *o, int64_t r, int has_sink, float sink)
-{
-    float *acc = o->acc + r * o->dv;
-    if (!(o->l[r] > 0.0f)) {
-        memset(acc, 0, sizeof(float) * (size_t)o->dv);
-        return -INFINITY;
-    }
-    double den = (double)o->l[r];
-    if (has_sink) den += exp((double)sink - (double)o->m[r]);
-    const float inv = (float)(1.0 / den);
-    for (int64_t d = 0; d < o->dv; d++) acc[d] *= inv;
-    return (double)o->m[r] + log((double)o->l[r]);
-}
-
-static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
-
 void npu_walk_units(const npu_walk_t *w, const void *job,
                     void (*unit)(const void *job, int64_t seq, int64_t q_begin, int64_t L, int64_t S, int64_t t0,
                                  int64_t t1))
 {
     for (int pass = 0; pass < 2; pass++) /* decode rows (the padded batch) first, then each prefill */
         for (int64_t b = 0; b < w->num_seqs; b++) {
-            const int64_t q_begin = clamp64(w->qsl[b * w->qsl_st], 0, w->T);
-            const int64_t L = clamp64(w->qsl[(b + 1) * w->qsl_st], q_begin, w->T) - q_begin;
-            const int64_t S = clamp64(w->sl[b * w->sl_st], 0, w->max_len);
+            const int64_t q_begin = plugin_clamp64(plugin_view_i32(w->qsl, b), 0, w->T);
+            const int64_t L = plugin_clamp64(plugin_view_i32(w->qsl, b + 1), q_begin, w->T) - q_begin;
+            const int64_t S = plugin_clamp64(plugin_view_i32(w->sl, b), 0, w->max_len);
             if (L == 0 || (pass == 0) != (L == 1)) continue;
             for (int64_t i = 0; i < L;) { /* prefill chunks: never across a partition */
                 const int64_t end = npu_chunk_end(S - L + i, S, w->chunk, w->block) - (S - L);

@@ -1,12 +1,15 @@
 /* npu_online.h — the flash kernel's arithmetic on the CPU, shared by paged attention and MLA: a group
  * of query rows keeps a running softmax state (m, l, acc); each KV partition builds its own partial
  * state (pm, pl, pacc) from tiles of keys, then merges into the running one:
- * m' = max(m, m_p); acc' = e^{m - m'} acc + e^{m_p - m'} acc_p; l' likewise. */
+ * m' = max(m, m_p); acc' = e^{m - m'} acc + e^{m_p - m'} acc_p; l' likewise. A row ends with
+ * plugin_softmax_finish over its acc, m and l. */
 #ifndef ATTNRT_NPU_ONLINE_H
 #define ATTNRT_NPU_ONLINE_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "plugin_tensor.h"
 
 /* Keys dequantised and scored together inside a partition (the CPU's tile, not the NPU's). */
 #define NPU_TILE 128
@@ -39,17 +42,12 @@ void npu_online_merge(const npu_online_t *o, int64_t rows);
  * partition of `block` tokens. Metadata is clamped: query rows to [0, T], seq_len to [0, max_len]. */
 typedef struct npu_walk {
     int64_t num_seqs, T, max_len, chunk, block;
-    const int32_t *qsl, *sl;
-    int64_t        qsl_st, sl_st;
+    const plugin_view_t *qsl, *sl; /* query_start_loc [num_seqs + 1], seq_lens [num_seqs] */
 } npu_walk_t;
 /* Calls unit(job, request, first query row, query length L, seq_len S, t0, t1) per unit of tokens
  * [t0, t1) of the request's L. */
 void npu_walk_units(const npu_walk_t *w, const void *job,
                     void (*unit)(const void *job, int64_t seq, int64_t q_begin, int64_t L, int64_t S, int64_t t0,
                                  int64_t t1));
-
-/* Normalises row r's output in place (acc of dv floats), a sink logit joining the denominator when
- * has_sink; returns its LSE (sink excluded), -inf for a row with no key (output 0). */
-double npu_online_finish(const npu_online_t *o, int64_t r, int has_sink, float sink);
 
 #endif

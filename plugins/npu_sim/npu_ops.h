@@ -7,9 +7,12 @@
 
 #include "attnrt_plugin.h"
 #include "npu_device.h"
+#include "plugin_caps.h"
 
-/* Capability answer (npu_caps.c): the selection rules mapped onto a query that has no max_model_len.
- * ATTNRT_OK, or ATTNRT_ERR_UNSUPPORTED with the vendor's reason in `reason` (may be NULL). */
+/* Capability answer (npu_caps.c): the selection rules mapped onto a query that has no max_model_len,
+ * one rule per op (ctx: the device's npu_select_ctx_t). ATTNRT_OK, or ATTNRT_ERR_UNSUPPORTED with the
+ * vendor's reason in `reason` (may be NULL). */
+extern const plugin_op_rules_t npu_op_rules;
 attnrt_status_t npu_op_check(const npu_select_ctx_t *ctx, const attnrt_op_query_t *query, char *reason, size_t cap);
 
 /* KV write (npu_kv_write.c). */

@@ -11,9 +11,11 @@
 #include "dtype_convert.h"
 #include "npu_ops.h"
 #include "npu_plan.h"
+#include "plugin_args.h"
 #include "plugin_error.h"
 #include "plugin_query.h"
 #include "plugin_struct.h"
+#include "plugin_tensor.h"
 
 /* Every size in [0, 2^31), as the runtime checks them (again here for callers that reach the plugin
  * without it): the plan's products of shapes then fit in 64 bits. */
@@ -36,28 +38,13 @@ static attnrt_status_t check_sizes(const npu_device_t *d, const attnrt_attention
     return ATTNRT_OK;
 }
 
-static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
-
 static const char *front_end_name(uint32_t fe) { return fe == ATTNRT_FRONT_END_COMPILED ? "compiled" : "vLLM"; }
 
 /* The query the runtime asked before planning, rebuilt from the args: plan refuses what op_supported does. */
 static attnrt_status_t check_supported(const npu_device_t *d, const attnrt_attention_args_t *a)
 {
-    attnrt_op_query_t q;
-    plugin_attention_query(a, &q);
-    q.features = (a->softcap > 0 ? ATTNRT_FEATURE_SOFTCAP : 0u) | (a->alibi_slopes ? ATTNRT_FEATURE_ALIBI : 0u) |
-                 (a->lse ? ATTNRT_FEATURE_LSE : 0u) |
-                 (a->key_scale && a->key_scale->ndim == 2 ? ATTNRT_FEATURE_KV_SCALE_BLOCK : 0u);
-    char reason[NPU_MSG_MAX];
-    if (npu_op_check(&d->sel, &q, reason, sizeof reason) != ATTNRT_OK)
-        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention: %s", NPU_DEV_ARG(d), reason);
-    const dc_kind_t qk = dc_kind_of(a->query->dtype), ok = dc_kind_of(a->out->dtype);
-    if (ok != qk && ok != DC_F32)
-        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention: out dtype %s is neither the query's "
-                           "(%s) nor f32", NPU_DEV_ARG(d), dc_kind_name(ok), dc_kind_name(qk));
-    if (dc_kind_of(a->value_cache->dtype) != dc_kind_of(a->key_cache->dtype))
-        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention: key and value caches differ in dtype",
-                           NPU_DEV_ARG(d));
+    attnrt_status_t st = plugin_attention_supported(d->host.name, &npu_op_rules, &d->sel, a);
+    if (st != ATTNRT_OK) return st;
     if (!a->causal && (a->window_left >= 0 || a->window_right >= 0))
         return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention: window (%d, %d) without causal: the "
                            "RBLN sliding-window kernel is causal with a left window only [P]", NPU_DEV_ARG(d),
@@ -65,39 +52,40 @@ static attnrt_status_t check_supported(const npu_device_t *d, const attnrt_atten
     return ATTNRT_OK;
 }
 
-/* The kernel the selection rules give this batch's cache and block table. */
-static attnrt_status_t select_kernel(const npu_device_t *d, const attnrt_attention_args_t *a, npu_attn_plan_t *p)
+attnrt_status_t npu_plan_select(const npu_device_t *d, const char *op, attnrt_attention_config_t *c, int64_t bt_cols,
+                                char *kernel, size_t cap)
 {
-    attnrt_attention_config_t c;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    c.front_end = d->sel.front_end;
-    c.layer_kind = p->window ? ATTNRT_LAYER_SLIDING : ATTNRT_LAYER_FULL;
-    c.model_kind = d->sel.model_kind;
-    c.max_model_len = p->max_model_len; /* block == max_model_len: Naive; smaller: Flash, partition = block */
-    c.block_size = p->block_size;
-    c.sliding_window = p->window;
-    c.head_dim = (uint32_t)a->query->shape[2];
-    c.has_sinks = a->sinks != NULL;
-    c.kv_dtype = a->key_cache->dtype;
+    c->struct_size = sizeof *c;
+    c->front_end = d->sel.front_end;
+    c->model_kind = d->sel.model_kind;
     attnrt_attention_selection_t sel;
     char msg[NPU_MSG_MAX];
-    attnrt_status_t st = npu_select(&d->sel, &c, &sel, msg, sizeof msg);
-    if (st != ATTNRT_OK)
-        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention (%s model path, max_model_len %lld = "
-                           "%lld block-table columns x block_size %lld): %s", NPU_DEV_ARG(d), front_end_name(c.front_end),
-                           (long long)p->max_model_len, (long long)p->bt_cols, (long long)p->block_size, msg);
-    snprintf(p->kernel_name, sizeof p->kernel_name, "%s", sel.kernel);
-    p->kernel = !strcmp(sel.kernel, "naive") ? NPU_KERNEL_NAIVE
-              : !strcmp(sel.kernel, "sliding_window") ? NPU_KERNEL_SLIDING : NPU_KERNEL_FLASH;
+    if (npu_select(&d->sel, c, &sel, msg, sizeof msg) != ATTNRT_OK)
+        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " %s (%s model path, max_model_len %lld = %lld "
+                           "block-table columns x block_size %lld): %s", NPU_DEV_ARG(d), op,
+                           front_end_name(c->front_end), (long long)c->max_model_len, (long long)bt_cols,
+                           (long long)c->block_size, msg);
+    snprintf(kernel, cap, "%s", sel.kernel);
     return ATTNRT_OK;
 }
 
-/* Request b's query length, its bounds clamped to the T query rows. */
-static int64_t query_len(const attnrt_batch_host_t *batch, int64_t b, int64_t T)
+/* The kernel the selection rules give this batch's cache and block table. */
+static attnrt_status_t select_kernel(const npu_device_t *d, const attnrt_attention_args_t *a, npu_attn_plan_t *p)
 {
-    const int64_t lo = clamp64(batch->query_start_loc[b], 0, T);
-    return clamp64(batch->query_start_loc[b + 1], lo, T) - lo;
+    attnrt_attention_config_t c = {
+        .layer_kind = p->window ? ATTNRT_LAYER_SLIDING : ATTNRT_LAYER_FULL,
+        .max_model_len = p->max_model_len, /* block == max_model_len: Naive; smaller: Flash, partition = block */
+        .block_size = p->block_size,
+        .sliding_window = p->window,
+        .head_dim = (uint32_t)a->query->shape[2],
+        .has_sinks = a->sinks != NULL,
+        .kv_dtype = a->key_cache->dtype,
+    };
+    attnrt_status_t st = npu_plan_select(d, "paged attention", &c, p->bt_cols, p->kernel_name, sizeof p->kernel_name);
+    if (st != ATTNRT_OK) return st;
+    p->kernel = !strcmp(p->kernel_name, "naive") ? NPU_KERNEL_NAIVE
+              : !strcmp(p->kernel_name, "sliding_window") ? NPU_KERNEL_SLIDING : NPU_KERNEL_FLASH;
+    return ATTNRT_OK;
 }
 
 /* The op's simulated cost for the host batch. */
@@ -126,7 +114,7 @@ static attnrt_status_t cost_batch(const npu_device_t *d, const attnrt_attention_
     const int64_t W = p->window;
     /* lengths clamped as the run clamps them: no more work costed than a run can do */
     for (int64_t b = 0; b < B; b++) { /* decode rows first: one bucketed launch group */
-        const int64_t L = query_len(batch, b, p->num_tokens), S = clamp64(batch->seq_lens[b], 0, p->max_model_len);
+        const int64_t L = plugin_batch_query_len(batch, b, p->num_tokens), S = plugin_clamp64(batch->seq_lens[b], 0, p->max_model_len);
         if (L != 1) continue;
         lo[decode] = W && a->causal && S - W > 0 ? S - W : 0;
         hi[decode++] = S;
@@ -134,7 +122,7 @@ static attnrt_status_t cost_batch(const npu_device_t *d, const attnrt_attention_
     if (decode) npu_cost_decode(d->sel.profile, &sh, lo, hi, decode, &p->stats);
     free(lo);
     for (int64_t b = 0; b < B; b++) { /* then each prefill alone, chunk by chunk */
-        const int64_t L = query_len(batch, b, p->num_tokens), S = clamp64(batch->seq_lens[b], 0, p->max_model_len);
+        const int64_t L = plugin_batch_query_len(batch, b, p->num_tokens), S = plugin_clamp64(batch->seq_lens[b], 0, p->max_model_len);
         if (L < 2) continue;
         for (int64_t pos = S - L; pos < S;) {
             const int64_t end = npu_chunk_end(pos, S, p->prefill_chunk, p->block_size);
@@ -151,20 +139,18 @@ static attnrt_status_t cost_batch(const npu_device_t *d, const attnrt_attention_
 attnrt_status_t npu_attention_plan(npu_device_t *d, const attnrt_attention_args_t *args_in,
                                    const attnrt_batch_host_t *batch_in, void **plan_out, size_t *workspace_bytes)
 {
-    if (!args_in || !batch_in || !plan_out || !workspace_bytes)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention plan: args, batch and both outputs "
-                           "are required", NPU_DEV_ARG(d));
     attnrt_attention_args_t a;
     attnrt_batch_host_t batch;
-    PLUGIN_COPY_IN(a, args_in);
-    PLUGIN_COPY_IN(batch, batch_in);
+    attnrt_status_t st = PLUGIN_PLAN_OPEN(d->host.name, "paged attention", a, args_in, batch, batch_in,
+                                          PLUGIN_BATCH_AS_GIVEN, plan_out, workspace_bytes);
+    if (st != ATTNRT_OK) return st;
     if (!a.query || !a.key_cache || !a.value_cache || !a.out || !a.block_table)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention plan: query, both caches, "
                            "block_table and out are required", NPU_DEV_ARG(d));
     if (batch.num_seqs > 0 && (!batch.query_start_loc || !batch.seq_lens))
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention plan: the host batch has no "
                            "query_start_loc or seq_lens", NPU_DEV_ARG(d));
-    attnrt_status_t st = check_sizes(d, &a);
+    st = check_sizes(d, &a);
     if (st == ATTNRT_OK) st = check_supported(d, &a);
     if (st != ATTNRT_OK) return st;
 

@@ -25,6 +25,12 @@ typedef struct npu_attn_plan {
     attnrt_op_stats_t stats;     /* the op's cost, recorded by every run                            */
 } npu_attn_plan_t;
 
+/* The kernel the selection rules give config c, a plan's derived configuration (its front end and model
+ * kind are set here, the context's); its name goes to kernel. A refusal names the op ("mla") and the
+ * configuration: max_model_len = bt_cols block-table columns x block_size. */
+attnrt_status_t npu_plan_select(const npu_device_t *d, const char *op, attnrt_attention_config_t *c, int64_t bt_cols,
+                                char *kernel, size_t cap);
+
 /* The workspace a run of plan p needs: its scratch, plus room to align it (0 when a run computes nothing). */
 size_t npu_attn_workspace_bytes(const npu_attn_plan_t *p);
 
@@ -38,19 +44,6 @@ static inline int64_t npu_chunk_end(int64_t p, int64_t end, int64_t chunk, int64
         if (boundary < e) e = boundary;
     }
     return e;
-}
-
-/* Keys [*lo, *hi] (inclusive; empty when *lo > *hi) a query at position pq sees among [0, seq_len):
- * causal keeps p_k <= pq; window_left / window_right (>= 0) are inclusive counts. */
-static inline void npu_key_range(int64_t pq, int64_t seq_len, int causal, int64_t window_left, int64_t window_right,
-                                 int64_t *lo, int64_t *hi)
-{
-    int64_t a = 0, b = seq_len - 1;
-    if (window_left >= 0 && pq - window_left > a) a = pq - window_left;
-    if (causal && pq < b) b = pq;
-    if (window_right >= 0 && pq + window_right < b) b = pq + window_right;
-    *lo = a;
-    *hi = b;
 }
 
 #endif

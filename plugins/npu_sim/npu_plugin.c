@@ -12,13 +12,14 @@
 #include "npu_ops.h"
 #include "npu_profile.h"
 #include "npu_select.h"
+#include "plugin_entry.h"
 #include "plugin_error.h"
+#include "plugin_host.h"
+#include "plugin_struct.h"
 
 #define NPU_VERSION "0.1.0"
 
 typedef struct npu_plugin { const npu_profile_t *profile; } npu_plugin_t; /* the environment's choice */
-typedef struct npu_stream { int unused; } npu_stream_t;                    /* work runs on the caller */
-typedef struct npu_event { double us; int recorded; } npu_event_t;
 
 void npu_device_record(npu_device_t *d, const attnrt_op_stats_t *stats)
 {
@@ -35,6 +36,9 @@ double npu_device_clock(npu_device_t *d)
     pthread_mutex_unlock(&d->lock);
     return t;
 }
+
+/* Events read the simulated clock: elapsed times are the cost model's times of the ops between. */
+static double clock_of(void *device) { return npu_device_clock(device); }
 
 static attnrt_status_t npu_probe(void) { return ATTNRT_OK; } /* nothing to find: the device is simulated */
 
@@ -53,18 +57,7 @@ static attnrt_status_t npu_init(const attnrt_host_api_t *host, void **plugin)
 
 static void npu_shutdown(void *plugin) { free(plugin); }
 
-static attnrt_status_t npu_device_count(void *plugin, uint32_t *count)
-{
-    (void)plugin;
-    *count = 1;
-    return ATTNRT_OK;
-}
-
-static attnrt_status_t check_index(uint32_t index)
-{
-    return index == 0 ? ATTNRT_OK
-                      : plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "npu_sim has one device (npu_sim:0); asked for %u", index);
-}
+static attnrt_status_t check_index(uint32_t index) { return plugin_one_device_index("npu_sim", "npu_sim:0", index); }
 
 static attnrt_status_t npu_device_properties(void *plugin, uint32_t index, attnrt_device_properties_t *props)
 {
@@ -85,9 +78,7 @@ static attnrt_status_t npu_device_properties(void *plugin, uint32_t index, attnr
     const uint64_t used = npu_mem_used_all();
     r.memory_free = used < r.memory_total ? r.memory_total - used : 0;
     r.attribute_count = npu_attribute_count();
-    const size_t keep = props->struct_size;
-    memcpy(props, &r, keep < sizeof r ? keep : sizeof r);
-    props->struct_size = keep;
+    PLUGIN_COPY_OUT(props, r);
     return ATTNRT_OK;
 }
 
@@ -163,6 +154,9 @@ static attnrt_status_t npu_device_open_with_options(void *plugin, uint32_t index
         }
     }
     if (!chunk_given) d->sel.prefill_chunk = d->sel.profile->default_prefill_chunk;
+    snprintf(d->host.name, sizeof d->host.name, NPU_DEV_FMT, NPU_DEV_ARG(d));
+    d->host.clock = clock_of;
+    d->host.ms_per_tick = 1e-3;
     d->budget = npu_profile_budget(d->sel.profile);
     atomic_init(&d->used, 0);
     pthread_mutex_init(&d->lock, NULL);
@@ -186,80 +180,6 @@ static void npu_device_close(void *device)
 static attnrt_status_t npu_mem_alloc_op(void *device, size_t bytes, void **ptr) { return npu_mem_alloc(device, bytes, ptr); }
 
 static void npu_mem_free_op(void *device, void *ptr) { npu_mem_free(device, ptr); }
-
-static attnrt_status_t npu_mem_copy(void *device, void *dst, const void *src, size_t bytes, uint32_t kind, void *stream)
-{
-    (void)stream;
-    if (kind < ATTNRT_COPY_HOST_TO_DEVICE || kind > ATTNRT_COPY_DEVICE_TO_DEVICE)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT ": copy kind %u is not an attnrt_copy_kind",
-                           NPU_DEV_ARG((npu_device_t *)device), kind);
-    if (bytes) memmove(dst, src, bytes);
-    return ATTNRT_OK;
-}
-
-static attnrt_status_t npu_mem_set(void *device, void *dst, int value, size_t bytes, void *stream)
-{
-    (void)device;
-    (void)stream;
-    if (bytes) memset(dst, value, bytes);
-    return ATTNRT_OK;
-}
-
-static attnrt_status_t npu_stream_create(void *device, void **stream)
-{
-    npu_stream_t *s = calloc(1, sizeof *s);
-    if (!s) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, NPU_DEV_FMT ": out of memory creating a stream",
-                               NPU_DEV_ARG((npu_device_t *)device));
-    *stream = s;
-    return ATTNRT_OK;
-}
-
-static void npu_stream_destroy(void *device, void *stream)
-{
-    (void)device;
-    free(stream);
-}
-
-static attnrt_status_t npu_stream_synchronize(void *device, void *stream)
-{
-    (void)device;
-    (void)stream;
-    return ATTNRT_OK; /* every call completed before it returned */
-}
-
-static attnrt_status_t npu_event_create(void *device, void **event)
-{
-    npu_event_t *e = calloc(1, sizeof *e);
-    if (!e) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, NPU_DEV_FMT ": out of memory creating an event",
-                               NPU_DEV_ARG((npu_device_t *)device));
-    *event = e;
-    return ATTNRT_OK;
-}
-
-static void npu_event_destroy(void *device, void *event)
-{
-    (void)device;
-    free(event);
-}
-
-static attnrt_status_t npu_event_record(void *device, void *event, void *stream)
-{
-    (void)stream;
-    npu_event_t *e = event;
-    e->us = npu_device_clock(device); /* simulated time: elapsed = the cost model's time of the ops between */
-    e->recorded = 1;
-    return ATTNRT_OK;
-}
-
-static attnrt_status_t npu_event_elapsed_ms(void *device, void *start, void *end, float *ms)
-{
-    const npu_event_t *a = start, *b = end;
-    if (!a->recorded || !b->recorded)
-        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT ": elapsed time asked of an event never recorded",
-                           NPU_DEV_ARG((npu_device_t *)device));
-    *ms = (float)((b->us - a->us) * 1e-3);
-    return ATTNRT_OK;
-}
 
 static attnrt_status_t npu_op_supported(void *device, const attnrt_op_query_t *query, char *reason, size_t cap)
 {
@@ -307,9 +227,7 @@ static attnrt_status_t npu_select_attention(void *device, const attnrt_attention
     char msg[NPU_MSG_MAX];
     attnrt_status_t st = npu_select(&d->sel, config, &sel, msg, sizeof msg);
     if (st != ATTNRT_OK) return plugin_fail(st, "%s", msg);
-    const size_t keep = selection->struct_size;
-    memcpy(selection, &sel, keep < sizeof sel ? keep : sizeof sel);
-    selection->struct_size = keep;
+    PLUGIN_COPY_OUT(selection, sel);
     return ATTNRT_OK;
 }
 
@@ -323,61 +241,22 @@ static attnrt_status_t npu_last_op_stats(void *device, attnrt_op_stats_t *stats)
     pthread_mutex_unlock(&d->lock);
     s.struct_size = sizeof s;
     s.simulated = 1;
-    const size_t keep = stats->struct_size;
-    memcpy(stats, &s, keep < sizeof s ? keep : sizeof s);
-    stats->struct_size = keep;
+    PLUGIN_COPY_OUT(stats, s);
     return ATTNRT_OK;
 }
 
 static const attnrt_plugin_api_t npu_api = {
-    .struct_size              = ATTNRT_PLUGIN_API_STRUCT_SIZE,
-    .abi_major                = ATTNRT_ABI_MAJOR,
-    .abi_minor                = ATTNRT_ABI_MINOR,
-    .name                     = "npu_sim",
-    .version                  = NPU_VERSION,
-    .probe                    = npu_probe,
-    .init                     = npu_init,
-    .shutdown                 = npu_shutdown,
-    .last_error               = plugin_last_error,
-    .device_count             = npu_device_count,
-    .device_properties        = npu_device_properties,
-    .device_attribute         = npu_device_attribute,
-    .device_open              = npu_device_open,
-    .device_close             = npu_device_close,
-    .mem_alloc                = npu_mem_alloc_op,
-    .mem_free                 = npu_mem_free_op,
-    .mem_copy                 = npu_mem_copy,
-    .mem_set                  = npu_mem_set,
-    .stream_create            = npu_stream_create,
-    .stream_destroy           = npu_stream_destroy,
-    .stream_synchronize       = npu_stream_synchronize,
-    .event_create             = npu_event_create,
-    .event_destroy            = npu_event_destroy,
-    .event_record             = npu_event_record,
-    .event_elapsed_ms         = npu_event_elapsed_ms,
-    .op_supported             = npu_op_supported,
-    .kv_write                 = npu_kv_write_op,
-    .attention_plan           = npu_attention_plan_op,
-    .attention_plan_destroy   = npu_attention_plan_destroy_op,
-    .attention_run            = npu_attention_run_op,
-    .merge_states             = npu_merge_states_op,
-    .device_open_with_options = npu_device_open_with_options,
-    .mla_plan                 = npu_mla_plan,
-    .mla_run                  = npu_mla_run,
-    .plan_destroy             = npu_mla_plan_destroy,
-    .select_attention         = npu_select_attention,
-    .last_op_stats            = npu_last_op_stats,
+    PLUGIN_API_HEAD("npu_sim", NPU_VERSION),
+    .probe = npu_probe, .init = npu_init, .shutdown = npu_shutdown,
+    .device_count = plugin_one_device_count, .device_properties = npu_device_properties,
+    .device_attribute = npu_device_attribute, .device_open = npu_device_open,
+    .device_open_with_options = npu_device_open_with_options, .device_close = npu_device_close,
+    .mem_alloc = npu_mem_alloc_op, .mem_free = npu_mem_free_op, PLUGIN_HOST_DEVICE_ENTRIES,
+    .op_supported = npu_op_supported, .select_attention = npu_select_attention, .last_op_stats = npu_last_op_stats,
+    .kv_write = npu_kv_write_op, .merge_states = npu_merge_states_op,
+    .attention_plan = npu_attention_plan_op, .attention_plan_destroy = npu_attention_plan_destroy_op,
+    .attention_run = npu_attention_run_op, .mla_plan = npu_mla_plan, .mla_run = npu_mla_run,
+    .plan_destroy = npu_mla_plan_destroy,
 };
 
-ATTNRT_PLUGIN_EXPORT const attnrt_plugin_api_t *attnrt_plugin_get_api(uint32_t host_abi_major, uint32_t host_abi_minor);
-
-ATTNRT_PLUGIN_EXPORT const attnrt_plugin_api_t *attnrt_plugin_get_api(uint32_t host_abi_major, uint32_t host_abi_minor)
-{
-    (void)host_abi_minor; /* any minor of our major: the runtime reads only what both know */
-    if (host_abi_major != ATTNRT_ABI_MAJOR) {
-        plugin_fail(ATTNRT_ERR_ABI_MISMATCH, "npu_sim plugin speaks ABI %d.x, the runtime %u.x", ATTNRT_ABI_MAJOR,
-                    host_abi_major);
-        return NULL;
-    }
-    return &npu_api;
-}
+PLUGIN_DEFINE_ENTRY(npu_api)

@@ -10,6 +10,7 @@
 
 #include "npu_select.h"
 #include "plugin_error.h"
+#include "plugin_struct.h"
 
 #define GIB (1024ull * 1024ull * 1024ull)
 #define MIB (1024ull * 1024ull)
@@ -186,9 +187,6 @@ attnrt_status_t npu_attribute_fill(const npu_profile_t *p, uint32_t front_end, i
             "(RBLN documents no such kernel)");
         break;
     }
-    size_t n = attr->struct_size < sizeof a ? attr->struct_size : sizeof a;
-    size_t keep = attr->struct_size;
-    memcpy(attr, &a, n);
-    attr->struct_size = keep;
+    PLUGIN_COPY_OUT(attr, a);
     return ATTNRT_OK;
 }

@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "plugin_struct.h"
+
 static const char msg_switch[] = "A non-null `kvcache_partition_len` was provided, but `attn_impl` was not explicitly set or "
                                  "set to 'eager'. Since KV cache partitioning is only supported with flash attention, "
                                  "`attn_impl` has been automatically switched to 'flash_attn'.";
@@ -248,8 +250,7 @@ static int dtype_is_fp8(attnrt_dtype_t dt)
 /* What the config says, before any device rule: malformed fields are INVALID_ARGUMENT. */
 static attnrt_status_t read_config(state_t *s, const npu_select_ctx_t *ctx, const attnrt_attention_config_t *config)
 {
-    const size_t n = config->struct_size < sizeof s->c ? config->struct_size : sizeof s->c;
-    memcpy(&s->c, config, n);
+    PLUGIN_COPY_IN(s->c, config);
     s->p = ctx->profile;
     memcpy(s->impl_text, s->c.attn_impl, sizeof s->c.attn_impl);
     s->impl = parse_impl(s->impl_text);

@@ -39,11 +39,6 @@ ATTNRT_HIDDEN void attnrt_attention_signature(const attnrt_attention_args_t *a, 
 ATTNRT_HIDDEN attnrt_status_t attnrt_attention_check_spans(attnrt_context_t *ctx, const char *fn,
                                                            const attnrt_attention_args_t *a);
 
-/* A stream (NULL or) of `ctx`, else "<fn>: stream belongs to another context (cpu:0 at 0x..) than <owner>
- * (cpu:0 at 0x..)": two contexts on one device share its name, so their addresses tell them apart. */
-ATTNRT_HIDDEN attnrt_status_t attnrt_check_stream_context(const char *fn, const attnrt_stream_t *stream,
-                                                          const attnrt_context_t *ctx, const char *owner);
-
 /* Asks the context's plugin (capability.c); fails with "<fn>: <device> does not support ...: <reason>". */
 ATTNRT_HIDDEN attnrt_status_t attnrt_require_supported(const char *fn, attnrt_context_t *ctx,
                                                        const attnrt_op_query_t *query);

@@ -10,6 +10,8 @@
 #include "plan.h"
 #include "tensor.h"
 
+static const plan_kind_t kind_cascade = {"attnrt_cascade_plan", "attnrt_cascade_run"};
+
 #define WS_ALIGN 256
 
 static size_t align_up(size_t n) { return (n + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
@@ -112,7 +114,7 @@ attnrt_status_t attnrt_cascade_plan(attnrt_context_t *ctx, const attnrt_cascade_
     lse_bytes = align_up(lse_elems * sizeof(float));
 
     attnrt_plan_t *p = NULL;
-    st = attnrt_plan_new(fn, ctx, &attnrt_plan_kind_cascade, &p);
+    st = attnrt_plan_new(fn, ctx, &kind_cascade, &p);
     if (st != ATTNRT_OK) return st;
     p->cascade.off_o[0] = 0;
     p->cascade.off_lse[0] = o_bytes;
@@ -156,7 +158,7 @@ attnrt_status_t attnrt_cascade_run(attnrt_plan_t *plan, const attnrt_cascade_arg
 {
     static const char fn[] = "attnrt_cascade_run";
     attnrt_clear_error();
-    TRY(attnrt_plan_check_kind(fn, plan, &attnrt_plan_kind_cascade, stream));
+    TRY(attnrt_plan_check_kind(fn, plan, &kind_cascade, stream));
     attnrt_context_t *ctx = plan->ctx;
     attention_shape_t s;
     plan_signature_t now;

@@ -25,6 +25,12 @@ static attnrt_status_t other_context(const char *fn, const char *what, const att
                        fn, what, its->ref->name, (const void *)its, mine, ctx->ref->name, (const void *)ctx);
 }
 
+attnrt_status_t attnrt_check_stream_context(const char *fn, const attnrt_stream_t *stream, const attnrt_context_t *ctx,
+                                            const char *owner)
+{
+    return !stream || stream->ctx == ctx ? ATTNRT_OK : other_context(fn, "stream", stream->ctx, owner, ctx);
+}
+
 static attnrt_status_t open_device(const char *fn, const attnrt_device_ref_t *ref,
                                    const attnrt_device_attribute_t *options, uint32_t num_options,
                                    attnrt_context_t **ctx);

@@ -30,6 +30,11 @@ ATTNRT_HIDDEN attnrt_status_t attnrt_context_fail(const attnrt_context_t *ctx, a
 ATTNRT_HIDDEN attnrt_status_t attnrt_context_mem_set(attnrt_context_t *ctx, void *dst, int value, size_t bytes,
                                                      attnrt_stream_t *stream, const char *fn);
 
+/* A stream (NULL or) of `ctx`, else "<fn>: stream belongs to another context (cpu:0 at 0x..) than <owner>
+ * (cpu:0 at 0x..)": two contexts on one device share its name, so their addresses tell them apart. */
+ATTNRT_HIDDEN attnrt_status_t attnrt_check_stream_context(const char *fn, const attnrt_stream_t *stream,
+                                                          const attnrt_context_t *ctx, const char *owner);
+
 /* Where `data` lies inside an attnrt_mem_alloc allocation of ctx, checks that all `bytes` from it do too
  * ("<fn>: <name> ... runs past the end of its allocation"); memory from elsewhere is not checked. */
 ATTNRT_HIDDEN attnrt_status_t attnrt_context_check_span(attnrt_context_t *ctx, const char *fn, const char *name,

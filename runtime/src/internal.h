@@ -60,7 +60,7 @@ ATTNRT_HIDDEN void attnrt_plugin_message(const attnrt_plugin_t *p, char *buf, si
  * attnrt_last_error() = "<what>: <plugin's message>" (naming the bad code when it was not a status). */
 ATTNRT_HIDDEN attnrt_status_t attnrt_plugin_fail(const attnrt_plugin_t *p, attnrt_status_t status, const char *what);
 
-/* ---- the registry (registry.c) ---- */
+/* ---- the registry (registry.c, registry_query.c) ---- */
 typedef struct attnrt_device_ref {
     attnrt_plugin_t *plugin;
     uint32_t         index;      /* index inside the plugin */

@@ -36,8 +36,6 @@ struct attnrt_plan {
     } cascade;
 };
 
-ATTNRT_HIDDEN extern const plan_kind_t attnrt_plan_kind_attention, attnrt_plan_kind_cascade;
-
 /* Allocates a plan object of `kind` and counts it on the context. */
 ATTNRT_HIDDEN attnrt_status_t attnrt_plan_new(const char *fn, attnrt_context_t *ctx, const plan_kind_t *kind,
                                               attnrt_plan_t **plan);
@@ -47,7 +45,7 @@ ATTNRT_HIDDEN void attnrt_plan_free(attnrt_plan_t *plan);
  * failure no plan and the plugin's message ("<fn>: <message>"). Returns `status`. */
 ATTNRT_HIDDEN attnrt_status_t attnrt_plan_pass_result(const char *fn, attnrt_context_t *ctx, attnrt_status_t status,
                                                       plan_pass_t *pass, plugin_plan_destroy_fn destroy);
-/* Makes a plugin attention plan for `a` (already validated) into `pass`. */
+/* Makes a plugin attention plan for `a` (already validated) into `pass` (attention.c). */
 ATTNRT_HIDDEN attnrt_status_t attnrt_plan_attention_pass(const char *fn, attnrt_context_t *ctx,
                                                          const attnrt_attention_args_t *a,
                                                          const attnrt_batch_host_t *batch, plan_pass_t *pass);

@@ -440,7 +440,7 @@ int cf_cache_build(const cf_env_t *env, cf_dev_t *dev, cf_rng_t *rng, const cf_c
         }
         if (run_kv_write(&b, env, dev, cache, res) != 0) goto done;
     }
-    /* The reference reads what the device really stores, dequantised exactly as SEMANTICS.md says. */
+    /* The reference reads what the device really stores, dequantised exactly as docs/semantics.md says. */
     const size_t hkv = (size_t)spec->num_kv_heads, bs = (size_t)spec->block_size;
     for (int w = 0; w < 2; w++) {
         const view_t *v = &b.view[w];

@@ -2,7 +2,8 @@
  *
  * A case is plain data: the op, its shapes and options, and the seed its input numbers come from.
  * Running it (conform_ops.h) fills a cf_result_t. The list (conform_cases.c: directed cases that
- * cover every option, conform_sweep.c: the random sweep) is a pure function of the global seed.
+ * cover every option, from the tables of conform_cases_directed.h; conform_sweep.c: the random sweep)
+ * is a pure function of the global seed. conform_case.c holds the list, defaults and names.
  */
 #ifndef ATTNRT_CONFORM_CASE_H
 #define ATTNRT_CONFORM_CASE_H
@@ -151,7 +152,7 @@ int  cf_case_tokens(const cf_case_t *c);
 void cf_case_name(const cf_case_t *c, char *buf, size_t cap);
 const char *cf_op_label(cf_op_t op);
 
-/* The directed cases (conform_cases.c): every option at least once, boundaries on purpose. */
+/* The directed cases (conform_cases.c, one table row each): every option at least once, boundaries on purpose. */
 int cf_cases_directed(cf_case_list_t *list, uint64_t seed);
 /* `count` random cases over the whole parameter space of the 1.1 ops, then (count + 1) / 2 over the
  * ABI 1.2 ops (MLA, lightning, gated delta) (conform_sweep.c). */

@@ -32,7 +32,7 @@ static void usage(FILE *f, const char *argv0)
     fprintf(f,
             "usage: %s [--plugin NAME|PATH] [--device NAME] [--device-option KEY=VALUE]... [--seed N]\n"
             "          [--filter SUBSTR] [--cases N] [--min-passed OP=N]... [--streams] [--json] [--list] [-v]\n"
-            "Checks a libattnrt plugin against the float64 reference (design/SEMANTICS.md).\n"
+            "Checks a libattnrt plugin against the float64 reference (docs/semantics.md).\n"
             "  --plugin NAME|PATH  load only this plugin (sets ATTNRT_PLUGIN)\n"
             "  --device NAME       device to test, e.g. cpu:0 (default: libattnrt's default device)\n"
             "  --device-option K=V open the device with this option (attnrt_open_with_options), e.g.\n"

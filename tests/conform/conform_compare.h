@@ -1,6 +1,6 @@
 /* conform_compare.h - judging an op's output against the float64 reference.
  *
- * The metric is SEMANTICS.md's: relative L2 error ||out - ref|| / ||ref|| over the whole output. On top
+ * The metric is docs/semantics.md's: relative L2 error ||out - ref|| / ||ref|| over the whole output. On top
  * of it, so that one wrong row cannot hide in a large batch, every row (one token and head) must be
  * within CF_ROW_FACTOR times the tolerance of its reference row; a row with no kept key must be
  * exactly 0; any NaN or inf fails. LSE is compared element by element.

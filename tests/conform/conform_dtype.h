@@ -26,7 +26,7 @@ size_t         cf_dtype_size(cf_dtype_t dt);
 const char    *cf_dtype_name(cf_dtype_t dt);
 int            cf_dtype_is_fp8(cf_dtype_t dt);
 
-/* Relative-L2 tolerance of SEMANTICS.md "Tolerances" for data of this dtype. */
+/* Relative-L2 tolerance of docs/semantics.md "Tolerances" for data of this dtype. */
 double cf_dtype_tolerance(cf_dtype_t dt);
 /* The tolerance of an op whose data come in these dtypes: the least precise one decides. */
 double cf_tolerance_of(const cf_dtype_t *dts, int n);

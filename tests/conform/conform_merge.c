@@ -138,7 +138,7 @@ void cf_run_merge(const cf_env_t *env, const cf_case_t *c, cf_result_t *res)
         (c->lse && cf_dev_download(&dev, m.lse_host, out_lse.data, count * sizeof(float), "out_lse download")))
         goto dev_fail;
 
-    if (n == 2) /* the literal two-state formula of SEMANTICS.md */
+    if (n == 2) /* the literal two-state formula of docs/semantics.md */
         ref_merge_two(T, H, D, m.o_ref, m.s_ref, m.o_ref + elems, m.s_ref + count, m.out_ref, m.lse_ref);
     else
         ref_merge_states(n, T, H, D, m.o_ref, m.s_ref, m.out_ref, m.lse_ref);

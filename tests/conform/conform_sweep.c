@@ -1,4 +1,4 @@
-/* conform_sweep.c - the random sweep: cases drawn over the whole parameter space of issue #3, each
+/* conform_sweep.c - the random sweep: cases drawn over the whole parameter space of the ops (docs/semantics.md), each
  * from its own seed, with the options mixed freely. Sizes are bounded so that the float64 reference
  * stays cheap: a sweep case costs at most about CF_SWEEP_BUDGET multiply-adds there. */
 #include <math.h>
@@ -9,9 +9,9 @@
 #include "conform_rng.h"
 
 #define CF_SWEEP_BUDGET 6e6
-#define CF_SWEEP12_BUDGET 1.5e7 /* the 1.2 ops: MLA's 576-wide rows, recurrent states */
+#define CF_SWEEP_MLA_LINEAR_BUDGET 1.5e7 /* MLA's 576-wide rows, recurrent states */
 #define SWEEP_SALT 0x5eed5eed5eed5eedull
-#define SWEEP12_SALT 0x12a5eed12a5eed12ull
+#define SWEEP_MLA_LINEAR_SALT 0x12a5eed12a5eed12ull
 
 static const int head_dims[] = {32, 64, 80, 96, 112, 128, 192, 256};
 static const int block_sizes[] = {1, 16, 32, 64, 128, 7, 48};
@@ -203,7 +203,7 @@ static void sweep_mla(cf_case_t *c, cf_rng_t *r)
         c->q_lens[b] = q;
         c->kv_lens[b] = kv;
     }
-    while (mla_cost(c) > CF_SWEEP12_BUDGET) /* the prefix shrinks first, then the queries */
+    while (mla_cost(c) > CF_SWEEP_MLA_LINEAR_BUDGET) /* the prefix shrinks first, then the queries */
         for (int b = 0; b < c->num_seqs; b++) {
             if (c->kv_lens[b] / 2 >= c->q_lens[b])
                 c->kv_lens[b] /= 2;
@@ -259,7 +259,7 @@ static void random_rounds(cf_case_t *c, cf_rng_t *r, int spec_ok)
             }
         }
     }
-    while (state_cost(c) > CF_SWEEP12_BUDGET)
+    while (state_cost(c) > CF_SWEEP_MLA_LINEAR_BUDGET)
         for (int i = 0; i < c->num_rounds; i++)
             for (int b = 0; b < c->rounds[i].num_reqs; b++)
                 if (!c->rounds[i].spec && c->rounds[i].q_lens[b] > 1) c->rounds[i].q_lens[b] /= 2;
@@ -327,7 +327,7 @@ int cf_cases_sweep(cf_case_list_t *list, uint64_t seed, int count)
     /* the 1.2 ops: a series of its own, so that the 1.1 sweep above stays what it was */
     for (int i = 0; i < (count + 1) / 2; i++) {
         cf_case_t c;
-        const uint64_t case_seed = cf_case_seed(seed ^ SWEEP12_SALT, (uint64_t)i);
+        const uint64_t case_seed = cf_case_seed(seed ^ SWEEP_MLA_LINEAR_SALT, (uint64_t)i);
         cf_rng_t r;
         cf_rng_init(&r, case_seed);
         const int roll = cf_rng_int(&r, 0, 99);

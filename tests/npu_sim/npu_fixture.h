@@ -52,7 +52,7 @@ typedef struct npu_result {
 /* Runs the case end to end; returns 0 when every call succeeded (res->status OK). */
 int npu_run_case(const npu_case_t *c, npu_result_t *res);
 
-/* Tolerance of the least precise dtype in play (SEMANTICS.md). */
+/* Tolerance of the least precise dtype in play (docs/semantics.md). */
 double npu_case_tolerance(const npu_case_t *c);
 
 #endif

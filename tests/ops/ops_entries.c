@@ -96,7 +96,7 @@ attnrt_tensor_t *ops_entry_tensor(ops_fixture_t *f, ops_entry_t e, const char *n
     }
     case E_MLA_PLAN:
     case E_MLA_RUN: {
-        ops12_t *x = f->x;
+        ops_ext_t *x = f->x;
         const named_t list[] = {{"query", &x->mla_query}, {"kv_cache", &x->mla_cache}, {"block_table", &f->block_table},
                                 {"query_start_loc", &f->qsl}, {"seq_lens", &f->seq_lens}, {"out", &f->out},
                                 {"lse", &f->lse}};
@@ -105,7 +105,7 @@ attnrt_tensor_t *ops_entry_tensor(ops_fixture_t *f, ops_entry_t e, const char *n
     }
     case E_LIGHTNING_PLAN:
     case E_LIGHTNING_RUN: {
-        ops12_t *x = f->x;
+        ops_ext_t *x = f->x;
         const named_t list[] = {{"query", &x->lq}, {"key", &x->lk}, {"value", &x->lv}, {"out", &x->lout},
                                 {"slopes", &x->slopes}, {"state", &x->lin_state}, {"query_start_loc", &f->qsl},
                                 {"state_indices", &x->lin_state_indices}, {"has_initial_state", &x->lin_has_init}};
@@ -114,7 +114,7 @@ attnrt_tensor_t *ops_entry_tensor(ops_fixture_t *f, ops_entry_t e, const char *n
     }
     case E_GATED_DELTA_PLAN:
     case E_GATED_DELTA_RUN: {
-        ops12_t *x = f->x;
+        ops_ext_t *x = f->x;
         const named_t list[] = {{"query", &x->gq}, {"key", &x->gk}, {"value", &x->gv}, {"g", &x->g},
                                 {"beta", &x->beta}, {"out", &x->gout}, {"state", &x->gdn_state},
                                 {"query_start_loc", &f->qsl}, {"state_indices", &x->gdn_state_indices},
@@ -141,7 +141,7 @@ attnrt_status_t ops_entry_call(ops_fixture_t *f, ops_entry_t e, int *plan_writte
     attnrt_plan_t *p = OPS_SENTINEL_PLAN;
     void *ws = f->dev[OB_WORKSPACE];
     const size_t ws_bytes = f->bytes[OB_WORKSPACE];
-    ops12_t *x = f->x;
+    ops_ext_t *x = f->x;
     attnrt_status_t st = ATTNRT_ERR_INTERNAL;
     switch (e) {
     case E_ATTENTION_PLAN: st = attnrt_attention_plan(f->ctx, &f->att, &f->batch, &p); break;
@@ -183,7 +183,7 @@ void *ops_entry_buffer(ops_fixture_t *f, size_t bytes)
 {
     void *dev = NULL;
     OPS_OK(attnrt_mem_alloc(f->ctx, bytes, &dev));
-    ops12_poison(f, dev, bytes);
+    ops_poison(f, dev, bytes);
     ops_watch(f, "a buffer of the test", dev, bytes);
     return dev;
 }

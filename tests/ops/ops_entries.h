@@ -1,7 +1,7 @@
 /* Every op entry that takes tensors, driven by name over the bad-input fixture, so that one data table
  * can break the same kind of tensor on every entry (the layout tests: strides, aliasing, huge shapes).
- * Entries come in three families, one per fixture: the 1.1 ops (ops_setup), MLA (ops12_setup_mla) and
- * the linear ops (ops12_setup_linear). */
+ * Entries come in three families, one per fixture: the 1.1 ops (ops_setup), MLA (ops_ext_setup_mla) and
+ * the linear ops (ops_ext_setup_linear). */
 #ifndef OPS_ENTRIES_H
 #define OPS_ENTRIES_H
 

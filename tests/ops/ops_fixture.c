@@ -276,7 +276,7 @@ void ops_snapshot(ops_fixture_t *f)
         OPS_OK(attnrt_mem_copy_to_host(f->ctx, f->watch[w].snap, f->watch[w].dev, f->watch[w].bytes, NULL));
 }
 
-/* The 1.2 regions (ops_watch): same comparison as the fixture's buffers. */
+/* The extension's regions (ops_watch): same comparison as the fixture's buffers. */
 static void assert_watched_untouched(ops_fixture_t *f, const char *what)
 {
     for (int w = 0; w < f->num_watch; w++) {

@@ -70,8 +70,8 @@ typedef struct ops_fixture {
     attnrt_context_t  *other_ctx;
     attnrt_stream_t   *other_stream;
 
-    /* ABI 1.2 (ops_fixture12.c): more device regions compared after every refused call (the 1.2
-     * buffers and the storage of every state pool a test made), and the 1.2 baselines */
+    /* the extension (ops_fixture_ext.c): more device regions compared after every refused call (its
+     * buffers and the storage of every state pool a test made), and the MLA / lightning / gated delta baselines */
     struct ops_watch {
         const char    *name;
         void          *dev;
@@ -80,7 +80,7 @@ typedef struct ops_fixture {
         int            owned;  /* a buffer the fixture allocated (freed by the teardown); else pool storage */
     } watch[32];
     int           num_watch;
-    struct ops12 *x;
+    struct ops_ext *x;
 } ops_fixture_t;
 
 /* cmocka fixtures: setup opens a context on the cpu plugin and builds the baseline; teardown frees the
@@ -164,7 +164,7 @@ int ops_run_merge_tests(void);
 int ops_run_cascade_tests(void);
 
 /* ================================================================================================ */
-/* ABI 1.2: state pools, MLA, lightning, gated delta, device options (ops_fixture12.c).             */
+/* The extension: state pools, MLA, lightning, gated delta, device options (ops_fixture_ext.c).      */
 /* Baselines over the fixture's batch (B 3, T 9, query_start_loc {0, 5, 6, 9}, seq_lens {5, 9, 7}):  */
 /*  - MLA: query [9, 4, 24], latent cache [16, 4, 1, 24] f32, out = the fixture's out [9, 4, 16],   */
 /*    the fixture's block_table / query_start_loc / seq_lens, scale 0.25, causal (dense). Sparse:    */
@@ -191,13 +191,13 @@ enum {
     OPS_MAX_POOLS = 8,
 };
 
-typedef struct ops12 {
-    /* MLA (ops12_setup_mla) */
+typedef struct ops_ext {
+    /* MLA (ops_ext_setup_mla) */
     attnrt_tensor_t   mla_query, mla_cache, indices, kv_scale;
     int32_t           h_indices[OPS_T * OPS_MLA_TOPK];
     attnrt_mla_args_t mla;
 
-    /* lightning and gated delta (ops12_setup_linear) */
+    /* lightning and gated delta (ops_ext_setup_linear) */
     attnrt_state_pool_t *pools[OPS_MAX_POOLS]; /* every pool a test made; the teardown destroys them */
     attnrt_state_pool_t *lin_pool, *gdn_pool;
     attnrt_tensor_t      lq, lk, lv, lout, slopes, lin_state, lin_state_indices, lin_has_init;
@@ -208,51 +208,51 @@ typedef struct ops12 {
     attnrt_batch_host_t  lin_batch; /* num_seqs, query_start_loc, seq_lens; no block_table */
     attnrt_state_host_t  lin_states, gdn_states;
     attnrt_lightning_args_t   lin;
-    attnrt_gated_delta_args_t gdn; /* without spec; ops12_use_spec adds it */
-} ops12_t;
+    attnrt_gated_delta_args_t gdn; /* without spec; ops_use_spec adds it */
+} ops_ext_t;
 
-/* cmocka fixtures of the 1.2 groups: the plain fixture plus (mla) the MLA baseline or (linear) the
+/* cmocka fixtures of the extension's groups: the plain fixture plus (mla) the MLA baseline or (linear) the
  * lightning and gated-delta baselines with their pools. The teardown destroys every pool, frees the
- * 1.2 buffers and then does what ops_teardown does (attnrt_close must succeed). */
-int ops12_setup(void **state);
-int ops12_setup_mla(void **state);
-int ops12_setup_linear(void **state);
-int ops12_teardown(void **state);
-#define OPS12_TEST(fn) cmocka_unit_test_setup_teardown(fn, ops12_setup, ops12_teardown)
-#define OPS12_MLA_TEST(fn) cmocka_unit_test_setup_teardown(fn, ops12_setup_mla, ops12_teardown)
-#define OPS12_LINEAR_TEST(fn) cmocka_unit_test_setup_teardown(fn, ops12_setup_linear, ops12_teardown)
+ * extension's buffers and then does what ops_teardown does (attnrt_close must succeed). */
+int ops_ext_setup(void **state);
+int ops_ext_setup_mla(void **state);
+int ops_ext_setup_linear(void **state);
+int ops_ext_teardown(void **state);
+#define OPS_EXT_TEST(fn) cmocka_unit_test_setup_teardown(fn, ops_ext_setup, ops_ext_teardown)
+#define OPS_MLA_TEST(fn) cmocka_unit_test_setup_teardown(fn, ops_ext_setup_mla, ops_ext_teardown)
+#define OPS_LINEAR_TEST(fn) cmocka_unit_test_setup_teardown(fn, ops_ext_setup_linear, ops_ext_teardown)
 
 /* Adds a device region to what ops_snapshot / ops_assert_untouched compare. */
 void ops_watch(ops_fixture_t *f, const char *name, void *dev, size_t bytes);
 /* Stops comparing a region (a pool the test destroyed). */
 void ops_unwatch(ops_fixture_t *f, const void *dev);
 /* A device buffer of `bytes`, watched, freed by the teardown. */
-void *ops12_buffer(ops_fixture_t *f, const char *name, size_t bytes);
+void *ops_buffer(ops_fixture_t *f, const char *name, size_t bytes);
 /* Fills a device buffer: the poison pattern, or deterministic inputs in [-1, 1). */
-void ops12_poison(ops_fixture_t *f, void *dev, size_t bytes);
+void ops_poison(ops_fixture_t *f, void *dev, size_t bytes);
 /* Describes `t` as a contiguous tensor by hand (any dtype code, even one attnrt_tensor_init refuses). */
-void ops12_tensor(attnrt_tensor_t *t, void *data, attnrt_dtype_t dtype, int32_t ndim, const int64_t *shape);
+void ops_tensor(attnrt_tensor_t *t, void *data, attnrt_dtype_t dtype, int32_t ndim, const int64_t *shape);
 /* A pool that must be made: created, slots 0..num_alloc-1 allocated, storage poisoned and watched,
  * remembered for the teardown; *tensor (may be NULL) gets its tensor. */
-attnrt_state_pool_t *ops12_pool(ops_fixture_t *f, attnrt_dtype_t dtype, int32_t slot_ndim, const int64_t *slot_shape,
+attnrt_state_pool_t *ops_pool(ops_fixture_t *f, attnrt_dtype_t dtype, int32_t slot_ndim, const int64_t *slot_shape,
                                 int32_t num_slots, int32_t num_alloc, attnrt_tensor_t *tensor);
 /* Keeps a pool the test made itself (e.g. on another context) for the teardown to destroy. */
-void ops12_keep_pool(ops_fixture_t *f, attnrt_state_pool_t *pool);
-/* Destroys a pool the test made with ops12_pool (and stops watching it). */
-void ops12_pool_destroy(ops_fixture_t *f, attnrt_state_pool_t *pool);
+void ops_keep_pool(ops_fixture_t *f, attnrt_state_pool_t *pool);
+/* Destroys a pool the test made with ops_pool (and stops watching it). */
+void ops_pool_destroy(ops_fixture_t *f, attnrt_state_pool_t *pool);
 /* Bytes of a pool's storage, from its tensor. */
-size_t ops12_pool_bytes(const attnrt_tensor_t *t);
+size_t ops_pool_bytes(const attnrt_tensor_t *t);
 /* Makes the MLA baseline sparse (indices + indices_host, causal 0). */
-void ops12_use_sparse(ops_fixture_t *f);
+void ops_use_sparse(ops_fixture_t *f);
 /* Makes the gated-delta baseline speculative (spec_state_indices + num_accepted, num_spec 4). */
-void ops12_use_spec(ops_fixture_t *f);
+void ops_use_spec(ops_fixture_t *f);
 
-/* Plans the 1.2 baselines must make (remembered for the teardown). */
+/* Plans the MLA, lightning and gated delta baselines must make (remembered for the teardown). */
 attnrt_plan_t *ops_mla_plan_ok(ops_fixture_t *f);
 attnrt_plan_t *ops_lightning_plan_ok(ops_fixture_t *f);
 attnrt_plan_t *ops_gated_delta_plan_ok(ops_fixture_t *f);
 /* Workspace bytes of a plan (fails the test when the call fails). */
-size_t ops12_workspace_of(attnrt_plan_t *plan);
+size_t ops_workspace_of(attnrt_plan_t *plan);
 
 /* As OPS_REJECTS, but either status is right (e.g. UNSUPPORTED or INVALID_ARGUMENT). */
 #define OPS_REJECTS_EITHER(f, fn, call, expected_a, expected_b, needle)                               \
@@ -278,7 +278,7 @@ size_t ops12_workspace_of(attnrt_plan_t *plan);
         if (ops_p_ != OPS_SENTINEL_PLAN) fail_msg("%s:%d: refused " #plan_fn " wrote *plan", __FILE__, __LINE__); \
     } while (0)
 
-/* The 1.2 groups. */
+/* The extension's groups. */
 int ops_run_state_pool_tests(void);
 int ops_run_mla_plan_tests(void);
 int ops_run_mla_run_tests(void);

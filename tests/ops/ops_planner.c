@@ -43,12 +43,12 @@ static int with_planner(void **state, int (*setup)(void **))
 }
 
 int ops_planner_setup(void **state) { return with_planner(state, ops_setup); }
-int ops_planner_setup_mla(void **state) { return with_planner(state, ops12_setup_mla); }
-int ops_planner_setup_linear(void **state) { return with_planner(state, ops12_setup_linear); }
+int ops_planner_setup_mla(void **state) { return with_planner(state, ops_ext_setup_mla); }
+int ops_planner_setup_linear(void **state) { return with_planner(state, ops_ext_setup_linear); }
 
 int ops_planner_teardown(void **state)
 {
-    int rc = ops12_teardown(state); /* the plain fixture's teardown too, when there is no 1.2 part */
+    int rc = ops_ext_teardown(state); /* the plain fixture's teardown too, when there is no extension */
     restore("ATTNRT_PLUGIN", saved_plugin, had_plugin);
     restore("ATTNRT_PLUGIN_PATH", saved_path, had_path);
     if (rediscover() != 0) rc = -1;
@@ -73,7 +73,7 @@ attnrt_state_pool_t *ops_planner_pool(ops_fixture_t *f, const attnrt_state_pool_
     OPS_OK(attnrt_state_pool_usage(like, &slots, &free_slots));
     attnrt_state_pool_t *pool = NULL;
     OPS_OK(attnrt_state_pool_create(ops_planner_context(f), t.dtype, t.ndim - 1, t.shape + 1, slots, &pool));
-    ops12_keep_pool(f, pool);
+    ops_keep_pool(f, pool);
     for (int32_t i = 0; i < slots - free_slots; i++) {
         int32_t slot = -1;
         OPS_OK(attnrt_state_slot_alloc(pool, &slot));

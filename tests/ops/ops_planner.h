@@ -8,7 +8,7 @@
 
 #include "ops_fixture.h"
 
-/* cmocka fixtures: ops_setup / ops12_setup_mla / ops12_setup_linear with planner:0 discoverable. */
+/* cmocka fixtures: ops_setup / ops_ext_setup_mla / ops_ext_setup_linear with planner:0 discoverable. */
 int ops_planner_setup(void **state);
 int ops_planner_setup_mla(void **state);
 int ops_planner_setup_linear(void **state);

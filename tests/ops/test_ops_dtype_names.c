@@ -56,8 +56,8 @@ int ops_run_dtype_name_tests(void)
 {
     const struct CMUnitTest tests[] = {
         OPS_TEST(two_lane_dtype_is_named_by_the_v11_ops),
-        OPS12_MLA_TEST(two_lane_dtype_is_named_by_mla),
-        OPS12_LINEAR_TEST(two_lane_dtype_is_named_by_the_linear_ops),
+        OPS_MLA_TEST(two_lane_dtype_is_named_by_mla),
+        OPS_LINEAR_TEST(two_lane_dtype_is_named_by_the_linear_ops),
         OPS_TEST(unknown_dtype_is_named_by_code_and_bits),
     };
     return cmocka_run_group_tests_name("ops: dtype names in messages", tests, NULL, NULL);

@@ -139,8 +139,8 @@ int ops_run_huge_shape_tests(void)
 {
     const struct CMUnitTest tests[] = {
         OPS_TEST(huge_shapes_are_refused_fast_by_the_v11_ops),
-        OPS12_MLA_TEST(huge_shapes_are_refused_fast_by_mla),
-        OPS12_LINEAR_TEST(huge_shapes_are_refused_fast_by_the_linear_ops),
+        OPS_MLA_TEST(huge_shapes_are_refused_fast_by_mla),
+        OPS_LINEAR_TEST(huge_shapes_are_refused_fast_by_the_linear_ops),
     };
     return cmocka_run_group_tests_name("ops: huge shapes", tests, NULL, NULL);
 }

@@ -17,7 +17,7 @@ int main(void)
     failed += ops_run_attention_run_tests();
     failed += ops_run_merge_tests();
     failed += ops_run_cascade_tests();
-    /* ABI 1.2 */
+    /* state pools, MLA, lightning, gated delta, device options */
     failed += ops_run_state_pool_tests();
     failed += ops_run_mla_plan_tests();
     failed += ops_run_mla_run_tests();

@@ -1,6 +1,6 @@
 /* Bad inputs of the state-slot pools (ABI 1.2): attnrt_state_pool_create / _destroy / _tensor / _usage,
  * attnrt_state_slot_alloc / _free / _zero / _copy, and attnrt_close while a pool lives. Every pool a
- * test makes through ops12_pool has its storage poisoned and compared after each refused call. */
+ * test makes through ops_pool has its storage poisoned and compared after each refused call. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +23,7 @@ enum { SMALL_SLOTS = 4, SMALL_ALLOCATED = 2, SLOT_FLOATS = 2 * 3 * 5 };
 
 static attnrt_state_pool_t *small_pool(ops_fixture_t *f, attnrt_tensor_t *t)
 {
-    return ops12_pool(f, ATTNRT_F32, 3, slot3, SMALL_SLOTS, SMALL_ALLOCATED, t);
+    return ops_pool(f, ATTNRT_F32, 3, slot3, SMALL_SLOTS, SMALL_ALLOCATED, t);
 }
 
 /* create must fail, leave *pool alone and make nothing (attnrt_close in the teardown checks that). */
@@ -50,7 +50,7 @@ static void usage_is(attnrt_state_pool_t *pool, int32_t slots, int32_t free_slot
 
 static float *read_storage(ops_fixture_t *f, const attnrt_tensor_t *t)
 {
-    size_t bytes = ops12_pool_bytes(t);
+    size_t bytes = ops_pool_bytes(t);
     float *host = malloc(bytes);
     assert_non_null(host);
     OPS_OK(attnrt_mem_copy_to_host(f->ctx, host, t->data, bytes, NULL));
@@ -123,7 +123,7 @@ static void pool_create_accepts_slot_ndim_5(void **state)
     ops_fixture_t *f = *state;
     const int64_t shape5[5] = {1, 2, 1, 3, 1};
     attnrt_tensor_t t;
-    ops12_pool(f, ATTNRT_F32, 5, shape5, 2, 0, &t);
+    ops_pool(f, ATTNRT_F32, 5, shape5, 2, 0, &t);
     assert_int_equal(t.ndim, 6);
     assert_int_equal(t.shape[0], 2);
     assert_int_equal(t.shape[4], 3);
@@ -522,56 +522,56 @@ static void close_is_busy_while_a_pool_lives(void **state)
 int ops_run_state_pool_tests(void)
 {
     const struct CMUnitTest tests[] = {
-        OPS12_TEST(pool_create_baseline_succeeds),
-        OPS12_TEST(pool_create_refuses_null_ctx),
-        OPS12_TEST(pool_create_refuses_null_pool_out),
-        OPS12_TEST(pool_create_refuses_null_slot_shape),
-        OPS12_TEST(pool_create_refuses_unknown_dtype),
-        OPS12_TEST(pool_create_refuses_vector_lanes),
-        OPS12_TEST(pool_create_refuses_slot_ndim_0),
-        OPS12_TEST(pool_create_refuses_negative_slot_ndim),
-        OPS12_TEST(pool_create_refuses_slot_ndim_6),
-        OPS12_TEST(pool_create_accepts_slot_ndim_5),
-        OPS12_TEST(pool_create_refuses_negative_slot_shape),
-        OPS12_TEST(pool_create_refuses_zero_slot_shape),
-        OPS12_TEST(pool_create_refuses_num_slots_0),
-        OPS12_TEST(pool_create_refuses_negative_num_slots),
-        OPS12_TEST(pool_create_refuses_slot_shape_beyond_int32),
-        OPS12_TEST(pool_create_refuses_size_that_overflows),
-        OPS12_TEST(pool_destroy_accepts_null),
-        OPS12_TEST(pool_tensor_describes_the_pool),
-        OPS12_TEST(pool_tensor_refuses_null_pool),
-        OPS12_TEST(pool_tensor_refuses_null_tensor),
-        OPS12_TEST(pool_usage_refuses_null_pool),
-        OPS12_TEST(pool_usage_accepts_null_outputs),
-        OPS12_TEST(slot_alloc_refuses_null_pool),
-        OPS12_TEST(slot_alloc_refuses_null_slot),
-        OPS12_TEST(slot_alloc_takes_the_lowest_free_id),
-        OPS12_TEST(slot_alloc_refuses_when_exhausted_naming_the_pool_size),
-        OPS12_TEST(slot_free_refuses_null_pool),
-        OPS12_TEST(slot_free_refuses_a_free_slot),
-        OPS12_TEST(slot_free_refuses_a_double_free),
-        OPS12_TEST(slot_free_refuses_slot_past_the_pool),
-        OPS12_TEST(slot_free_refuses_int32_max),
-        OPS12_TEST(slot_free_refuses_negative_slot),
-        OPS12_TEST(slot_zero_zeroes_only_its_slot),
-        OPS12_TEST(slot_zero_refuses_null_pool),
-        OPS12_TEST(slot_zero_refuses_unallocated_slot),
-        OPS12_TEST(slot_zero_refuses_freed_slot),
-        OPS12_TEST(slot_zero_refuses_slot_past_the_pool),
-        OPS12_TEST(slot_zero_refuses_negative_slot),
-        OPS12_TEST(slot_zero_refuses_stream_of_another_context),
-        OPS12_TEST(slot_copy_copies_only_into_dst),
-        OPS12_TEST(slot_copy_onto_itself_is_fine),
-        OPS12_TEST(slot_copy_refuses_null_pool),
-        OPS12_TEST(slot_copy_refuses_unallocated_src),
-        OPS12_TEST(slot_copy_refuses_unallocated_dst),
-        OPS12_TEST(slot_copy_refuses_freed_dst),
-        OPS12_TEST(slot_copy_refuses_src_past_the_pool),
-        OPS12_TEST(slot_copy_refuses_dst_past_the_pool),
-        OPS12_TEST(slot_copy_refuses_negative_dst),
-        OPS12_TEST(slot_copy_refuses_stream_of_another_context),
-        OPS12_TEST(close_is_busy_while_a_pool_lives),
+        OPS_EXT_TEST(pool_create_baseline_succeeds),
+        OPS_EXT_TEST(pool_create_refuses_null_ctx),
+        OPS_EXT_TEST(pool_create_refuses_null_pool_out),
+        OPS_EXT_TEST(pool_create_refuses_null_slot_shape),
+        OPS_EXT_TEST(pool_create_refuses_unknown_dtype),
+        OPS_EXT_TEST(pool_create_refuses_vector_lanes),
+        OPS_EXT_TEST(pool_create_refuses_slot_ndim_0),
+        OPS_EXT_TEST(pool_create_refuses_negative_slot_ndim),
+        OPS_EXT_TEST(pool_create_refuses_slot_ndim_6),
+        OPS_EXT_TEST(pool_create_accepts_slot_ndim_5),
+        OPS_EXT_TEST(pool_create_refuses_negative_slot_shape),
+        OPS_EXT_TEST(pool_create_refuses_zero_slot_shape),
+        OPS_EXT_TEST(pool_create_refuses_num_slots_0),
+        OPS_EXT_TEST(pool_create_refuses_negative_num_slots),
+        OPS_EXT_TEST(pool_create_refuses_slot_shape_beyond_int32),
+        OPS_EXT_TEST(pool_create_refuses_size_that_overflows),
+        OPS_EXT_TEST(pool_destroy_accepts_null),
+        OPS_EXT_TEST(pool_tensor_describes_the_pool),
+        OPS_EXT_TEST(pool_tensor_refuses_null_pool),
+        OPS_EXT_TEST(pool_tensor_refuses_null_tensor),
+        OPS_EXT_TEST(pool_usage_refuses_null_pool),
+        OPS_EXT_TEST(pool_usage_accepts_null_outputs),
+        OPS_EXT_TEST(slot_alloc_refuses_null_pool),
+        OPS_EXT_TEST(slot_alloc_refuses_null_slot),
+        OPS_EXT_TEST(slot_alloc_takes_the_lowest_free_id),
+        OPS_EXT_TEST(slot_alloc_refuses_when_exhausted_naming_the_pool_size),
+        OPS_EXT_TEST(slot_free_refuses_null_pool),
+        OPS_EXT_TEST(slot_free_refuses_a_free_slot),
+        OPS_EXT_TEST(slot_free_refuses_a_double_free),
+        OPS_EXT_TEST(slot_free_refuses_slot_past_the_pool),
+        OPS_EXT_TEST(slot_free_refuses_int32_max),
+        OPS_EXT_TEST(slot_free_refuses_negative_slot),
+        OPS_EXT_TEST(slot_zero_zeroes_only_its_slot),
+        OPS_EXT_TEST(slot_zero_refuses_null_pool),
+        OPS_EXT_TEST(slot_zero_refuses_unallocated_slot),
+        OPS_EXT_TEST(slot_zero_refuses_freed_slot),
+        OPS_EXT_TEST(slot_zero_refuses_slot_past_the_pool),
+        OPS_EXT_TEST(slot_zero_refuses_negative_slot),
+        OPS_EXT_TEST(slot_zero_refuses_stream_of_another_context),
+        OPS_EXT_TEST(slot_copy_copies_only_into_dst),
+        OPS_EXT_TEST(slot_copy_onto_itself_is_fine),
+        OPS_EXT_TEST(slot_copy_refuses_null_pool),
+        OPS_EXT_TEST(slot_copy_refuses_unallocated_src),
+        OPS_EXT_TEST(slot_copy_refuses_unallocated_dst),
+        OPS_EXT_TEST(slot_copy_refuses_freed_dst),
+        OPS_EXT_TEST(slot_copy_refuses_src_past_the_pool),
+        OPS_EXT_TEST(slot_copy_refuses_dst_past_the_pool),
+        OPS_EXT_TEST(slot_copy_refuses_negative_dst),
+        OPS_EXT_TEST(slot_copy_refuses_stream_of_another_context),
+        OPS_EXT_TEST(close_is_busy_while_a_pool_lives),
     };
     return cmocka_run_group_tests_name("ops: state pools and slots", tests, NULL, NULL);
 }

@@ -189,13 +189,13 @@ int ops_run_stride_tests(void)
 {
     const struct CMUnitTest tests[] = {
         OPS_TEST(extent_overflowing_int64_is_refused_by_the_v11_ops),
-        OPS12_MLA_TEST(extent_overflowing_int64_is_refused_by_mla),
-        OPS12_LINEAR_TEST(extent_overflowing_int64_is_refused_by_the_linear_ops),
+        OPS_MLA_TEST(extent_overflowing_int64_is_refused_by_mla),
+        OPS_LINEAR_TEST(extent_overflowing_int64_is_refused_by_the_linear_ops),
         OPS_TEST(extent_beyond_2_to_48_bytes_is_refused),
         OPS_TEST(tensor_whose_end_wraps_the_address_space_is_refused),
         OPS_TEST(tensor_past_its_allocation_is_refused_by_the_v11_ops),
-        OPS12_MLA_TEST(tensor_past_its_allocation_is_refused_by_mla),
-        OPS12_LINEAR_TEST(tensor_past_its_allocation_is_refused_by_the_linear_ops),
+        OPS_MLA_TEST(tensor_past_its_allocation_is_refused_by_mla),
+        OPS_LINEAR_TEST(tensor_past_its_allocation_is_refused_by_the_linear_ops),
         OPS_TEST(workspace_past_its_allocation_is_refused),
         OPS_TEST(tensor_ending_at_its_allocation_end_is_accepted),
     };

@@ -1,6 +1,6 @@
 /* reference.h - the float64 golden reference for libattnrt's ops.
  *
- * What: a plain, loop-by-loop implementation of the op contract (design/SEMANTICS.md, "Op semantics"),
+ * What: a plain, loop-by-loop implementation of the op contract (docs/semantics.md),
  * used only by the tests and by attnrt-conform to judge plugins. Nothing here is fast or clever on
  * purpose: a reviewer must be able to check each function against the contract line by line.
  *
@@ -100,7 +100,7 @@ void ref_kv_write(int num_tokens, int num_kv_heads, int head_dim_k, int head_dim
 /* Merging partial softmax states (ref_attention.c). A state is (o, s): o the normalised output, s the
  * LSE of its keys. (0, -inf) is neutral: a state with s = -inf contributes nothing and its o is not
  * read (so a poisoned o of an empty partial cannot leak NaN). All inputs empty gives (0, -inf).
- * ref_merge_two is the two-state formula of SEMANTICS.md written literally:
+ * ref_merge_two is the two-state formula of docs/semantics.md written literally:
  *   o_a, o_b, out [T, H, D]; s_a, s_b, s_out [T, H]; s_out may be NULL. */
 void ref_merge_two(int num_tokens, int num_heads, int head_dim, const double *o_a, const double *s_a,
                    const double *o_b, const double *s_b, double *out, double *s_out);

@@ -1,4 +1,4 @@
-/* The ABI 1.2 part of the bad-input fixture: watched regions, state pools, and the MLA, lightning and
+/* The bad-input fixture's extension: watched regions, state pools, and the MLA, lightning and
  * gated-delta baselines (see ops_fixture.h for their shapes). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +32,7 @@ void ops_unwatch(ops_fixture_t *f, const void *dev)
         }
 }
 
-void *ops12_buffer(ops_fixture_t *f, const char *name, size_t bytes)
+void *ops_buffer(ops_fixture_t *f, const char *name, size_t bytes)
 {
     void *dev = NULL;
     OPS_OK(attnrt_mem_alloc(f->ctx, bytes, &dev));
@@ -41,7 +41,7 @@ void *ops12_buffer(ops_fixture_t *f, const char *name, size_t bytes)
     return dev;
 }
 
-void ops12_poison(ops_fixture_t *f, void *dev, size_t bytes)
+void ops_poison(ops_fixture_t *f, void *dev, size_t bytes)
 {
     unsigned char *host = malloc(bytes);
     assert_non_null(host);
@@ -65,26 +65,26 @@ static void fill_inputs(ops_fixture_t *f, void *dev, size_t bytes, uint32_t seed
 
 static void *input_buffer(ops_fixture_t *f, const char *name, size_t floats, uint32_t seed, float offset)
 {
-    void *dev = ops12_buffer(f, name, floats * sizeof(float));
+    void *dev = ops_buffer(f, name, floats * sizeof(float));
     fill_inputs(f, dev, floats * sizeof(float), seed, offset);
     return dev;
 }
 
 static void *poison_buffer(ops_fixture_t *f, const char *name, size_t bytes)
 {
-    void *dev = ops12_buffer(f, name, bytes);
-    ops12_poison(f, dev, bytes);
+    void *dev = ops_buffer(f, name, bytes);
+    ops_poison(f, dev, bytes);
     return dev;
 }
 
 static void *host_buffer(ops_fixture_t *f, const char *name, const void *host, size_t bytes)
 {
-    void *dev = ops12_buffer(f, name, bytes);
+    void *dev = ops_buffer(f, name, bytes);
     OPS_OK(attnrt_mem_copy_to_device(f->ctx, dev, host, bytes, NULL));
     return dev;
 }
 
-void ops12_tensor(attnrt_tensor_t *t, void *data, attnrt_dtype_t dtype, int32_t ndim, const int64_t *shape)
+void ops_tensor(attnrt_tensor_t *t, void *data, attnrt_dtype_t dtype, int32_t ndim, const int64_t *shape)
 {
     memset(t, 0, sizeof *t);
     t->struct_size = sizeof *t;
@@ -99,7 +99,7 @@ void ops12_tensor(attnrt_tensor_t *t, void *data, attnrt_dtype_t dtype, int32_t 
     }
 }
 
-size_t ops12_pool_bytes(const attnrt_tensor_t *t)
+size_t ops_pool_bytes(const attnrt_tensor_t *t)
 {
     size_t n = 1;
     for (int32_t d = 0; d < t->ndim; d++) n *= (size_t)t->shape[d];
@@ -108,7 +108,7 @@ size_t ops12_pool_bytes(const attnrt_tensor_t *t)
 
 /* ---- pools ---- */
 
-void ops12_keep_pool(ops_fixture_t *f, attnrt_state_pool_t *pool)
+void ops_keep_pool(ops_fixture_t *f, attnrt_state_pool_t *pool)
 {
     for (int i = 0; i < OPS_MAX_POOLS; i++)
         if (!f->x->pools[i]) {
@@ -118,13 +118,13 @@ void ops12_keep_pool(ops_fixture_t *f, attnrt_state_pool_t *pool)
     fail_msg("a test made more than %d pools", OPS_MAX_POOLS);
 }
 
-attnrt_state_pool_t *ops12_pool(ops_fixture_t *f, attnrt_dtype_t dtype, int32_t slot_ndim, const int64_t *slot_shape,
+attnrt_state_pool_t *ops_pool(ops_fixture_t *f, attnrt_dtype_t dtype, int32_t slot_ndim, const int64_t *slot_shape,
                                 int32_t num_slots, int32_t num_alloc, attnrt_tensor_t *tensor)
 {
     attnrt_state_pool_t *pool = NULL;
     OPS_OK(attnrt_state_pool_create(f->ctx, dtype, slot_ndim, slot_shape, num_slots, &pool));
     assert_non_null(pool);
-    ops12_keep_pool(f, pool);
+    ops_keep_pool(f, pool);
     for (int32_t i = 0; i < num_alloc; i++) {
         int32_t slot = -7;
         OPS_OK(attnrt_state_slot_alloc(pool, &slot));
@@ -135,14 +135,14 @@ attnrt_state_pool_t *ops12_pool(ops_fixture_t *f, attnrt_dtype_t dtype, int32_t 
     t.struct_size = sizeof t;
     OPS_OK(attnrt_state_pool_tensor(pool, &t));
     if (!t.data) fail_msg("attnrt_state_pool_tensor gave NULL data");
-    size_t bytes = ops12_pool_bytes(&t);
-    ops12_poison(f, t.data, bytes);
+    size_t bytes = ops_pool_bytes(&t);
+    ops_poison(f, t.data, bytes);
     ops_watch(f, "pool storage", t.data, bytes);
     if (tensor) *tensor = t;
     return pool;
 }
 
-void ops12_pool_destroy(ops_fixture_t *f, attnrt_state_pool_t *pool)
+void ops_pool_destroy(ops_fixture_t *f, attnrt_state_pool_t *pool)
 {
     attnrt_tensor_t t;
     memset(&t, 0, sizeof t);
@@ -158,7 +158,7 @@ void ops12_pool_destroy(ops_fixture_t *f, attnrt_state_pool_t *pool)
 
 static void build_mla(ops_fixture_t *f)
 {
-    ops12_t *x = f->x;
+    ops_ext_t *x = f->x;
     const int64_t q[3] = {OPS_T, OPS_HQ, OPS_MLA_KV_DIM};
     const int64_t cache[4] = {OPS_NUM_BLOCKS, OPS_BLOCK, 1, OPS_MLA_KV_DIM};
     const int64_t idx[2] = {OPS_T, OPS_MLA_TOPK}, one[1] = {1};
@@ -175,10 +175,10 @@ static void build_mla(ops_fixture_t *f)
             row[3] = -1;
         }
     void *di = host_buffer(f, "indices", x->h_indices, sizeof x->h_indices);
-    ops12_tensor(&x->mla_query, dq, ATTNRT_F32, 3, q);
-    ops12_tensor(&x->mla_cache, dc, ATTNRT_F32, 4, cache);
-    ops12_tensor(&x->indices, di, ATTNRT_I32, 2, idx);
-    ops12_tensor(&x->kv_scale, f->key_scale.data, ATTNRT_F32, 1, one); /* all 1.0 */
+    ops_tensor(&x->mla_query, dq, ATTNRT_F32, 3, q);
+    ops_tensor(&x->mla_cache, dc, ATTNRT_F32, 4, cache);
+    ops_tensor(&x->indices, di, ATTNRT_I32, 2, idx);
+    ops_tensor(&x->kv_scale, f->key_scale.data, ATTNRT_F32, 1, one); /* all 1.0 */
     x->mla = (attnrt_mla_args_t){
         .struct_size = sizeof x->mla,
         .query = &x->mla_query,
@@ -192,7 +192,7 @@ static void build_mla(ops_fixture_t *f)
     };
 }
 
-void ops12_use_sparse(ops_fixture_t *f)
+void ops_use_sparse(ops_fixture_t *f)
 {
     f->x->mla.indices = &f->x->indices;
     f->x->mla.indices_host = f->x->h_indices;
@@ -201,7 +201,7 @@ void ops12_use_sparse(ops_fixture_t *f)
 
 static void build_linear(ops_fixture_t *f)
 {
-    ops12_t *x = f->x;
+    ops_ext_t *x = f->x;
     const int64_t qk[3] = {OPS_T, OPS_LIN_H, OPS_LIN_DK}, lv[3] = {OPS_T, OPS_LIN_H, OPS_LIN_DV};
     const int64_t gv[3] = {OPS_T, OPS_GDN_HV, OPS_LIN_DV}, gate[2] = {OPS_T, OPS_GDN_HV};
     const int64_t heads[1] = {OPS_LIN_H}, per_seq[1] = {OPS_B}, spec[2] = {OPS_B, OPS_GDN_NUM_SPEC + 1};
@@ -232,26 +232,26 @@ static void build_linear(ops_fixture_t *f)
     void *dspec = host_buffer(f, "spec_state_indices", x->h_spec, sizeof x->h_spec);
     void *dacc = host_buffer(f, "num_accepted", accepted, sizeof accepted);
 
-    ops12_tensor(&x->lq, dq, ATTNRT_F32, 3, qk);
-    ops12_tensor(&x->lk, dk, ATTNRT_F32, 3, qk);
-    ops12_tensor(&x->lv, dv, ATTNRT_F32, 3, lv);
-    ops12_tensor(&x->lout, dout, ATTNRT_F32, 3, lv);
-    ops12_tensor(&x->slopes, dslopes, ATTNRT_F32, 1, heads);
-    ops12_tensor(&x->lin_state_indices, didx, ATTNRT_I32, 1, per_seq);
-    ops12_tensor(&x->lin_has_init, dinit, ATTNRT_BOOL, 1, per_seq);
-    ops12_tensor(&x->gq, dq, ATTNRT_F32, 3, qk);
-    ops12_tensor(&x->gk, dk, ATTNRT_F32, 3, qk);
-    ops12_tensor(&x->gv, dgv, ATTNRT_F32, 3, gv);
-    ops12_tensor(&x->g, dg, ATTNRT_F32, 2, gate);
-    ops12_tensor(&x->beta, dbeta, ATTNRT_F32, 2, gate);
-    ops12_tensor(&x->gout, dgout, ATTNRT_F32, 3, gv);
-    ops12_tensor(&x->gdn_state_indices, didx, ATTNRT_I32, 1, per_seq);
-    ops12_tensor(&x->gdn_has_init, dinit, ATTNRT_U8, 1, per_seq);
-    ops12_tensor(&x->spec, dspec, ATTNRT_I32, 2, spec);
-    ops12_tensor(&x->num_accepted, dacc, ATTNRT_I32, 1, per_seq);
+    ops_tensor(&x->lq, dq, ATTNRT_F32, 3, qk);
+    ops_tensor(&x->lk, dk, ATTNRT_F32, 3, qk);
+    ops_tensor(&x->lv, dv, ATTNRT_F32, 3, lv);
+    ops_tensor(&x->lout, dout, ATTNRT_F32, 3, lv);
+    ops_tensor(&x->slopes, dslopes, ATTNRT_F32, 1, heads);
+    ops_tensor(&x->lin_state_indices, didx, ATTNRT_I32, 1, per_seq);
+    ops_tensor(&x->lin_has_init, dinit, ATTNRT_BOOL, 1, per_seq);
+    ops_tensor(&x->gq, dq, ATTNRT_F32, 3, qk);
+    ops_tensor(&x->gk, dk, ATTNRT_F32, 3, qk);
+    ops_tensor(&x->gv, dgv, ATTNRT_F32, 3, gv);
+    ops_tensor(&x->g, dg, ATTNRT_F32, 2, gate);
+    ops_tensor(&x->beta, dbeta, ATTNRT_F32, 2, gate);
+    ops_tensor(&x->gout, dgout, ATTNRT_F32, 3, gv);
+    ops_tensor(&x->gdn_state_indices, didx, ATTNRT_I32, 1, per_seq);
+    ops_tensor(&x->gdn_has_init, dinit, ATTNRT_U8, 1, per_seq);
+    ops_tensor(&x->spec, dspec, ATTNRT_I32, 2, spec);
+    ops_tensor(&x->num_accepted, dacc, ATTNRT_I32, 1, per_seq);
 
-    x->lin_pool = ops12_pool(f, ATTNRT_F32, 3, lin_slot, OPS_LIN_SLOTS, OPS_LIN_ALLOCATED, &x->lin_state);
-    x->gdn_pool = ops12_pool(f, ATTNRT_F32, 3, gdn_slot, OPS_GDN_SLOTS, OPS_GDN_ALLOCATED, &x->gdn_state);
+    x->lin_pool = ops_pool(f, ATTNRT_F32, 3, lin_slot, OPS_LIN_SLOTS, OPS_LIN_ALLOCATED, &x->lin_state);
+    x->gdn_pool = ops_pool(f, ATTNRT_F32, 3, gdn_slot, OPS_GDN_SLOTS, OPS_GDN_ALLOCATED, &x->gdn_state);
 
     x->lin_batch = (attnrt_batch_host_t){sizeof x->lin_batch, OPS_B, f->h_qsl, f->h_seq_lens, NULL, 0};
     x->lin_states = (attnrt_state_host_t){sizeof x->lin_states, x->h_lin_state_indices, x->h_lin_has_init, NULL,
@@ -287,9 +287,9 @@ static void build_linear(ops_fixture_t *f)
     };
 }
 
-void ops12_use_spec(ops_fixture_t *f)
+void ops_use_spec(ops_fixture_t *f)
 {
-    ops12_t *x = f->x;
+    ops_ext_t *x = f->x;
     x->gdn.spec_state_indices = &x->spec;
     x->gdn.num_accepted = &x->num_accepted;
     x->gdn_states.spec_state_indices = x->h_spec;
@@ -299,7 +299,7 @@ void ops12_use_spec(ops_fixture_t *f)
 
 /* ---- setup and teardown ---- */
 
-int ops12_setup(void **state)
+int ops_ext_setup(void **state)
 {
     if (ops_setup(state) != 0) return -1;
     ops_fixture_t *f = *state;
@@ -307,26 +307,26 @@ int ops12_setup(void **state)
     return f->x ? 0 : -1;
 }
 
-int ops12_setup_mla(void **state)
+int ops_ext_setup_mla(void **state)
 {
-    if (ops12_setup(state) != 0) return -1;
+    if (ops_ext_setup(state) != 0) return -1;
     build_mla(*state);
     return 0;
 }
 
-int ops12_setup_linear(void **state)
+int ops_ext_setup_linear(void **state)
 {
-    if (ops12_setup(state) != 0) return -1;
+    if (ops_ext_setup(state) != 0) return -1;
     build_linear(*state);
     return 0;
 }
 
-int ops12_teardown(void **state)
+int ops_ext_teardown(void **state)
 {
     ops_fixture_t *f = *state;
     int rc = 0;
     if (!f) return 0;
-    /* plans first (a plan may refer to a pool), then pools, then the 1.2 buffers */
+    /* plans first (a plan may refer to a pool), then pools, then the extension's buffers */
     for (size_t i = 0; i < sizeof f->plans / sizeof f->plans[0]; i++)
         if (f->plans[i]) {
             if (attnrt_plan_destroy(f->plans[i]) != ATTNRT_OK) rc = -1;
@@ -375,7 +375,7 @@ attnrt_plan_t *ops_gated_delta_plan_ok(ops_fixture_t *f)
     return ops_keep_plan(f, plan);
 }
 
-size_t ops12_workspace_of(attnrt_plan_t *plan)
+size_t ops_workspace_of(attnrt_plan_t *plan)
 {
     size_t bytes = SIZE_MAX;
     OPS_OK(attnrt_plan_workspace_size(plan, &bytes));

@@ -1,30 +1,22 @@
-/* Bad inputs of attnrt_mla_plan / attnrt_mla_run (ABI 1.2). Baseline (ops_fixture.h): dense causal MLA
- * over the fixture's batch, query [9, 4, 24], latent cache [16, 4, 1, 24] f32, out [9, 4, 16], scale
- * 0.25; sparse adds indices [9, 4] with indices_host and causal 0. Validation comes before the
- * capability question, so each refusal is the same whatever the device supports. */
+/* Bad inputs of attnrt_mla_plan (ABI 1.2). Baseline (ops_fixture.h): dense causal MLA over the fixture's
+ * batch, query [9, 4, 24], latent cache [16, 4, 1, 24] f32, out [9, 4, 16], scale 0.25; sparse adds
+ * indices [9, 4] with indices_host and causal 0. Validation comes before the capability question, so
+ * each refusal is the same whatever the device supports. */
 #include <math.h>
 #include <stdio.h>
 
 #include "ops_fixture.h"
-#include "ops_planner.h"
 
 static const char MP[] = "attnrt_mla_plan";
-static const char MR[] = "attnrt_mla_run";
 
 #define MPLAN_REJECTS(f, expected, needle) \
     OPS_MLA_PLAN_REJECTS((f), (f)->ctx, &(f)->x->mla, &(f)->batch, (expected), (needle))
 #define MPLAN_INVALID(f, needle) MPLAN_REJECTS(f, ATTNRT_ERR_INVALID_ARGUMENT, needle)
 
-#define MRUN_REJECTS(f, plan, expected, needle)                                                            \
-    OPS_REJECTS((f), MR, attnrt_mla_run((plan), &(f)->x->mla, (f)->dev[OB_WORKSPACE], (f)->bytes[OB_WORKSPACE], \
-                                        NULL),                                                             \
-                (expected), (needle))
-#define MRUN_INVALID(f, plan, needle) MRUN_REJECTS(f, plan, ATTNRT_ERR_INVALID_ARGUMENT, needle)
-
 static void reshape(attnrt_tensor_t *t, int32_t ndim, int64_t a, int64_t b, int64_t c, int64_t d)
 {
     const int64_t shape[4] = {a, b, c, d};
-    ops12_tensor(t, t->data, t->dtype, ndim, shape);
+    ops_tensor(t, t->data, t->dtype, ndim, shape);
 }
 
 static void make_fp8_cache(ops_fixture_t *f)
@@ -32,21 +24,19 @@ static void make_fp8_cache(ops_fixture_t *f)
     f->x->mla_cache.dtype = ATTNRT_FP8_E4M3; /* same shape; strides in elements do not change */
 }
 
-/* ================================ plan ================================ */
-
 /* ---- the baselines ---- */
 
 static void mla_plan_dense_baseline_succeeds(void **state)
 {
     ops_fixture_t *f = *state;
-    ops12_workspace_of(ops_mla_plan_ok(f));
+    ops_workspace_of(ops_mla_plan_ok(f));
 }
 
 static void mla_plan_sparse_baseline_succeeds(void **state)
 {
     ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
-    ops12_workspace_of(ops_mla_plan_ok(f));
+    ops_use_sparse(f);
+    ops_workspace_of(ops_mla_plan_ok(f));
 }
 
 static void mla_plan_accepts_null_data(void **state)
@@ -69,7 +59,7 @@ static void mla_plan_accepts_lse_and_sinks(void **state)
 static void mla_plan_refuses_index_below_minus_1(void **state)
 {
     ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     f->x->h_indices[4 * OPS_MLA_TOPK + 3] = -2;
     MPLAN_INVALID(f, "indices[4][3] = -2");
 }
@@ -77,7 +67,7 @@ static void mla_plan_refuses_index_below_minus_1(void **state)
 static void mla_plan_refuses_index_int32_min(void **state)
 {
     ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     f->x->h_indices[6 * OPS_MLA_TOPK + 3] = INT32_MIN;
     MPLAN_INVALID(f, "indices[6][3] = -2147483648");
 }
@@ -409,11 +399,11 @@ static void mla_plan_validates_fp8_cache_with_either_scale(void **state)
 {
     ops_fixture_t *f = *state;
     const int64_t per_tensor[1] = {1}, per_block[2] = {OPS_NUM_BLOCKS, 1};
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     make_fp8_cache(f);
     f->x->mla.kv_scale = &f->x->kv_scale;
     for (int i = 0; i < 2; i++) {
-        ops12_tensor(&f->x->kv_scale, f->x->kv_scale.data, ATTNRT_F32, i + 1, i ? per_block : per_tensor);
+        ops_tensor(&f->x->kv_scale, f->x->kv_scale.data, ATTNRT_F32, i + 1, i ? per_block : per_tensor);
         attnrt_plan_t *plan = NULL;
         attnrt_status_t st = attnrt_mla_plan(f->ctx, &f->x->mla, &f->batch, &plan);
         if (st == ATTNRT_OK) OPS_OK(attnrt_plan_destroy(plan));
@@ -426,7 +416,7 @@ static void mla_plan_validates_fp8_cache_with_either_scale(void **state)
 static void mla_plan_refuses_kv_scale_for_f32_cache(void **state)
 {
     ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     f->x->mla.kv_scale = &f->x->kv_scale;
     MPLAN_INVALID(f, "kv_scale given&&f32");
 }
@@ -434,7 +424,7 @@ static void mla_plan_refuses_kv_scale_for_f32_cache(void **state)
 static void mla_plan_refuses_fp8_cache_without_kv_scale(void **state)
 {
     ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     make_fp8_cache(f);
     MPLAN_INVALID(f, "kv_scale is NULL&&fp8_e4m3");
 }
@@ -443,9 +433,9 @@ static void mla_plan_refuses_per_block_kv_scale_with_2_columns(void **state)
 {
     ops_fixture_t *f = *state;
     const int64_t shape[2] = {OPS_NUM_BLOCKS, 2};
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     make_fp8_cache(f);
-    ops12_tensor(&f->x->kv_scale, f->x->kv_scale.data, ATTNRT_F32, 2, shape);
+    ops_tensor(&f->x->kv_scale, f->x->kv_scale.data, ATTNRT_F32, 2, shape);
     f->x->mla.kv_scale = &f->x->kv_scale;
     MPLAN_INVALID(f, "kv_scale.shape[1] = 2");
 }
@@ -454,9 +444,9 @@ static void mla_plan_refuses_per_block_kv_scale_with_too_few_blocks(void **state
 {
     ops_fixture_t *f = *state;
     const int64_t shape[2] = {OPS_NUM_BLOCKS - 1, 1};
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     make_fp8_cache(f);
-    ops12_tensor(&f->x->kv_scale, f->x->kv_scale.data, ATTNRT_F32, 2, shape);
+    ops_tensor(&f->x->kv_scale, f->x->kv_scale.data, ATTNRT_F32, 2, shape);
     f->x->mla.kv_scale = &f->x->kv_scale;
     MPLAN_INVALID(f, "kv_scale.shape[0] = 15");
 }
@@ -464,7 +454,7 @@ static void mla_plan_refuses_per_block_kv_scale_with_too_few_blocks(void **state
 static void mla_plan_refuses_f16_kv_scale(void **state)
 {
     ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     make_fp8_cache(f);
     f->x->kv_scale.dtype = ATTNRT_F16;
     f->x->mla.kv_scale = &f->x->kv_scale;
@@ -476,7 +466,7 @@ static void mla_plan_refuses_f16_kv_scale(void **state)
 static void mla_plan_refuses_i64_indices(void **state)
 {
     ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     f->x->indices.dtype = ATTNRT_I64;
     MPLAN_INVALID(f, "indices.dtype = i64");
 }
@@ -484,7 +474,7 @@ static void mla_plan_refuses_i64_indices(void **state)
 static void mla_plan_refuses_1d_indices(void **state)
 {
     ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     f->x->indices.ndim = 1;
     MPLAN_INVALID(f, "indices.ndim = 1, expected 2");
 }
@@ -492,7 +482,7 @@ static void mla_plan_refuses_1d_indices(void **state)
 static void mla_plan_refuses_indices_rows_differing_from_num_tokens(void **state)
 {
     ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     f->x->indices.shape[0] = OPS_T - 1;
     MPLAN_INVALID(f, "indices.shape[0] = 8");
 }
@@ -500,7 +490,7 @@ static void mla_plan_refuses_indices_rows_differing_from_num_tokens(void **state
 static void mla_plan_refuses_negative_indices_stride(void **state)
 {
     ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     f->x->indices.strides[0] = -4;
     MPLAN_INVALID(f, "indices.strides[0] = -4 < 0");
 }
@@ -515,7 +505,7 @@ static void mla_plan_refuses_indices_host_without_indices(void **state)
 static void mla_plan_refuses_index_at_seq_len(void **state)
 {
     ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     f->x->h_indices[2 * OPS_MLA_TOPK + 1] = 5; /* token 2 is request 0, seq_len 5 */
     MPLAN_INVALID(f, "indices[2][1] = 5 >= seq_lens[0] = 5");
 }
@@ -523,7 +513,7 @@ static void mla_plan_refuses_index_at_seq_len(void **state)
 static void mla_plan_refuses_index_past_seq_len_of_decode_request(void **state)
 {
     ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     f->x->h_indices[5 * OPS_MLA_TOPK + 3] = 900; /* token 5 is request 1 (decode), seq_len 9 */
     MPLAN_INVALID(f, "indices[5][3] = 900 >= seq_lens[1] = 9");
 }
@@ -531,7 +521,7 @@ static void mla_plan_refuses_index_past_seq_len_of_decode_request(void **state)
 static void mla_plan_refuses_index_past_seq_len_of_last_request(void **state)
 {
     ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     f->x->h_indices[8 * OPS_MLA_TOPK + 0] = 7; /* token 8 is request 2, seq_len 7 */
     MPLAN_INVALID(f, "indices[8][0] = 7 >= seq_lens[2] = 7");
 }
@@ -539,7 +529,7 @@ static void mla_plan_refuses_index_past_seq_len_of_last_request(void **state)
 static void mla_plan_refuses_index_int32_max(void **state)
 {
     ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     f->x->h_indices[0] = INT32_MAX;
     MPLAN_INVALID(f, "indices[0][0] = 2147483647 >= seq_lens[0] = 5");
 }
@@ -563,7 +553,7 @@ static void mla_plan_refuses_negative_block_id(void **state)
 static void mla_plan_refuses_block_id_past_the_cache_in_sparse_mode(void **state)
 {
     ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     f->h_block_table[2 * OPS_MAX_BLOCKS + 1] = 99;
     MPLAN_INVALID(f, "block_table[2][1] = 99 >= num_blocks = 16");
 }
@@ -585,7 +575,7 @@ static void mla_plan_refuses_causal_seq_len_shorter_than_query(void **state)
 static void mla_plan_refuses_negative_seq_len(void **state)
 {
     ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
+    ops_use_sparse(f);
     f->h_seq_lens[1] = -1;
     MPLAN_INVALID(f, "seq_lens[1] = -1");
 }
@@ -611,334 +601,87 @@ static void mla_plan_refuses_query_start_loc_ending_before_num_tokens(void **sta
     MPLAN_INVALID(f, "query_start_loc[3] = 8");
 }
 
-/* ================================ run ================================ */
-
-static void mla_run_dense_baseline_succeeds(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    size_t ws = ops12_workspace_of(plan);
-    OPS_OK(attnrt_mla_run(plan, &f->x->mla, ws ? f->dev[OB_WORKSPACE] : NULL, ws, NULL));
-    OPS_OK(attnrt_stream_synchronize(f->ctx, NULL));
-}
-
-static void mla_run_sparse_baseline_succeeds(void **state)
-{
-    ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    size_t ws = ops12_workspace_of(plan);
-    OPS_OK(attnrt_mla_run(plan, &f->x->mla, ws ? f->dev[OB_WORKSPACE] : NULL, ws, NULL));
-    OPS_OK(attnrt_stream_synchronize(f->ctx, NULL));
-}
-
-static void mla_run_refuses_null_plan(void **state)
-{
-    ops_fixture_t *f = *state;
-    MRUN_INVALID(f, NULL, "plan is NULL");
-}
-
-static void mla_run_refuses_attention_plan(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_attention_plan_ok(f);
-    MRUN_INVALID(f, plan, "plan was made by attnrt_attention_plan");
-}
-
-static void mla_run_refuses_cascade_plan(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_cascade_plan_ok(f);
-    MRUN_INVALID(f, plan, "plan was made by attnrt_cascade_plan");
-}
-
-static void attention_run_refuses_mla_plan(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    OPS_REJECTS(f, "attnrt_attention_run",
-                attnrt_attention_run(plan, &f->att, f->dev[OB_WORKSPACE], f->bytes[OB_WORKSPACE], NULL),
-                ATTNRT_ERR_INVALID_ARGUMENT, "plan was made by attnrt_mla_plan");
-}
-
-static void cascade_run_refuses_mla_plan(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    OPS_REJECTS(f, "attnrt_cascade_run",
-                attnrt_cascade_run(plan, &f->cas, f->dev[OB_WORKSPACE], f->bytes[OB_WORKSPACE], NULL),
-                ATTNRT_ERR_INVALID_ARGUMENT, "plan was made by attnrt_mla_plan");
-}
-
-static void mla_run_refuses_null_args(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    OPS_REJECTS(f, MR, attnrt_mla_run(plan, NULL, f->dev[OB_WORKSPACE], f->bytes[OB_WORKSPACE], NULL),
-                ATTNRT_ERR_INVALID_ARGUMENT, "args is NULL");
-}
-
-static void mla_run_refuses_args_struct_size_0(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    f->x->mla.struct_size = 0;
-    MRUN_INVALID(f, plan, "args->struct_size = 0");
-}
-
-static void mla_run_refuses_null_out(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    f->x->mla.out = NULL;
-    MRUN_INVALID(f, plan, "out is NULL");
-}
-
-static void mla_run_refuses_null_query_data(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    f->x->mla_query.data = NULL;
-    MRUN_INVALID(f, plan, "query.data is NULL");
-}
-
-static void mla_run_refuses_null_kv_cache_data(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    f->x->mla_cache.data = NULL;
-    MRUN_INVALID(f, plan, "kv_cache.data is NULL");
-}
-
-static void mla_run_refuses_null_out_data(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    f->out.data = NULL;
-    MRUN_INVALID(f, plan, "out.data is NULL");
-}
-
-static void mla_run_refuses_null_indices_data(void **state)
-{
-    ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    f->x->indices.data = NULL;
-    MRUN_INVALID(f, plan, "indices.data is NULL");
-}
-
-static void mla_run_refuses_nan_scale(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    f->x->mla.scale = NAN;
-    MRUN_INVALID(f, plan, "scale = nan");
-}
-
-static void mla_run_refuses_batch_shape_differing_from_plan(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    f->x->mla_query.shape[0] = f->out.shape[0] = OPS_T - 1;
-    MRUN_INVALID(f, plan, "query differs from the plan");
-}
-
-static void mla_run_refuses_cache_dtype_differing_from_plan(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    f->x->mla_cache.dtype = ATTNRT_F16;
-    MRUN_INVALID(f, plan, "kv_cache differs from the plan");
-}
-
-static void mla_run_refuses_out_strides_differing_from_plan(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    f->out.strides[0] = OPS_HQ * OPS_MLA_V_DIM + 8;
-    MRUN_INVALID(f, plan, "out differs from the plan");
-}
-
-static void mla_run_refuses_indices_given_when_plan_was_dense(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    f->x->mla.indices = &f->x->indices;
-    f->x->mla.indices_host = f->x->h_indices;
-    MRUN_INVALID(f, plan, "indices differs from the plan");
-}
-
-static void mla_run_refuses_indices_absent_when_plan_was_sparse(void **state)
-{
-    ops_fixture_t *f = *state;
-    ops12_use_sparse(f);
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    f->x->mla.indices = NULL;
-    f->x->mla.indices_host = NULL;
-    MRUN_INVALID(f, plan, "indices differs from the plan");
-}
-
-static void mla_run_refuses_lse_given_when_plan_had_none(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    f->x->mla.lse = &f->lse;
-    MRUN_INVALID(f, plan, "lse differs from the plan");
-}
-
-static void mla_run_refuses_scale_differing_from_plan(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    f->x->mla.scale = 0.5f;
-    MRUN_INVALID(f, plan, "scale&&0.5");
-}
-
-static void mla_run_refuses_causal_differing_from_plan(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    f->x->mla.causal = 0;
-    MRUN_INVALID(f, plan, "causal = 0&&1");
-}
-
-/* On the planner device: cpu MLA plans ask for no workspace. */
-static void mla_run_refuses_workspace_smaller_than_planned(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = NULL;
-    OPS_OK(attnrt_mla_plan(ops_planner_context(f), &f->x->mla, &f->batch, &plan));
-    ops_keep_plan(f, plan);
-    size_t ws = ops12_workspace_of(plan);
-    assert_true(ws > 0);
-    char needle[96];
-    snprintf(needle, sizeof needle, "workspace_bytes = %zu < %zu the plan needs", ws - 1, ws);
-    OPS_REJECTS(f, MR, attnrt_mla_run(plan, &f->x->mla, f->dev[OB_WORKSPACE], ws - 1, NULL),
-                ATTNRT_ERR_INVALID_ARGUMENT, needle);
-}
-
-static void mla_run_refuses_stream_of_another_context(void **state)
-{
-    ops_fixture_t *f = *state;
-    attnrt_plan_t *plan = ops_mla_plan_ok(f);
-    attnrt_stream_t *foreign = ops_foreign_stream(f);
-    OPS_REJECTS(f, MR, attnrt_mla_run(plan, &f->x->mla, f->dev[OB_WORKSPACE], f->bytes[OB_WORKSPACE], foreign),
-                ATTNRT_ERR_INVALID_ARGUMENT, "stream belongs to another context");
-}
-
 int ops_run_mla_plan_tests(void)
 {
     const struct CMUnitTest tests[] = {
-        OPS12_MLA_TEST(mla_plan_dense_baseline_succeeds),
-        OPS12_MLA_TEST(mla_plan_sparse_baseline_succeeds),
-        OPS12_MLA_TEST(mla_plan_accepts_null_data),
-        OPS12_MLA_TEST(mla_plan_accepts_lse_and_sinks),
-        OPS12_MLA_TEST(mla_plan_refuses_null_ctx),
-        OPS12_MLA_TEST(mla_plan_refuses_null_plan_out),
-        OPS12_MLA_TEST(mla_plan_refuses_null_args),
-        OPS12_MLA_TEST(mla_plan_refuses_null_batch),
-        OPS12_MLA_TEST(mla_plan_refuses_args_struct_size_0),
-        OPS12_MLA_TEST(mla_plan_refuses_args_struct_size_without_causal),
-        OPS12_MLA_TEST(mla_plan_refuses_batch_struct_size_0),
-        OPS12_MLA_TEST(mla_plan_refuses_query_struct_size_0),
-        OPS12_MLA_TEST(mla_plan_refuses_null_query),
-        OPS12_MLA_TEST(mla_plan_refuses_null_kv_cache),
-        OPS12_MLA_TEST(mla_plan_refuses_null_block_table),
-        OPS12_MLA_TEST(mla_plan_refuses_null_query_start_loc),
-        OPS12_MLA_TEST(mla_plan_refuses_null_seq_lens),
-        OPS12_MLA_TEST(mla_plan_refuses_null_out),
-        OPS12_MLA_TEST(mla_plan_refuses_null_batch_query_start_loc),
-        OPS12_MLA_TEST(mla_plan_refuses_null_batch_block_table),
-        OPS12_MLA_TEST(mla_plan_refuses_2d_query),
-        OPS12_MLA_TEST(mla_plan_refuses_3d_kv_cache),
-        OPS12_MLA_TEST(mla_plan_refuses_1d_block_table),
-        OPS12_MLA_TEST(mla_plan_refuses_int32_query),
-        OPS12_MLA_TEST(mla_plan_refuses_fp8_query),
-        OPS12_MLA_TEST(mla_plan_refuses_int32_kv_cache),
-        OPS12_MLA_TEST(mla_plan_refuses_f32_block_table),
-        OPS12_MLA_TEST(mla_plan_refuses_i64_seq_lens),
-        OPS12_MLA_TEST(mla_plan_refuses_out_dtype_neither_query_nor_f32),
-        OPS12_MLA_TEST(mla_plan_refuses_f16_out_for_f32_query),
-        OPS12_MLA_TEST(mla_plan_refuses_f16_lse),
-        OPS12_MLA_TEST(mla_plan_refuses_kv_cache_with_2_heads),
-        OPS12_MLA_TEST(mla_plan_refuses_kv_cache_with_0_heads),
-        OPS12_MLA_TEST(mla_plan_refuses_v_dim_above_kv_dim),
-        OPS12_MLA_TEST(mla_plan_refuses_v_dim_0),
-        OPS12_MLA_TEST(mla_plan_refuses_query_dim_differing_from_kv_dim),
-        OPS12_MLA_TEST(mla_plan_refuses_block_size_0),
-        OPS12_MLA_TEST(mla_plan_refuses_num_heads_0),
-        OPS12_MLA_TEST(mla_plan_refuses_negative_query_shape),
-        OPS12_MLA_TEST(mla_plan_refuses_negative_kv_cache_stride),
-        OPS12_MLA_TEST(mla_plan_refuses_kv_cache_inner_stride_2),
-        OPS12_MLA_TEST(mla_plan_refuses_out_tokens_differing),
-        OPS12_MLA_TEST(mla_plan_refuses_out_heads_differing),
-        OPS12_MLA_TEST(mla_plan_refuses_block_table_rows_differing_from_num_seqs),
-        OPS12_MLA_TEST(mla_plan_refuses_query_start_loc_length_differing),
-        OPS12_MLA_TEST(mla_plan_refuses_lse_heads_differing),
-        OPS12_MLA_TEST(mla_plan_refuses_sinks_length_differing),
-        OPS12_MLA_TEST(mla_plan_refuses_scale_0),
-        OPS12_MLA_TEST(mla_plan_refuses_nan_scale),
-        OPS12_MLA_TEST(mla_plan_refuses_negative_scale),
-        OPS12_MLA_TEST(mla_plan_refuses_infinite_scale),
-        OPS12_MLA_TEST(mla_plan_refuses_causal_2),
-        OPS12_MLA_TEST(mla_plan_validates_fp8_cache_with_either_scale),
-        OPS12_MLA_TEST(mla_plan_refuses_kv_scale_for_f32_cache),
-        OPS12_MLA_TEST(mla_plan_refuses_fp8_cache_without_kv_scale),
-        OPS12_MLA_TEST(mla_plan_refuses_per_block_kv_scale_with_2_columns),
-        OPS12_MLA_TEST(mla_plan_refuses_per_block_kv_scale_with_too_few_blocks),
-        OPS12_MLA_TEST(mla_plan_refuses_f16_kv_scale),
-        OPS12_MLA_TEST(mla_plan_refuses_i64_indices),
-        OPS12_MLA_TEST(mla_plan_refuses_1d_indices),
-        OPS12_MLA_TEST(mla_plan_refuses_indices_rows_differing_from_num_tokens),
-        OPS12_MLA_TEST(mla_plan_refuses_negative_indices_stride),
-        OPS12_MLA_TEST(mla_plan_refuses_indices_host_without_indices),
-        OPS12_MLA_TEST(mla_plan_refuses_index_at_seq_len),
-        OPS12_MLA_TEST(mla_plan_refuses_index_past_seq_len_of_decode_request),
-        OPS12_MLA_TEST(mla_plan_refuses_index_past_seq_len_of_last_request),
-        OPS12_MLA_TEST(mla_plan_refuses_index_int32_max),
-        OPS12_MLA_TEST(mla_plan_refuses_index_below_minus_1),
-        OPS12_MLA_TEST(mla_plan_refuses_index_int32_min),
-        OPS12_MLA_TEST(mla_plan_refuses_block_id_past_the_cache),
-        OPS12_MLA_TEST(mla_plan_refuses_negative_block_id),
-        OPS12_MLA_TEST(mla_plan_refuses_block_id_past_the_cache_in_sparse_mode),
-        OPS12_MLA_TEST(mla_plan_refuses_seq_len_needing_more_block_columns),
-        OPS12_MLA_TEST(mla_plan_refuses_causal_seq_len_shorter_than_query),
-        OPS12_MLA_TEST(mla_plan_refuses_negative_seq_len),
-        OPS12_MLA_TEST(mla_plan_refuses_num_seqs_differing),
-        OPS12_MLA_TEST(mla_plan_refuses_non_monotonic_query_start_loc),
-        OPS12_MLA_TEST(mla_plan_refuses_query_start_loc_ending_before_num_tokens),
+        OPS_MLA_TEST(mla_plan_dense_baseline_succeeds),
+        OPS_MLA_TEST(mla_plan_sparse_baseline_succeeds),
+        OPS_MLA_TEST(mla_plan_accepts_null_data),
+        OPS_MLA_TEST(mla_plan_accepts_lse_and_sinks),
+        OPS_MLA_TEST(mla_plan_refuses_null_ctx),
+        OPS_MLA_TEST(mla_plan_refuses_null_plan_out),
+        OPS_MLA_TEST(mla_plan_refuses_null_args),
+        OPS_MLA_TEST(mla_plan_refuses_null_batch),
+        OPS_MLA_TEST(mla_plan_refuses_args_struct_size_0),
+        OPS_MLA_TEST(mla_plan_refuses_args_struct_size_without_causal),
+        OPS_MLA_TEST(mla_plan_refuses_batch_struct_size_0),
+        OPS_MLA_TEST(mla_plan_refuses_query_struct_size_0),
+        OPS_MLA_TEST(mla_plan_refuses_null_query),
+        OPS_MLA_TEST(mla_plan_refuses_null_kv_cache),
+        OPS_MLA_TEST(mla_plan_refuses_null_block_table),
+        OPS_MLA_TEST(mla_plan_refuses_null_query_start_loc),
+        OPS_MLA_TEST(mla_plan_refuses_null_seq_lens),
+        OPS_MLA_TEST(mla_plan_refuses_null_out),
+        OPS_MLA_TEST(mla_plan_refuses_null_batch_query_start_loc),
+        OPS_MLA_TEST(mla_plan_refuses_null_batch_block_table),
+        OPS_MLA_TEST(mla_plan_refuses_2d_query),
+        OPS_MLA_TEST(mla_plan_refuses_3d_kv_cache),
+        OPS_MLA_TEST(mla_plan_refuses_1d_block_table),
+        OPS_MLA_TEST(mla_plan_refuses_int32_query),
+        OPS_MLA_TEST(mla_plan_refuses_fp8_query),
+        OPS_MLA_TEST(mla_plan_refuses_int32_kv_cache),
+        OPS_MLA_TEST(mla_plan_refuses_f32_block_table),
+        OPS_MLA_TEST(mla_plan_refuses_i64_seq_lens),
+        OPS_MLA_TEST(mla_plan_refuses_out_dtype_neither_query_nor_f32),
+        OPS_MLA_TEST(mla_plan_refuses_f16_out_for_f32_query),
+        OPS_MLA_TEST(mla_plan_refuses_f16_lse),
+        OPS_MLA_TEST(mla_plan_refuses_kv_cache_with_2_heads),
+        OPS_MLA_TEST(mla_plan_refuses_kv_cache_with_0_heads),
+        OPS_MLA_TEST(mla_plan_refuses_v_dim_above_kv_dim),
+        OPS_MLA_TEST(mla_plan_refuses_v_dim_0),
+        OPS_MLA_TEST(mla_plan_refuses_query_dim_differing_from_kv_dim),
+        OPS_MLA_TEST(mla_plan_refuses_block_size_0),
+        OPS_MLA_TEST(mla_plan_refuses_num_heads_0),
+        OPS_MLA_TEST(mla_plan_refuses_negative_query_shape),
+        OPS_MLA_TEST(mla_plan_refuses_negative_kv_cache_stride),
+        OPS_MLA_TEST(mla_plan_refuses_kv_cache_inner_stride_2),
+        OPS_MLA_TEST(mla_plan_refuses_out_tokens_differing),
+        OPS_MLA_TEST(mla_plan_refuses_out_heads_differing),
+        OPS_MLA_TEST(mla_plan_refuses_block_table_rows_differing_from_num_seqs),
+        OPS_MLA_TEST(mla_plan_refuses_query_start_loc_length_differing),
+        OPS_MLA_TEST(mla_plan_refuses_lse_heads_differing),
+        OPS_MLA_TEST(mla_plan_refuses_sinks_length_differing),
+        OPS_MLA_TEST(mla_plan_refuses_scale_0),
+        OPS_MLA_TEST(mla_plan_refuses_nan_scale),
+        OPS_MLA_TEST(mla_plan_refuses_negative_scale),
+        OPS_MLA_TEST(mla_plan_refuses_infinite_scale),
+        OPS_MLA_TEST(mla_plan_refuses_causal_2),
+        OPS_MLA_TEST(mla_plan_validates_fp8_cache_with_either_scale),
+        OPS_MLA_TEST(mla_plan_refuses_kv_scale_for_f32_cache),
+        OPS_MLA_TEST(mla_plan_refuses_fp8_cache_without_kv_scale),
+        OPS_MLA_TEST(mla_plan_refuses_per_block_kv_scale_with_2_columns),
+        OPS_MLA_TEST(mla_plan_refuses_per_block_kv_scale_with_too_few_blocks),
+        OPS_MLA_TEST(mla_plan_refuses_f16_kv_scale),
+        OPS_MLA_TEST(mla_plan_refuses_i64_indices),
+        OPS_MLA_TEST(mla_plan_refuses_1d_indices),
+        OPS_MLA_TEST(mla_plan_refuses_indices_rows_differing_from_num_tokens),
+        OPS_MLA_TEST(mla_plan_refuses_negative_indices_stride),
+        OPS_MLA_TEST(mla_plan_refuses_indices_host_without_indices),
+        OPS_MLA_TEST(mla_plan_refuses_index_at_seq_len),
+        OPS_MLA_TEST(mla_plan_refuses_index_past_seq_len_of_decode_request),
+        OPS_MLA_TEST(mla_plan_refuses_index_past_seq_len_of_last_request),
+        OPS_MLA_TEST(mla_plan_refuses_index_int32_max),
+        OPS_MLA_TEST(mla_plan_refuses_index_below_minus_1),
+        OPS_MLA_TEST(mla_plan_refuses_index_int32_min),
+        OPS_MLA_TEST(mla_plan_refuses_block_id_past_the_cache),
+        OPS_MLA_TEST(mla_plan_refuses_negative_block_id),
+        OPS_MLA_TEST(mla_plan_refuses_block_id_past_the_cache_in_sparse_mode),
+        OPS_MLA_TEST(mla_plan_refuses_seq_len_needing_more_block_columns),
+        OPS_MLA_TEST(mla_plan_refuses_causal_seq_len_shorter_than_query),
+        OPS_MLA_TEST(mla_plan_refuses_negative_seq_len),
+        OPS_MLA_TEST(mla_plan_refuses_num_seqs_differing),
+        OPS_MLA_TEST(mla_plan_refuses_non_monotonic_query_start_loc),
+        OPS_MLA_TEST(mla_plan_refuses_query_start_loc_ending_before_num_tokens),
     };
     return cmocka_run_group_tests_name("ops: attnrt_mla_plan", tests, NULL, NULL);
-}
-
-int ops_run_mla_run_tests(void)
-{
-    const struct CMUnitTest tests[] = {
-        OPS12_MLA_TEST(mla_run_dense_baseline_succeeds),
-        OPS12_MLA_TEST(mla_run_sparse_baseline_succeeds),
-        OPS12_MLA_TEST(mla_run_refuses_null_plan),
-        OPS12_MLA_TEST(mla_run_refuses_attention_plan),
-        OPS12_MLA_TEST(mla_run_refuses_cascade_plan),
-        OPS12_MLA_TEST(attention_run_refuses_mla_plan),
-        OPS12_MLA_TEST(cascade_run_refuses_mla_plan),
-        OPS12_MLA_TEST(mla_run_refuses_null_args),
-        OPS12_MLA_TEST(mla_run_refuses_args_struct_size_0),
-        OPS12_MLA_TEST(mla_run_refuses_null_out),
-        OPS12_MLA_TEST(mla_run_refuses_null_query_data),
-        OPS12_MLA_TEST(mla_run_refuses_null_kv_cache_data),
-        OPS12_MLA_TEST(mla_run_refuses_null_out_data),
-        OPS12_MLA_TEST(mla_run_refuses_null_indices_data),
-        OPS12_MLA_TEST(mla_run_refuses_nan_scale),
-        OPS12_MLA_TEST(mla_run_refuses_batch_shape_differing_from_plan),
-        OPS12_MLA_TEST(mla_run_refuses_cache_dtype_differing_from_plan),
-        OPS12_MLA_TEST(mla_run_refuses_out_strides_differing_from_plan),
-        OPS12_MLA_TEST(mla_run_refuses_indices_given_when_plan_was_dense),
-        OPS12_MLA_TEST(mla_run_refuses_indices_absent_when_plan_was_sparse),
-        OPS12_MLA_TEST(mla_run_refuses_lse_given_when_plan_had_none),
-        OPS12_MLA_TEST(mla_run_refuses_scale_differing_from_plan),
-        OPS12_MLA_TEST(mla_run_refuses_causal_differing_from_plan),
-        OPS_PLANNER_MLA_TEST(mla_run_refuses_workspace_smaller_than_planned),
-        OPS12_MLA_TEST(mla_run_refuses_stream_of_another_context),
-    };
-    return cmocka_run_group_tests_name("ops: attnrt_mla_run", tests, NULL, NULL);
 }

@@ -1,0 +1,69 @@
+/* Paged attention: the plan (arguments and batch checked once, the plugin's plan, the workspace size) and
+ * the run (the arguments checked against the plan, then dispatched). The checks themselves are in
+ * attention_check.c; cascade.c makes its two passes with attnrt_plan_attention_pass. */
+#include <string.h>
+
+#include "plan.h"
+#include "tensor.h"
+
+static const plan_kind_t kind_attention = {"attnrt_attention_plan", "attnrt_attention_run"};
+
+attnrt_status_t attnrt_plan_attention_pass(const char *fn, attnrt_context_t *ctx, const attnrt_attention_args_t *a,
+                                           const attnrt_batch_host_t *batch, plan_pass_t *pass)
+{
+    memset(pass, 0, sizeof *pass);
+    if (!ctx->api->attention_plan || !ctx->api->attention_run || !ctx->api->attention_plan_destroy)
+        return attnrt_plan_entry_missing(fn, ctx, "paged attention");
+    attnrt_status_t st = ctx->api->attention_plan(ctx->device, a, batch, &pass->plugin_plan, &pass->plugin_workspace);
+    return attnrt_plan_pass_result(fn, ctx, st, pass, ctx->api->attention_plan_destroy);
+}
+
+attnrt_status_t attnrt_attention_plan(attnrt_context_t *ctx, const attnrt_attention_args_t *args,
+                                      const attnrt_batch_host_t *batch, attnrt_plan_t **plan)
+{
+    static const char fn[] = "attnrt_attention_plan";
+    attnrt_clear_error();
+    if (!ctx) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
+    if (!plan) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: plan is NULL", fn);
+    attention_shape_t shape;
+    attnrt_status_t st = attnrt_attention_check_args(fn, args, 0, &shape);
+    if (st == ATTNRT_OK)
+        st = attnrt_attention_check_batch(fn, &shape, batch, args->causal, args->block_table, &attnrt_batch_names);
+    if (st == ATTNRT_OK) st = attnrt_attention_check_spans(ctx, fn, args);
+    if (st != ATTNRT_OK) return st;
+    attnrt_op_query_t query;
+    attnrt_attention_query(args, &shape, &query);
+    st = attnrt_require_supported(fn, ctx, &query);
+    if (st != ATTNRT_OK) return st;
+
+    attnrt_plan_t *p = NULL;
+    st = attnrt_plan_new(fn, ctx, &kind_attention, &p);
+    if (st != ATTNRT_OK) return st;
+    st = attnrt_plan_attention_pass(fn, ctx, args, batch, &p->pass[0]);
+    if (st != ATTNRT_OK) {
+        attnrt_plan_free(p); /* keeps the failure's message */
+        return st;
+    }
+    attnrt_attention_signature(args, &p->signature);
+    p->workspace_bytes = p->pass[0].plugin_workspace;
+    *plan = p;
+    return ATTNRT_OK;
+}
+
+attnrt_status_t attnrt_attention_run(attnrt_plan_t *plan, const attnrt_attention_args_t *args, void *workspace,
+                                     size_t workspace_bytes, attnrt_stream_t *stream)
+{
+    static const char fn[] = "attnrt_attention_run";
+    attnrt_clear_error();
+    TRY(attnrt_plan_check_kind(fn, plan, &kind_attention, stream));
+    attention_shape_t shape;
+    plan_signature_t now;
+    TRY(attnrt_attention_check_args(fn, args, 1, &shape));
+    attnrt_attention_signature(args, &now);
+    TRY(attnrt_plan_check_run(fn, plan, &now, workspace, workspace_bytes));
+    attnrt_context_t *ctx = plan->ctx;
+    TRY(attnrt_attention_check_spans(ctx, fn, args));
+    attnrt_status_t st = ctx->api->attention_run(ctx->device, plan->pass[0].plugin_plan, args, workspace,
+                                                 workspace_bytes, stream ? stream->handle : NULL);
+    return st == ATTNRT_OK ? st : attnrt_context_fail(ctx, st, fn);
+}
