@@ -21,6 +21,7 @@
  *   1.1  tensors; ops: kv_write, attention_plan / attention_plan_destroy / attention_run, merge_states.
  *   1.2  MLA, lightning and gated-delta plan/run; device_open_with_options; select_attention (kernel
  *        selection rules); last_op_stats (cost-model counters); the bool dtype code.
+ *   1.3  attnrt_attention_config_t.model_kind.
  *
  * Ownership
  * ---------
@@ -44,7 +45,7 @@ extern "C" {
 #endif
 
 #define ATTNRT_ABI_MAJOR 1
-#define ATTNRT_ABI_MINOR 2
+#define ATTNRT_ABI_MINOR 3
 
 /* Size of `type` up to and including `last_field`: the struct_size of the version that ends there. */
 #define ATTNRT_STRUCT_SIZE(type, last_field) \
@@ -406,6 +407,13 @@ enum attnrt_layer_kind {
     ATTNRT_LAYER_MLA_SPARSE = 3,
 };
 
+enum attnrt_model_kind {
+    ATTNRT_MODEL_DECODER         = 0, /* a decoder (causal LM)                                     */
+    ATTNRT_MODEL_POOLING         = 1, /* a pooling (embedding / scoring) model                     */
+    ATTNRT_MODEL_POOLING_QWEN3   = 2, /* a pooling model on a Qwen3 backbone                       */
+    ATTNRT_MODEL_ENCODER_DECODER = 3, /* an encoder-decoder model (e.g. Whisper)                   */
+};
+
 typedef struct attnrt_attention_config {
     size_t         struct_size;
     uint32_t       front_end;      /* enum attnrt_front_end                                        */
@@ -419,9 +427,10 @@ typedef struct attnrt_attention_config {
     uint32_t       head_dim;
     uint32_t       has_sinks;
     attnrt_dtype_t kv_dtype;       /* {0, 0, 0} = the activation dtype                             */
+    uint32_t       model_kind;     /* (1.3) enum attnrt_model_kind; 0 = a decoder                  */
 } attnrt_attention_config_t;
-#define ATTNRT_ATTENTION_CONFIG_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_attention_config_t, kv_dtype)
-ATTNRT_CHECK_LAST_FIELD(attnrt_attention_config_t, kv_dtype);
+#define ATTNRT_ATTENTION_CONFIG_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_attention_config_t, model_kind)
+ATTNRT_CHECK_LAST_FIELD(attnrt_attention_config_t, model_kind);
 
 typedef struct attnrt_attention_selection {
     size_t  struct_size;

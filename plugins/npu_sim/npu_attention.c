@@ -29,74 +29,18 @@ typedef struct job {
     plugin_view_t bt, qsl, sl;  /* block table, query_start_loc, seq_lens      */
     plugin_view_t sinks;        /* optional [Hq]                               */
     float   k_scale, v_scale;   /* fp8: the per-tensor scales; else 1          */
-    float   scale;
     int     causal;
     int64_t window_left;
-    /* scratch */
-    float *q_rows, *acc, *m, *l, *pacc, *pm, *pl, *kt, *vt, *s;
+    npu_online_t o; /* the rows' softmax state, in the run's scratch */
 } job_t;
-
-static void carve_scratch(job_t *j, float *base)
-{
-    const int64_t R = NPU_ROWS_MAX, K = NPU_TILE;
-    j->q_rows = base;          base += R * j->dqk;
-    j->acc = base;             base += R * j->dv;
-    j->m = base;               base += R;
-    j->l = base;               base += R;
-    j->pacc = base;            base += R * j->dv;
-    j->pm = base;              base += R;
-    j->pl = base;              base += R;
-    j->kt = base;              base += K * j->dqk;
-    j->vt = base;              base += K * j->dv;
-    j->s = base;
-}
-
-static float dot(const float *a, const float *b, int64_t n)
-{
-    float acc[8] = {0};
-    int64_t d = 0;
-    for (; d + 8 <= n; d += 8)
-        for (int k = 0; k < 8; k++) acc[k] += a[d + k] * b[d + k];
-    float tail = 0.0f;
-    for (; d < n; d++) tail += a[d] * b[d];
-    return tail + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
-
-/* Folds tile keys [jb, je) (positions key0 + j) into row r's partition state (pm, pl, pacc). */
-static void fold(const job_t *j, int64_t r, int jb, int je)
-{
-    const float *q = j->q_rows + r * j->dqk;
-    for (int k = jb; k < je; k++) j->s[k] = j->scale * dot(q, j->kt + k * j->dqk, j->dqk);
-    float alpha;
-    if (!plugin_softmax_update(j->s + jb, je - jb, &j->pm[r], &j->pl[r], &alpha)) return;
-    float *acc = j->pacc + r * j->dv;
-    for (int64_t d = 0; d < j->dv; d++) acc[d] *= alpha;
-    for (int k = jb; k < je; k++) {
-        const float w = j->s[k], *v = j->vt + k * j->dv;
-        for (int64_t d = 0; d < j->dv; d++) acc[d] += w * v[d];
-    }
-}
-
-/* The online-softmax merge of row r's partition state into its running state. */
-static void merge_partition(const job_t *j, int64_t r)
-{
-    if (j->pm[r] == -INFINITY) return;
-    const float m_new = j->pm[r] > j->m[r] ? j->pm[r] : j->m[r];
-    const float a = expf(j->m[r] - m_new), b = expf(j->pm[r] - m_new);
-    float *acc = j->acc + r * j->dv;
-    const float *pacc = j->pacc + r * j->dv;
-    for (int64_t d = 0; d < j->dv; d++) acc[d] = a * acc[d] + b * pacc[d];
-    j->l[r] = a * j->l[r] + b * j->pl[r];
-    j->m[r] = m_new;
-}
 
 /* Dequantises the K/V rows of positions [k0, k0 + n) of one block (KV head h) into the tiles. */
 static void load_tile(const job_t *j, int64_t block, int64_t row0, int64_t n, int64_t h)
 {
     for (int64_t i = 0; i < n; i++) {
         const char *k = plugin_view_at3(&j->kc, block, row0 + i, h), *v = plugin_view_at3(&j->vc, block, row0 + i, h);
-        dc_row_to_f32(j->kt + i * j->dqk, k, j->kc.kind, (size_t)j->dqk, j->k_scale);
-        dc_row_to_f32(j->vt + i * j->dv, v, j->vc.kind, (size_t)j->dv, j->v_scale);
+        dc_row_to_f32(j->o.kt + i * j->dqk, k, j->kc.kind, (size_t)j->dqk, j->k_scale);
+        dc_row_to_f32(j->o.vt + i * j->dv, v, j->vc.kind, (size_t)j->dv, j->v_scale);
     }
 }
 
@@ -109,13 +53,9 @@ static void run_rows(const job_t *j, int64_t seq, int64_t q_begin, int64_t t0, i
     for (int64_t ti = 0; ti < nt; ti++)
         for (int64_t hh = 0; hh < nh; hh++) {
             const char *q = plugin_view_at(&j->q, q_begin + t0 + ti, h0 + hh);
-            dc_row_to_f32(j->q_rows + (ti * nh + hh) * j->dqk, q, j->q.kind, (size_t)j->dqk, 1.0f);
+            dc_row_to_f32(j->o.q + (ti * nh + hh) * j->dqk, q, j->q.kind, (size_t)j->dqk, 1.0f);
         }
-    for (int64_t r = 0; r < rows; r++) {
-        j->m[r] = -INFINITY;
-        j->l[r] = 0.0f;
-    }
-    memset(j->acc, 0, sizeof(float) * (size_t)(rows * j->dv));
+    npu_online_begin(&j->o, rows);
 
     int64_t lo, hi, unused;
     plugin_key_range(pq0, S, j->causal, j->window_left, -1, &lo, &unused);
@@ -126,8 +66,7 @@ static void run_rows(const job_t *j, int64_t seq, int64_t q_begin, int64_t t0, i
         if (p_hi < lo || p_lo > hi) continue;   /* hidden by the mask: not visited */
         const int64_t block = plugin_view_i32_2(&j->bt, seq, part);
         if (block < 0 || block >= j->num_blocks) continue; /* garbage table entry: those keys do not exist */
-        for (int64_t r = 0; r < rows; r++) j->pm[r] = -INFINITY, j->pl[r] = 0.0f;
-        memset(j->pacc, 0, sizeof(float) * (size_t)(rows * j->dv));
+        npu_online_partition(&j->o, rows);
         const int64_t k_end = p_hi < hi ? p_hi : hi;
         for (int64_t k0 = p_lo > lo ? p_lo : lo; k0 <= k_end; k0 += NPU_TILE) {
             const int64_t n = k_end - k0 + 1 < NPU_TILE ? k_end - k0 + 1 : NPU_TILE;
@@ -137,26 +76,27 @@ static void run_rows(const job_t *j, int64_t seq, int64_t q_begin, int64_t t0, i
                 plugin_key_range(pq0 + ti, S, j->causal, j->window_left, -1, &rlo, &rhi);
                 const int jb = (int)plugin_clamp64(rlo - k0, 0, n), je = (int)plugin_clamp64(rhi - k0 + 1, 0, n);
                 if (jb >= je) continue;
-                for (int64_t hh = 0; hh < nh; hh++) fold(j, ti * nh + hh, jb, je);
+                for (int64_t hh = 0; hh < nh; hh++) npu_online_fold(&j->o, ti * nh + hh, jb, je);
             }
         }
-        for (int64_t r = 0; r < rows; r++) merge_partition(j, r);
+        npu_online_merge(&j->o, rows);
     }
 
     for (int64_t ti = 0; ti < nt; ti++)
         for (int64_t hh = 0; hh < nh; hh++) {
             const int64_t r = ti * nh + hh, t = q_begin + t0 + ti, hq = h0 + hh;
-            float *acc = j->acc + r * j->dv;
+            float *acc = j->o.acc + r * j->dv;
             const float sink = j->sinks.data ? plugin_view_f32(&j->sinks, hq) : 0.0f;
-            const double lse = plugin_softmax_finish(acc, j->dv, j->m[r], j->l[r], j->sinks.data ? &sink : NULL);
+            const double lse = plugin_softmax_finish(acc, j->dv, j->o.m[r], j->o.l[r], j->sinks.data ? &sink : NULL);
             dc_row_from_f32(plugin_view_at(&j->out, t, hq), acc, j->out.kind, (size_t)j->dv, 1.0f);
             if (j->lse.data) *(float *)(void *)plugin_view_at(&j->lse, t, hq) = (float)lse;
         }
 }
 
 /* One NPU unit: query tokens [t0, t1) of request seq, every head, in CPU-sized row groups. */
-static void run_unit(const job_t *j, int64_t seq, int64_t q_begin, int64_t L, int64_t S, int64_t t0, int64_t t1)
+static void run_unit(const void *job, int64_t seq, int64_t q_begin, int64_t L, int64_t S, int64_t t0, int64_t t1)
 {
+    const job_t *j = job;
     const int64_t heads = j->group < NPU_ROWS_MAX ? j->group : NPU_ROWS_MAX;
     const int64_t tile_t = NPU_ROWS_MAX / heads;
     for (int64_t h = 0; h < j->Hkv; h++)
@@ -195,10 +135,12 @@ static void job_init(job_t *j, const npu_attn_plan_t *p, const attnrt_attention_
     j->qsl = plugin_view_of(a->query_start_loc);
     j->sl = plugin_view_of(a->seq_lens);
     j->sinks = plugin_view_of(a->sinks);
-    j->scale = a->scale != 0.0f ? a->scale : (float)(1.0 / sqrt((double)j->dqk));
+    j->o.dqk = j->dqk;
+    j->o.dv = j->dv;
+    j->o.scale = a->scale != 0.0f ? a->scale : (float)(1.0 / sqrt((double)j->dqk));
     j->causal = a->causal != 0;
     j->window_left = a->causal && a->window_left >= 0 ? a->window_left : -1;
-    if (scratch) carve_scratch(j, scratch);
+    if (scratch) npu_online_carve(&j->o, scratch, 0);
 }
 
 enum { SCRATCH_ALIGN = 64 };
@@ -206,7 +148,7 @@ enum { SCRATCH_ALIGN = 64 };
 size_t npu_attn_workspace_bytes(const npu_attn_plan_t *p)
 {
     if (p->head_dim_qk <= 0 || p->head_dim_v <= 0) return 0;
-    return npu_attn_scratch_floats(p->head_dim_qk, p->head_dim_v) * sizeof(float) + SCRATCH_ALIGN;
+    return npu_online_floats(p->head_dim_qk, p->head_dim_v) * sizeof(float) + SCRATCH_ALIGN;
 }
 
 attnrt_status_t npu_attention_run(npu_device_t *d, const void *plan, const attnrt_attention_args_t *in,
@@ -244,19 +186,8 @@ attnrt_status_t npu_attention_run(npu_device_t *d, const void *plan, const attnr
     job_t j;
     job_init(&j, p, &a, scratch);
     if (j.bs > 0 && scratch) {
-        for (int pass = 0; pass < 2; pass++) /* decode rows (the padded batch) first, then each prefill */
-            for (int64_t b = 0; b < p->num_seqs; b++) {
-                const int64_t q_begin = plugin_clamp64(plugin_view_i32(&j.qsl, b), 0, j.T);
-                const int64_t q_end = plugin_clamp64(plugin_view_i32(&j.qsl, b + 1), q_begin, j.T);
-                const int64_t L = q_end - q_begin;
-                const int64_t S = plugin_clamp64(plugin_view_i32(&j.sl, b), 0, j.bt_cols * j.bs);
-                if (L == 0 || (pass == 0) != (L == 1)) continue;
-                for (int64_t i = 0; i < L;) { /* prefill chunks: never across a partition */
-                    const int64_t end = npu_chunk_end(S - L + i, S, p->prefill_chunk, j.bs) - (S - L);
-                    run_unit(&j, b, q_begin, L, S, i, end > i ? end : L);
-                    i = end > i ? end : L;
-                }
-            }
+        const npu_walk_t w = {p->num_seqs, j.T, j.bt_cols * j.bs, p->prefill_chunk, j.bs, &j.qsl, &j.sl};
+        npu_walk_units(&w, &j, run_unit);
     }
     npu_device_record(d, &p->stats);
     return ATTNRT_OK;

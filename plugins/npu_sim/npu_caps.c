@@ -1,15 +1,17 @@
-/* npu_caps.c — the capability answers: the RBLN rules (docs/backends/npu_sim.md) mapped onto an
- * attnrt_op_query_t, one rule per op (plugin_caps.h).
+/* npu_caps.c — the capability answers: the RBLN rules (docs/backends/npu_sim_rules.md) mapped onto
+ * an attnrt_op_query_t, one rule per op (plugin_caps.h; MLA's in npu_mla_plan.c).
  *
  * A query has a block size, head dims, dtypes and features but no max_model_len, so it asks "is there
  * a model configuration with this block size that the device runs?":
  *  - vLLM front end (the default): block_size a power of two in the device's vLLM-path range (a
  *    naive layer with max_model_len = block_size, or flash with max_model_len a multiple of it), one
  *    head_size from the backend's list, K and V of one head size;
- *  - compiled front end: block_size usable as an eager max_seq_len or a flash partition; any head size.
+ *  - compiled front end: a power-of-two block_size usable as a Naive max_model_len or a Flash partition;
+ *    any head size.
  * FP8 caches pass (flash takes them; attention_plan refuses them when the block table makes the layer
  * naive). Features the RBLN kernels lack are refused with the vendor's reason where it has one.
  * attention_plan asks the same question, then applies the rules that need max_model_len. */
+#include "npu_mla.h"
 #include "npu_ops.h"
 #include "plugin_caps.h"
 #include "plugin_error.h"
@@ -81,21 +83,15 @@ static attnrt_status_t refuse_cascade(const void *ctx, const attnrt_op_query_t *
 {
     (void)ctx;
     (void)q;
-    return plugin_refuse(reason, cap, "cascade attention: vllm-rbln's use_cascade_attention returns False, and the "
-                         "RBLN kernels return no LSE to merge");
-}
-
-static attnrt_status_t refuse_mla(const void *ctx, const attnrt_op_query_t *q, char *reason, size_t cap)
-{
-    (void)ctx;
-    (void)q;
-    return plugin_refuse(reason, cap, "MLA is not executed by npu_sim (select_attention answers its kernel rules)");
+    return plugin_refuse(reason, cap, "cascade attention: RBLN documents no such kernel (vllm-rbln's "
+                         "use_cascade_attention returns False, and the RBLN kernels return no LSE to merge)");
 }
 
 static attnrt_status_t refuse_linear(const void *ctx, const attnrt_op_query_t *q, char *reason, size_t cap)
 {
     (void)ctx;
-    return plugin_refuse(reason, cap, "%s is not an RBLN attention kernel npu_sim simulates", attnrt_op_string(q->op));
+    return plugin_refuse(reason, cap, "%s: RBLN documents no such kernel (its attention modes are full, sliding-window "
+                         "and MLA attention)", attnrt_op_string(q->op));
 }
 
 const plugin_op_rules_t npu_op_rules = {
@@ -105,7 +101,7 @@ const plugin_op_rules_t npu_op_rules = {
         [ATTNRT_OP_PAGED_ATTENTION] = check_attention,
         [ATTNRT_OP_MERGE_STATES] = check_merge,
         [ATTNRT_OP_CASCADE] = refuse_cascade,
-        [ATTNRT_OP_MLA] = refuse_mla,
+        [ATTNRT_OP_MLA] = npu_mla_check,
         [ATTNRT_OP_LIGHTNING] = refuse_linear,
         [ATTNRT_OP_GATED_DELTA] = refuse_linear,
     },

@@ -38,10 +38,12 @@ static void launch(const npu_profile_t *p, attnrt_op_stats_t *s)
     s->time_us += p->launch_overhead_us;
 }
 
-/* K and V bytes of one token over all KV heads, head dims padded as the kernel pads them. */
+/* K and V bytes of one token over all KV heads, head dims padded as the kernel pads them; an MLA
+ * latent row is read once for both (V is its first head_dim_v columns). */
 static double kv_token_bytes(const npu_cost_shape_t *sh)
 {
-    return (double)sh->num_kv_heads * (pad_dim(sh->head_dim_qk) + pad_dim(sh->head_dim_v)) * (double)sh->kv_bytes;
+    const double dims = sh->latent ? pad_dim(sh->head_dim_qk) : pad_dim(sh->head_dim_qk) + pad_dim(sh->head_dim_v);
+    return (double)sh->num_kv_heads * dims * (double)sh->kv_bytes;
 }
 
 /* One unit of KV work: `rows` query rows (of every query head) against `tokens` keys read whole. */
@@ -83,6 +85,17 @@ static void kv_work(const npu_profile_t *p, const npu_cost_shape_t *sh, int64_t 
         }
         for (int64_t part = lo / sh->partition; part <= (hi - 1) / sh->partition; part++)
             unit(p, sh, rows, sh->partition, s);
+        break;
+    case NPU_KERNEL_SPARSE: /* each row gathers min(topk, keys) latent rows; every non-empty partition is visited */
+        if (hi <= lo) {
+            s->time_us += p->partition_overhead_us;
+            break;
+        }
+        unit(p, sh, 1, rows * (sh->topk < hi - lo ? sh->topk : hi - lo), s);
+        for (int64_t part = lo / sh->partition + 1; part <= (hi - 1) / sh->partition; part++) {
+            s->partitions++;
+            s->time_us += p->partition_overhead_us;
+        }
         break;
     }
 }

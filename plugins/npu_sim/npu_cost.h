@@ -14,6 +14,7 @@ typedef enum npu_kernel {
     NPU_KERNEL_NAIVE = 0, /* one block of max_model_len tokens per request                     */
     NPU_KERNEL_FLASH,     /* partitions of block_size tokens, merged with online softmax       */
     NPU_KERNEL_SLIDING,   /* one block of window size per request                              */
+    NPU_KERNEL_SPARSE,    /* sparse MLA: each row gathers its top-k latent rows, partition by partition */
 } npu_kernel_t;
 
 typedef struct npu_cost_shape {
@@ -22,6 +23,8 @@ typedef struct npu_cost_shape {
     int64_t      q_bytes, out_bytes, kv_bytes; /* element sizes                                   */
     int64_t      partition;                    /* flash: P = block_size; naive: max_model_len    */
     int64_t      window;                       /* sliding: keys per row (window_left + 1)         */
+    int          latent;                       /* MLA: K and V are one latent row of head_dim_qk  */
+    int64_t      topk;                         /* sparse MLA: indices per query row               */
 } npu_cost_shape_t;
 
 /* Zeroes *s and marks it simulated, for op `op`. */

@@ -1,6 +1,7 @@
 /* npu_plan.c — attention_plan: asks the capability rules, derives the model configuration the batch
- * implies (max_model_len = block-table columns x block_size: vLLM's block tables are exactly
- * max_model_len / block_size wide), runs the kernel selection on it, and costs the batch the way the
+ * implies (max_model_len = block-table columns x block_size: vLLM's block tables are
+ * ceil(max_model_len / block_size) wide, and whole blocks select the same kernel and partitions), runs
+ * the kernel selection on it, and costs the batch the way the
  * NPU would run it: decode rows (query length 1) together, padded to a bucket; every other request
  * alone (batch 1) in prefill chunks that never cross a partition. */
 #include <stdio.h>
@@ -15,15 +16,6 @@
 #include "plugin_query.h"
 #include "plugin_struct.h"
 #include "plugin_tensor.h"
-
-size_t npu_attn_scratch_floats(int64_t dqk, int64_t dv)
-{
-    if (dqk < 0 || dv < 0 || dqk > INT32_MAX || dv > INT32_MAX) return 0;
-    const uint64_t R = NPU_ROWS_MAX, K = NPU_TILE; /* below 2^40 in all: no overflow in 64 bits */
-    /* q rows, running acc / m / l, partition acc / m / l, K tile, V tile, scores */
-    const uint64_t n = R * (uint64_t)dqk + 2 * (R * (uint64_t)dv + 2 * R) + K * (uint64_t)dqk + K * (uint64_t)dv + K;
-    return n <= SIZE_MAX / sizeof(float) ? (size_t)n : 0;
-}
 
 /* Every size in [0, 2^31), as the runtime checks them (again here for callers that reach the plugin
  * without it): the plan's products of shapes then fit in 64 bits. */
@@ -55,39 +47,44 @@ static attnrt_status_t check_supported(const npu_device_t *d, const attnrt_atten
     if (st != ATTNRT_OK) return st;
     if (!a->causal && (a->window_left >= 0 || a->window_right >= 0))
         return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention: window (%d, %d) without causal: the "
-                           "RBLN sliding-window kernel is causal with a left window only", NPU_DEV_ARG(d),
+                           "RBLN sliding-window kernel is causal with a left window only [P]", NPU_DEV_ARG(d),
                            a->window_left, a->window_right);
+    return ATTNRT_OK;
+}
+
+attnrt_status_t npu_plan_select(const npu_device_t *d, const char *op, attnrt_attention_config_t *c, int64_t bt_cols,
+                                char *kernel, size_t cap)
+{
+    c->struct_size = sizeof *c;
+    c->front_end = d->sel.front_end;
+    c->model_kind = d->sel.model_kind;
+    attnrt_attention_selection_t sel;
+    char msg[NPU_MSG_MAX];
+    if (npu_select(&d->sel, c, &sel, msg, sizeof msg) != ATTNRT_OK)
+        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " %s (%s model path, max_model_len %lld = %lld "
+                           "block-table columns x block_size %lld): %s", NPU_DEV_ARG(d), op,
+                           front_end_name(c->front_end), (long long)c->max_model_len, (long long)bt_cols,
+                           (long long)c->block_size, msg);
+    snprintf(kernel, cap, "%s", sel.kernel);
     return ATTNRT_OK;
 }
 
 /* The kernel the selection rules give this batch's cache and block table. */
 static attnrt_status_t select_kernel(const npu_device_t *d, const attnrt_attention_args_t *a, npu_attn_plan_t *p)
 {
-    attnrt_attention_config_t c;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    c.front_end = d->sel.front_end;
-    c.layer_kind = p->window ? ATTNRT_LAYER_SLIDING : ATTNRT_LAYER_FULL;
-    c.max_model_len = p->max_model_len;
-    c.block_size = p->block_size;
-    if (d->sel.front_end == ATTNRT_FRONT_END_COMPILED) {
-        snprintf(c.attn_impl, sizeof c.attn_impl, "%s", p->bt_cols == 1 ? "eager" : "flash_attn");
-        c.partition_len = p->bt_cols == 1 ? 0 : p->block_size;
-    }
-    c.sliding_window = p->window;
-    c.head_dim = (uint32_t)a->query->shape[2];
-    c.has_sinks = a->sinks != NULL;
-    c.kv_dtype = a->key_cache->dtype;
-    attnrt_attention_selection_t sel;
-    char msg[NPU_MSG_MAX];
-    attnrt_status_t st = npu_select(&d->sel, &c, &sel, msg, sizeof msg);
-    if (st != ATTNRT_OK)
-        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention (%s model path, max_model_len %lld = "
-                           "%lld block-table columns x block_size %lld): %s", NPU_DEV_ARG(d), front_end_name(c.front_end),
-                           (long long)p->max_model_len, (long long)p->bt_cols, (long long)p->block_size, msg);
-    snprintf(p->kernel_name, sizeof p->kernel_name, "%s", sel.kernel);
-    p->kernel = !strcmp(sel.kernel, "naive") ? NPU_KERNEL_NAIVE
-              : !strcmp(sel.kernel, "sliding_window") ? NPU_KERNEL_SLIDING : NPU_KERNEL_FLASH;
+    attnrt_attention_config_t c = {
+        .layer_kind = p->window ? ATTNRT_LAYER_SLIDING : ATTNRT_LAYER_FULL,
+        .max_model_len = p->max_model_len, /* block == max_model_len: Naive; smaller: Flash, partition = block */
+        .block_size = p->block_size,
+        .sliding_window = p->window,
+        .head_dim = (uint32_t)a->query->shape[2],
+        .has_sinks = a->sinks != NULL,
+        .kv_dtype = a->key_cache->dtype,
+    };
+    attnrt_status_t st = npu_plan_select(d, "paged attention", &c, p->bt_cols, p->kernel_name, sizeof p->kernel_name);
+    if (st != ATTNRT_OK) return st;
+    p->kernel = !strcmp(p->kernel_name, "naive") ? NPU_KERNEL_NAIVE
+              : !strcmp(p->kernel_name, "sliding_window") ? NPU_KERNEL_SLIDING : NPU_KERNEL_FLASH;
     return ATTNRT_OK;
 }
 
@@ -179,7 +176,7 @@ attnrt_status_t npu_attention_plan(npu_device_t *d, const attnrt_attention_args_
         snprintf(p->kernel_name, sizeof p->kernel_name, "none");
     }
     if (st == ATTNRT_OK) st = cost_batch(d, &a, &batch, p);
-    if (st == ATTNRT_OK && p->head_dim_qk > 0 && p->head_dim_v > 0 && !npu_attn_scratch_floats(p->head_dim_qk, p->head_dim_v))
+    if (st == ATTNRT_OK && p->head_dim_qk > 0 && p->head_dim_v > 0 && !npu_online_floats(p->head_dim_qk, p->head_dim_v))
         st = plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, NPU_DEV_FMT " paged attention plan: head dims %lld / %lld: the "
                          "run's scratch would not fit in memory", NPU_DEV_ARG(d), (long long)p->head_dim_qk,
                          (long long)p->head_dim_v);

@@ -9,11 +9,7 @@
 
 #include "npu_cost.h"
 #include "npu_device.h"
-
-/* Keys dequantised and scored together inside a partition (the CPU's tile, not the NPU's). */
-#define NPU_TILE 128
-/* Query rows (tokens x query heads of one KV head) one unit of work carries. */
-#define NPU_ROWS_MAX 64
+#include "npu_online.h"
 
 typedef struct npu_attn_plan {
     const npu_device_t *device;
@@ -29,8 +25,12 @@ typedef struct npu_attn_plan {
     attnrt_op_stats_t stats;     /* the op's cost, recorded by every run                            */
 } npu_attn_plan_t;
 
-/* Floats of scratch a run needs for these head dims; 0 when that many bytes overflow size_t. */
-size_t npu_attn_scratch_floats(int64_t head_dim_qk, int64_t head_dim_v);
+/* The kernel the selection rules give config c, a plan's derived configuration (its front end and model
+ * kind are set here, the context's); its name goes to kernel. A refusal names the op ("mla") and the
+ * configuration: max_model_len = bt_cols block-table columns x block_size. */
+attnrt_status_t npu_plan_select(const npu_device_t *d, const char *op, attnrt_attention_config_t *c, int64_t bt_cols,
+                                char *kernel, size_t cap);
+
 /* The workspace a run of plan p needs: its scratch, plus room to align it (0 when a run computes nothing). */
 size_t npu_attn_workspace_bytes(const npu_attn_plan_t *p);
 

@@ -8,6 +8,7 @@
 
 #include "attnrt_plugin.h"
 #include "npu_device.h"
+#include "npu_mla.h"
 #include "npu_ops.h"
 #include "npu_profile.h"
 #include "npu_select.h"
@@ -89,7 +90,7 @@ static attnrt_status_t npu_device_attribute(void *plugin, uint32_t index, uint32
     return npu_attribute_fill(p, ATTNRT_FRONT_END_VLLM, p->default_prefill_chunk, i, attr);
 }
 
-/* Options: "profile" (rbln-atom | rbln-rebel100), "front_end" (vllm | compiled), "prefill_chunk". */
+/* Options: "profile" (rbln-atom | rbln-rebel100), "front_end" (vllm | compiled), "model_kind", "prefill_chunk". */
 static attnrt_status_t apply_option(npu_device_t *d, const attnrt_device_attribute_t *o, int *chunk_given)
 {
     char key[ATTNRT_ATTR_KEY_MAX + 1], value[ATTNRT_ATTR_VALUE_MAX + 1];
@@ -109,6 +110,12 @@ static attnrt_status_t apply_option(npu_device_t *d, const attnrt_device_attribu
         else
             return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "npu_sim:0: open option front_end = \"%s\": unknown front "
                                "end; known: vllm, compiled", value);
+    } else if (!strcmp(key, "model_kind")) {
+        const int kind = npu_model_kind_parse(value);
+        if (kind < 0)
+            return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "npu_sim:0: open option model_kind = \"%s\": unknown model "
+                               "kind; known: decoder, pooling, pooling_qwen3, encoder_decoder", value);
+        d->sel.model_kind = (uint32_t)kind;
     } else if (!strcmp(key, "prefill_chunk")) {
         char *end = NULL;
         const long long v = strtoll(value, &end, 10);
@@ -120,7 +127,8 @@ static attnrt_status_t apply_option(npu_device_t *d, const attnrt_device_attribu
         *chunk_given = 1;
     } else {
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "npu_sim:0: unknown open option \"%s\"; known options: profile "
-                           "(%s), front_end (vllm, compiled), prefill_chunk (a positive multiple of 64)", key,
+                           "(%s), front_end (vllm, compiled), model_kind (decoder, pooling, pooling_qwen3, encoder_decoder), "
+                           "prefill_chunk (a positive multiple of 64)", key,
                            npu_profile_names());
     }
     return ATTNRT_OK;
@@ -209,12 +217,6 @@ static attnrt_status_t npu_merge_states_op(void *device, const attnrt_merge_args
     return npu_merge_states(device, args);
 }
 
-static void npu_plan_destroy_other(void *device, void *plan)
-{
-    (void)device;
-    (void)plan; /* npu_sim makes no MLA, lightning or gated-delta plans: nothing can reach here */
-}
-
 static attnrt_status_t npu_select_attention(void *device, const attnrt_attention_config_t *config,
                                             attnrt_attention_selection_t *selection)
 {
@@ -253,7 +255,8 @@ static const attnrt_plugin_api_t npu_api = {
     .op_supported = npu_op_supported, .select_attention = npu_select_attention, .last_op_stats = npu_last_op_stats,
     .kv_write = npu_kv_write_op, .merge_states = npu_merge_states_op,
     .attention_plan = npu_attention_plan_op, .attention_plan_destroy = npu_attention_plan_destroy_op,
-    .attention_run = npu_attention_run_op, .plan_destroy = npu_plan_destroy_other,
+    .attention_run = npu_attention_run_op, .mla_plan = npu_mla_plan, .mla_run = npu_mla_run,
+    .plan_destroy = npu_mla_plan_destroy,
 };
 
 PLUGIN_DEFINE_ENTRY(npu_api)

@@ -135,7 +135,8 @@ attnrt_status_t npu_attribute_fill(const npu_profile_t *p, uint32_t front_end, i
     case A_PROFILE: set(&a, "profile", "%s (%s)", p->name, p->family); break;
     case A_PROFILES: set(&a, "profiles", "%s (ATTNRT_NPU_PROFILE, or open option \"profile\")", npu_profile_names()); break;
     case A_FRONT_END:
-        set(&a, "front_end", "%s (open option \"front_end\": vllm | compiled)",
+        set(&a, "front_end", "%s (open options \"front_end\": vllm | compiled; \"model_kind\": decoder | pooling | "
+            "pooling_qwen3 | encoder_decoder)",
             front_end == ATTNRT_FRONT_END_COMPILED ? "compiled" : "vllm");
         break;
     case A_EAGER_MAX: set(&a, "naive_max_seq_len", "%lld", (long long)p->eager_max_seq_len); break;
@@ -157,7 +158,7 @@ attnrt_status_t npu_attribute_fill(const npu_profile_t *p, uint32_t front_end, i
         set(&a, "sliding_window_max", "%lld (%lld - prefill chunk %lld)", (long long)npu_profile_window_max(p, chunk),
             (long long)p->sliding_window_base, (long long)chunk);
         break;
-    case A_FP8: set(&a, "fp8_kv_cache", "flash only (naive refuses); MLA: sparse only; one scale per tensor"); break;
+    case A_FP8: set(&a, "fp8_kv_cache", "flash only (naive refuses); MLA: sparse only; sliding: any; one scale per tensor"); break;
     case A_KV_LAYOUT: set(&a, "kv_cache_layout", "HND native ([2, blocks, Hkv, 1, block, D]); NHD accepted"); break;
     case A_BUCKETS: set(&a, "decode_buckets", "1,2,4,...,%d (batch padded up)", NPU_DECODE_BUCKET_MAX); break;
     case A_MEMORY:
@@ -182,7 +183,8 @@ attnrt_status_t npu_attribute_fill(const npu_profile_t *p, uint32_t front_end, i
         set(&a, "cost_overheads_us", "partition %.1f, launch %.1f [P]", p->partition_overhead_us, p->launch_overhead_us);
         break;
     default:
-        set(&a, "unsupported", "softcap, ALiBi, LSE output (so cascade), per-block fp8 scales, MLA execution");
+        set(&a, "unsupported", "softcap, ALiBi, LSE output (so cascade), per-block fp8 scales, lightning, gated delta "
+            "(RBLN documents no such kernel)");
         break;
     }
     PLUGIN_COPY_OUT(attr, a);

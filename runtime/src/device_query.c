@@ -15,7 +15,7 @@ static attnrt_status_t read_config(const char *fn, const attnrt_attention_config
 {
     size_t given;
     memcpy(&given, config, sizeof given);
-    if (given < ATTNRT_ATTENTION_CONFIG_STRUCT_SIZE)
+    if (given < ATTNRT_STRUCT_SIZE(attnrt_attention_config_t, kv_dtype)) /* 1.2 callers end at kv_dtype */
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: config->struct_size = %zu; set it to "
                            "sizeof(attnrt_attention_config_t)", fn, given);
     memset(full, 0, sizeof *full);
@@ -28,6 +28,9 @@ static attnrt_status_t read_config(const char *fn, const attnrt_attention_config
     if (c->layer_kind > ATTNRT_LAYER_MLA_SPARSE)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: config->layer_kind = %u is not an attnrt_layer_kind "
                            "(0..%d)", fn, c->layer_kind, ATTNRT_LAYER_MLA_SPARSE);
+    if (c->model_kind > ATTNRT_MODEL_ENCODER_DECODER)
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: config->model_kind = %u is not an attnrt_model_kind "
+                           "(0..%d)", fn, c->model_kind, ATTNRT_MODEL_ENCODER_DECODER);
     if (!memchr(c->attn_impl, '\0', sizeof c->attn_impl))
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: config->attn_impl is not NUL-terminated within its %zu "
                            "bytes", fn, sizeof c->attn_impl);

@@ -86,5 +86,24 @@ static const cf_row_t MLA[] = {
     {CF_OP_MLA, "mla-sparse-2-layers", "1/60 3/30", 16, 1, 64, 32, 16,
      CF_BF16, CF_BF16, CF_E4M3, CF_LSE | CF_BLOCK_SCALE | CF_TWO_LAYERS | CF_STREAM | CF_SPARSE_INVALID,
      .scale = 0.2f, .topk = 12},
+    /* at an RBLN NPU's block sizes (the rows above use blocks under its ranges, and LSE, which its kernels do
+     * not return): block tables of exactly max_model_len / block_size columns, one fp8 scale per tensor; flash
+     * over partitions with a prefill across the edge at 1024, naive with sinks, non-causal over 2048-key
+     * partitions, sparse over fp8 latents, and a dense fp8 latent, which an NPU refuses (fp8 is sparse MLA's
+     * only) */
+    {CF_OP_MLA, "mla-blk1024-dense", "1/2048 1/7 60/1060", 16, 1, 576, 512, 1024, CF_BF16, CF_BF16, CF_BF16, 0,
+     .scale = SCALE_192_YARN, .mml = 2048},
+    {CF_OP_MLA, "mla-blk1024-naive-sinks", "1/1024 40/40", 16, 1, 576, 512, 1024, CF_F16, CF_F16, CF_F16, CF_SINKS,
+     .scale = SCALE_192, .mml = 1024},
+    {CF_OP_MLA, "mla-blk512-dense-small", "1/1500 70/600 1/1", 16, 1, 64, 32, 512, CF_F16, CF_F16, CF_F16, 0,
+     .scale = 0.2f, .mml = 2048},
+    {CF_OP_MLA, "mla-blk2048-noncausal-f32", "40/3000", 8, 1, 64, 32, 2048, CF_F32, CF_F32, CF_F32, CF_NONCAUSAL,
+     .scale = 0.2f, .mml = 4096},
+    {CF_OP_MLA, "mla-blk1024-sparse-e4m3", "1/2000 3/900 1/40", 16, 1, 576, 512, 1024,
+     CF_BF16, CF_BF16, CF_E4M3, CF_SPARSE_INVALID, .scale = SCALE_192_YARN, .mml = 2048, .topk = 64},
+    {CF_OP_MLA, "mla-blk1024-sparse-host-e5m2", "1/1500 5/300", 16, 1, 576, 512, 1024,
+     CF_F16, CF_F16, CF_E5M2, CF_SPARSE_HOST, .scale = SCALE_192, .mml = 2048, .topk = 32},
+    {CF_OP_MLA, "mla-blk1024-e4m3-dense", "1/1500 20/20", 16, 1, 576, 512, 1024, CF_BF16, CF_BF16, CF_E4M3, 0,
+     .scale = SCALE_192, .mml = 2048},
 };
 const cf_table_t cf_cases_mla = CF_TABLE(MLA);

@@ -276,7 +276,7 @@ static const cf_row_t MERGE[] = {
 };
 const cf_table_t cf_cases_merge = CF_TABLE(MERGE);
 
-/* Large blocks: shapes a Rebellions NPU (npu_sim's profiles) accepts. The RBLN rules (docs/backends/npu_sim.md):
+/* Large blocks: shapes a Rebellions NPU (npu_sim's profiles) accepts. The RBLN rules (docs/backends/npu_sim_rules.md):
  * block_size a power of two in 512..16384 (rbln-rebel100) or 1024..32768 (rbln-atom); the block table is
  * max_model_len / block_size columns: one column is the naive kernel, more are flash with one partition per block
  * (FP8 caches need flash; sinks force it); head sizes 32..256 from the backend's list, one for K and V; no LSE, soft

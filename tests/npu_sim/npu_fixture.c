@@ -30,16 +30,22 @@ static void option(attnrt_device_attribute_t *o, const char *key, const char *va
 
 attnrt_status_t npu_fx_open(npu_fx_t *fx, const char *profile, const char *front_end)
 {
+    return npu_fx_open_kind(fx, profile, front_end, NULL);
+}
+
+attnrt_status_t npu_fx_open_kind(npu_fx_t *fx, const char *profile, const char *front_end, const char *model_kind)
+{
     memset(fx, 0, sizeof *fx);
     fx->api = attnrt_plugin_get_api(ATTNRT_ABI_MAJOR, ATTNRT_ABI_MINOR);
     if (!fx->api) return ATTNRT_ERR_PLUGIN;
     attnrt_host_api_t host = {sizeof host, ATTNRT_ABI_MAJOR, ATTNRT_ABI_MINOR, ATTNRT_LOG_WARN, NULL};
     attnrt_status_t st = fx->api->init(&host, &fx->plugin);
     if (st != ATTNRT_OK) return st;
-    attnrt_device_attribute_t opts[2];
+    attnrt_device_attribute_t opts[3];
     uint32_t n = 0;
     if (profile) option(&opts[n++], "profile", profile);
     if (front_end) option(&opts[n++], "front_end", front_end);
+    if (model_kind) option(&opts[n++], "model_kind", model_kind);
     st = fx->api->device_open_with_options(fx->plugin, 0, opts, n, &fx->dev);
     if (st != ATTNRT_OK) {
         fx->api->shutdown(fx->plugin);

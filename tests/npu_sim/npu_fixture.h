@@ -19,6 +19,8 @@ typedef struct npu_fx {
 
 /* Opens npu_sim:0 with options {"profile", profile} and {"front_end", front_end} (either may be NULL). */
 attnrt_status_t npu_fx_open(npu_fx_t *fx, const char *profile, const char *front_end);
+/* The same with {"model_kind", model_kind} too (NULL: the default, a decoder). */
+attnrt_status_t npu_fx_open_kind(npu_fx_t *fx, const char *profile, const char *front_end, const char *model_kind);
 void            npu_fx_close(npu_fx_t *fx);
 /* The plugin's last error message for this thread. */
 const char     *npu_fx_error(const npu_fx_t *fx);

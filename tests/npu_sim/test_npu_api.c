@@ -85,6 +85,28 @@ static void options_choose_the_profile_and_unknown_ones_are_refused(void **state
     assert_int_equal(s.partition_len, 8192);
     assert_int_equal(s.num_partitions, 4);
     assert_int_equal(s.prefill_chunk, 512);
+    /* the model kind passes through the runtime: a pooling model is Naive with block = max_model_len */
+    c.attn_impl[0] = '\0';
+    c.max_model_len = 8192;
+    c.model_kind = ATTNRT_MODEL_POOLING;
+    assert_int_equal(attnrt_select_attention(ctx, &c, &s), ATTNRT_OK);
+    assert_string_equal(s.kernel, "naive");
+    assert_int_equal(s.block_size, 8192);
+    c.block_size = 4096;
+    assert_int_equal(attnrt_select_attention(ctx, &c, &s), ATTNRT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(attnrt_last_error(), "Pooling models use Naive Attention with block_size == max_model_len"));
+    c.model_kind = ATTNRT_MODEL_POOLING_QWEN3;
+    assert_int_equal(attnrt_select_attention(ctx, &c, &s), ATTNRT_OK);
+    assert_string_equal(s.kernel, "flash");
+    c.model_kind = ATTNRT_MODEL_ENCODER_DECODER + 1;
+    assert_int_equal(attnrt_select_attention(ctx, &c, &s), ATTNRT_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(attnrt_last_error(), "config->model_kind = 4 is not an attnrt_model_kind"));
+    /* a caller of ABI 1.2, whose struct ends at kv_dtype, asks for a decoder */
+    c.model_kind = ATTNRT_MODEL_POOLING;
+    c.struct_size = offsetof(attnrt_attention_config_t, kv_dtype) + sizeof c.kv_dtype;
+    assert_int_equal(attnrt_select_attention(ctx, &c, &s), ATTNRT_OK);
+    assert_string_equal(s.kernel, "flash");
+    c.struct_size = sizeof c;
 
     attnrt_op_query_t q;
     memset(&q, 0, sizeof q);

@@ -148,7 +148,7 @@ static void decode_example_table(void **state)
         for (int64_t pos = 4096; pos <= 32768; pos *= 8) {
             if (rows[i].kernel == NPU_KERNEL_NAIVE && pos > rows[i].partition) continue;
             const npu_profile_t *p = npu_profile_find(rows[i].profile);
-            npu_cost_shape_t sh = {rows[i].kernel, 32, 8, 128, 128, 2, 2, 2, rows[i].partition, 0};
+            npu_cost_shape_t sh = {rows[i].kernel, 32, 8, 128, 128, 2, 2, 2, rows[i].partition, 0, 0, 0};
             attnrt_op_stats_t s;
             npu_cost_begin(&s, ATTNRT_OP_PAGED_ATTENTION);
             const int64_t lo = 0, hi = pos;

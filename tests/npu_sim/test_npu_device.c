@@ -147,7 +147,8 @@ static void select_attention_and_stats_through_the_vtable(void **state)
     c.block_size = 32768;
     assert_int_equal(fx.api->select_attention(fx.dev, &c, &sel), ATTNRT_ERR_UNSUPPORTED);
     assert_string_equal(npu_fx_error(&fx),
-                        "block_size (32768) must be a power of two within the supported range for Rebel100 (512-16384 tokens)");
+                        "block_size (32768) must be a power of two within the supported range for Rebel100 (512-16384 tokens) "
+                        "[rbln-rebel100, vLLM path; accepted: block_size 512, 1024, 2048, 4096, 8192, 16384 (Flash)]");
     /* a caller with a shorter (older) selection struct gets only its part */
     unsigned char small[offsetof(attnrt_attention_selection_t, block_size) + 8];
     memset(small, 0xab, sizeof small);

@@ -151,13 +151,17 @@ static void atom_and_the_compiled_front_end(void **state)
     expect_pass(&c, "atom naive");
     c.block_size = 512;
     expect_refused(&c, "block_size (512) must be a power of two within the supported range for ATOM (1024-32768 tokens)");
-    /* the compiled path takes a non-power-of-two partition in range ... */
+    /* the compiled path: a power-of-two block under max_model_len is Flash with partition = block ... */
     c.front_end = "compiled";
-    c.block_size = 1536;
+    c.block_size = 2048;
     c.cols = 2;
+    batch(&c, "1/2000 130/1600 1/4096");
+    expect_pass(&c, "atom compiled 2048");
+    /* ... a block that is no power of two is refused, as the page requires on both paths ... */
+    c.block_size = 1536;
     batch(&c, "1/2000 130/1600");
-    expect_pass(&c, "atom compiled 1536");
-    /* ... and refuses one under it, with optimum-rbln's words */
+    expect_refused(&c, "block_size (1536) must be a power of two within the supported range for ATOM");
+    /* ... and one under the Flash range with optimum-rbln's words */
     c.block_size = 512;
     c.cols = 4;
     batch(&c, "1/100");
