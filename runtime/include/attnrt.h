@@ -49,6 +49,17 @@ ATTNRT_API const char *attnrt_status_name(attnrt_status_t status);
  * libattnrt call. */
 ATTNRT_API const char *attnrt_last_error(void);
 
+/* ---- logging ------------------------------------------------------------------------------------ */
+
+/* An engine's log sink: one line (no prefix, no newline) and its level (enum attnrt_log_level). The line is valid only
+ * during the call. Called from whichever thread logs, possibly from several at once, so it must be thread-safe. */
+typedef void (*attnrt_log_fn)(uint32_t level, const char *line, void *user_data);
+/* Sends the library's and its plugins' log lines to `fn` instead of stderr; NULL restores stderr. `user_data` is
+ * borrowed until the sink is replaced (a call already under way when it is replaced may still finish). Thread-safe. */
+ATTNRT_API attnrt_status_t attnrt_log_set_callback(attnrt_log_fn fn, void *user_data);
+/* Drops lines above `level` (enum attnrt_log_level; the default is ATTNRT_LOG's, else ATTNRT_LOG_WARN). */
+ATTNRT_API attnrt_status_t attnrt_log_set_level(uint32_t level);
+
 /* ---- start-up and shut-down ------------------------------------------------------------------ */
 
 /* Discovers and loads plugins once. Returns ATTNRT_OK even when some plugins failed in auto mode

@@ -351,6 +351,62 @@ static void test_debug_log_shows_paths_dlerror_and_both_abi_versions(void **stat
     assert_has(log, "ATTNRT_PLUGIN_PATH");
 }
 
+/* ---- an engine's log sink (attnrt_log_set_callback / attnrt_log_set_level) ---- */
+
+typedef struct log_seen {
+    int  lines, above_warn;
+    char text[1 << 14];
+} log_seen_t;
+
+static void log_sink(uint32_t level, const char *line, void *user_data)
+{
+    log_seen_t *seen = user_data;
+    seen->lines++;
+    if (level > ATTNRT_LOG_WARN) seen->above_warn++;
+    size_t used = strlen(seen->text);
+    snprintf(seen->text + used, sizeof seen->text - used, "%s\n", line);
+}
+
+static void test_log_sink_receives_every_line_at_the_level_set(void **state)
+{
+    (void)state;
+    static log_seen_t seen;
+    tl_use("basic");
+    assert_ok(attnrt_log_set_level(ATTNRT_LOG_DEBUG));
+    assert_ok(attnrt_log_set_callback(log_sink, &seen));
+    assert_ok(attnrt_init());
+    assert_ok(attnrt_log_set_callback(NULL, NULL));
+    assert_true(seen.above_warn > 0);
+    char line[PATH_MAX + 64];
+    snprintf(line, sizeof line, "trying plugin %s", tl_plugin("basic"));
+    assert_has(seen.text, line);
+    const int before = seen.lines; /* NULL restores stderr: the sink hears nothing more */
+    assert_ok(attnrt_shutdown());
+    assert_ok(attnrt_init());
+    assert_int_equal(seen.lines, before);
+}
+
+static void test_log_level_drops_lines_above_it(void **state)
+{
+    (void)state;
+    static log_seen_t seen;
+    tl_use("basic");
+    assert_ok(attnrt_log_set_level(ATTNRT_LOG_ERROR));
+    assert_ok(attnrt_log_set_callback(log_sink, &seen));
+    assert_ok(attnrt_init());
+    assert_ok(attnrt_log_set_callback(NULL, NULL));
+    assert_int_equal(seen.above_warn, 0);
+}
+
+static void test_log_level_beyond_debug_is_refused_naming_it(void **state)
+{
+    (void)state;
+    assert_status(attnrt_log_set_level(ATTNRT_LOG_DEBUG + 1), ATTNRT_ERR_INVALID_ARGUMENT);
+    assert_error_has("attnrt_log_set_level: level 4");
+    assert_status(attnrt_log_set_level(UINT32_MAX), ATTNRT_ERR_INVALID_ARGUMENT);
+    assert_error_has("ATTNRT_LOG_DEBUG");
+}
+
 /* The child of the test above: start up with the inherited environment, shut down, exit. */
 int loader_init_and_exit(void)
 {
@@ -386,6 +442,9 @@ int loader_discovery_tests(void)
         T(default_device_prefers_the_cpu_over_other_devices),
 #endif
         T(debug_log_shows_paths_dlerror_and_both_abi_versions),
+        T(log_sink_receives_every_line_at_the_level_set),
+        T(log_level_drops_lines_above_it),
+        T(log_level_beyond_debug_is_refused_naming_it),
     };
     return tl_run_isolated("loader: discovery", tests, sizeof tests / sizeof tests[0]);
 }
