@@ -2,6 +2,7 @@
 # bench/h200/compare_builds.sh BASE_BUILD NEW_BUILD — proves a refactor changed nothing on the GPU, in one
 # device call: attnrt-conform --plugin cuda for each build, then every bench row on both builds interleaved
 # (base, new, base, new) so clock drift hits both alike. Output: $OUT/compare.txt (a table of medians).
+# ROWS=REGEX keeps only the rows whose arguments match; CONFORM=0 skips the conformance runs (a short call).
 set -u
 BASE=$(cd "$1" && pwd) NEW=$(cd "$2" && pwd)
 OUT=${OUT:-out-compare}
@@ -9,6 +10,7 @@ mkdir -p "$OUT"
 exec > >(tee -a "$OUT/compare.log") 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader || true
 for b in "$BASE" "$NEW"; do
+    [ "${CONFORM:-1}" = 0 ] && break
     tag=$(basename "$b")
     ATTNRT_PLUGIN_PATH="$b/plugins/cuda" timeout 300 "$b/tools/attnrt-conform" --plugin cuda \
         > "$OUT/conform-$tag.txt" 2>&1
@@ -33,6 +35,7 @@ rows=(
 med() { python3 -c 'import json,sys; print("%.4f" % json.load(open(sys.argv[1]))["time_ms"]["median"])' "$1" 2>/dev/null; }
 printf '%-118s %10s %10s %7s\n' "attnrt-bench --plugin cuda --iters 30 --warmup 5" base_ms new_ms new/base > "$OUT/compare.txt"
 for r in "${rows[@]}"; do
+    [ -n "${ROWS:-}" ] && ! [[ $r =~ $ROWS ]] && continue
     for pass in 1 2; do
         for b in "$BASE" "$NEW"; do
             tag=$(basename "$b")
