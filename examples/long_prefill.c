@@ -121,7 +121,7 @@ int main(int argc, char **argv)
 
     attnrt_attention_args_t a = {.struct_size = sizeof a, .query = &tq, .key_cache = &tkc, .value_cache = &tvc,
                                  .block_table = &tbt, .query_start_loc = &tqsl, .seq_lens = &tseq, .out = &tout,
-                                 .causal = 1, .window_left = -1, .window_right = -1};
+                                 .causal = 1};
     attnrt_batch_host_t batch = {.struct_size = sizeof batch, .num_seqs = 1, .query_start_loc = qsl_h,
                                  .seq_lens = seq_h, .block_table = table, .block_table_stride = blocks};
     attnrt_plan_t *plan;

@@ -486,8 +486,7 @@ static int run_step(engine_t *e, int check_layer)
     attnrt_attention_args_t args = {
         .struct_size = sizeof args, .query = &q, .key_cache = &kc, .value_cache = &vc, .block_table = &bt,
         .query_start_loc = &qsl, .seq_lens = &sl, .out = &out, .key_scale = fp8 ? &ks : NULL,
-        .value_scale = fp8 ? &vs : NULL, .scale = 0.0f /* 1/sqrt(D) */, .causal = 1, .window_left = -1,
-        .window_right = -1};
+        .value_scale = fp8 ? &vs : NULL, .scale = 0.0f /* 1/sqrt(D) */, .causal = 1};
     attnrt_kv_write_args_t kv_args = {
         .struct_size = sizeof kv_args, .key = &k, .value = &v, .slot_mapping = &slots, .key_cache = &kc,
         .value_cache = &vc, .key_scale = args.key_scale, .value_scale = args.value_scale,

@@ -217,8 +217,7 @@ static int attn_build(attnrt_context_t *ctx, const bench_options_t *o, int64_t n
     s->args = (attnrt_attention_args_t){.struct_size = sizeof s->args, .query = &s->q, .key_cache = &s->kc,
                                         .value_cache = &s->vc, .block_table = &s->bt, .query_start_loc = &s->qsl,
                                         .seq_lens = &s->sl, .out = &s->out, .key_scale = fp8 ? &s->scale : NULL,
-                                        .value_scale = fp8 ? &s->scale : NULL, .causal = o->causal,
-                                        .window_left = -1, .window_right = -1};
+                                        .value_scale = fp8 ? &s->scale : NULL, .causal = o->causal};
     s->batch = (attnrt_batch_host_t){.struct_size = sizeof s->batch, .num_seqs = (int32_t)n, .query_start_loc = s->qsl_h,
                                      .seq_lens = s->sl_h, .block_table = s->bt_h, .block_table_stride = max_blocks};
     /* Decode reads every block of its requests once, in table order: the paged-read ceiling's walk.

@@ -189,7 +189,7 @@ int main(int argc, char **argv)
     tensor(&tout, out, o.dtype, 3, sq);
     attnrt_attention_args_t a = {.struct_size = sizeof a, .query = &tq, .key_cache = &tkc, .value_cache = &tvc,
                                  .block_table = &tbt, .query_start_loc = &tqsl, .seq_lens = &tsl, .out = &tout,
-                                 .causal = 1, .window_left = -1, .window_right = -1};
+                                 .causal = 1};
     if (o.kv_dtype.bits == 8) {
         scale = dev_copy(ctx, &one, sizeof one);
         tensor(&tscale, scale, ATTNRT_F32, 1, s1);

@@ -15,6 +15,10 @@
 /* Keys [*lo, *hi] (inclusive; empty when *lo > *hi) that a query at position pq sees among [0, seq_len):
  * causal keeps key positions <= pq; window_left / window_right (>= 0; < 0: unlimited) are inclusive
  * counts of keys to either side. */
+/* A public sliding window (0: unlimited; W: W keys ending at the query's own position) as the inclusive
+ * count of keys beyond the query's position the kernels take (-1: unlimited). */
+static inline int64_t plugin_window_count(int32_t sliding_window) { return sliding_window > 0 ? sliding_window - 1 : -1; }
+
 static inline void plugin_key_range(int64_t pq, int64_t seq_len, int causal, int64_t window_left,
                                     int64_t window_right, int64_t *lo, int64_t *hi)
 {

@@ -516,8 +516,8 @@ attnrt_status_t cpu_attention_run(cpu_pool_t *pool, const void *plan, const attn
     job.scale = a.scale != 0.0f ? a.scale : (float)(1.0 / sqrt((double)job.dqk));
     job.softcap = a.softcap;
     job.causal = a.causal != 0;
-    job.window_left = a.window_left < 0 ? -1 : a.window_left;
-    job.window_right = a.window_right < 0 ? -1 : a.window_right;
+    job.window_left = plugin_window_count(a.sliding_window_left);
+    job.window_right = plugin_window_count(a.sliding_window_right);
     if (job.block_size <= 0 || job.dqk <= 0 || job.dv <= 0) return ATTNRT_OK; /* nothing to read or write */
     if (p->workspace_bytes) {
         job.ws_o = workspace;

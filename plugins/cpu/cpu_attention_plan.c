@@ -128,7 +128,7 @@ attnrt_status_t cpu_attention_plan(cpu_pool_t *pool, const attnrt_attention_args
         free(max_cost);
         return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cpu paged attention plan: out of memory for %lld requests", (long long)B);
     }
-    const int64_t wl = a.window_left, wr = a.window_right;
+    const int64_t wl = plugin_window_count(a.sliding_window_left), wr = plugin_window_count(a.sliding_window_right);
     double total_cost = 0.0;
     for (int64_t b = 0; b < B; b++) {
         const int64_t L = plugin_batch_query_len(&batch, b, T);

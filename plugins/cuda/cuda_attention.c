@@ -13,6 +13,7 @@
 #include "cuda_attention_plan.h"
 #include "cuda_prefill_cfg.h"
 #include "plugin_error.h"
+#include "plugin_softmax.h"
 #include "plugin_struct.h"
 
 static void fill_args(const attnrt_attention_args_t *a, const cuda_attn_plan_t *p, ck_attn_args_t *k)
@@ -80,8 +81,8 @@ static void fill_args(const attnrt_attention_args_t *a, const cuda_attn_plan_t *
     k->q_dtype = cuda_ck_dtype(a->query->dtype);
     k->out_dtype = cuda_ck_dtype(a->out->dtype);
     k->causal = a->causal != 0;
-    k->window_left = a->window_left < 0 ? -1 : a->window_left;
-    k->window_right = a->window_right < 0 ? -1 : a->window_right;
+    k->window_left = (int32_t)plugin_window_count(a->sliding_window_left);
+    k->window_right = (int32_t)plugin_window_count(a->sliding_window_right);
     k->scale = a->scale != 0.0f ? a->scale : (float)(1.0 / sqrt((double)p->head_dim_qk));
     k->softcap = a->softcap;
 }

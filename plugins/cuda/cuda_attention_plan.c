@@ -10,6 +10,7 @@
 #include "cuda_prefill_wg_cfg.h"
 #include "plugin_error.h"
 #include "plugin_query.h"
+#include "plugin_softmax.h"
 #include "plugin_struct.h"
 
 #define WS_ALIGN 256
@@ -107,6 +108,7 @@ static attnrt_status_t build_tiles(const attnrt_attention_args_t *a, const attnr
 {
     size_t n = 0, cap = 0;
     row_tile_t *tiles = NULL;
+    const int64_t wl = plugin_window_count(a->sliding_window_left), wr = plugin_window_count(a->sliding_window_right);
     for (int64_t b = 0; b < batch->num_seqs; b++) {
         const int64_t L = (int64_t)batch->query_start_loc[b + 1] - batch->query_start_loc[b];
         const int64_t S = batch->seq_lens[b];
@@ -125,8 +127,8 @@ static attnrt_status_t build_tiles(const attnrt_attention_args_t *a, const attnr
                 for (int64_t i0 = 0; i0 < L; i0 += tpt) {
                     const int64_t nt = L - i0 < tpt ? L - i0 : tpt;
                     int64_t lo, hi, unused;
-                    key_range(S - L + i0, S, a->causal, a->window_left, a->window_right, &lo, &unused);
-                    key_range(S - L + i0 + nt - 1, S, a->causal, a->window_left, a->window_right, &unused, &hi);
+                    key_range(S - L + i0, S, a->causal, wl, wr, &lo, &unused);
+                    key_range(S - L + i0 + nt - 1, S, a->causal, wl, wr, &unused, &hi);
                     if (n == cap) {
                         cap = cap ? 2 * cap : 256;
                         row_tile_t *grown = realloc(tiles, cap * sizeof *tiles);
@@ -229,8 +231,6 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     if (batch.num_seqs > 0 && (!batch.query_start_loc || !batch.seq_lens))
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda paged attention plan: the host batch has no query_start_loc or seq_lens");
     if (batch.num_seqs < 0) batch.num_seqs = 0;
-    if (a.window_left < 0) a.window_left = -1;
-    if (a.window_right < 0) a.window_right = -1;
 
     cuda_attn_plan_t *p = calloc(1, sizeof *p);
     if (!p) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cuda paged attention plan: out of memory");

@@ -139,7 +139,7 @@ static void job_init(job_t *j, const npu_attn_plan_t *p, const attnrt_attention_
     j->o.dv = j->dv;
     j->o.scale = a->scale != 0.0f ? a->scale : (float)(1.0 / sqrt((double)j->dqk));
     j->causal = a->causal != 0;
-    j->window_left = a->causal && a->window_left >= 0 ? a->window_left : -1;
+    j->window_left = a->causal ? plugin_window_count(a->sliding_window_left) : -1;
     if (scratch) npu_online_carve(&j->o, scratch, 0);
 }
 

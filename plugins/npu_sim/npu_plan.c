@@ -45,10 +45,10 @@ static attnrt_status_t check_supported(const npu_device_t *d, const attnrt_atten
 {
     attnrt_status_t st = plugin_attention_supported(d->host.name, &npu_op_rules, &d->sel, a);
     if (st != ATTNRT_OK) return st;
-    if (!a->causal && (a->window_left >= 0 || a->window_right >= 0))
-        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention: window (%d, %d) without causal: the "
+    if (!a->causal && (a->sliding_window_left || a->sliding_window_right))
+        return plugin_fail(ATTNRT_ERR_UNSUPPORTED, NPU_DEV_FMT " paged attention: sliding window (%d, %d) without causal: the "
                            "RBLN sliding-window kernel is causal with a left window only [P]", NPU_DEV_ARG(d),
-                           a->window_left, a->window_right);
+                           a->sliding_window_left, a->sliding_window_right);
     return ATTNRT_OK;
 }
 
@@ -168,7 +168,7 @@ attnrt_status_t npu_attention_plan(npu_device_t *d, const attnrt_attention_args_
     p->bt_cols = a.block_table->ndim > 1 ? a.block_table->shape[1] : 0;
     p->max_model_len = p->bt_cols * p->block_size;
     p->prefill_chunk = d->sel.prefill_chunk;
-    p->window = a.causal && a.window_left >= 0 ? (int64_t)a.window_left + 1 : 0;
+    p->window = a.causal ? (int64_t)a.sliding_window_left : 0;
     if (p->max_model_len > 0) {
         st = select_kernel(d, &a, p);
     } else { /* no block-table column: every row is empty, nothing to select */

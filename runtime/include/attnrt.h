@@ -4,10 +4,18 @@
  * Conventions: every function returns attnrt_status_t (0 = ATTNRT_OK, errors negative) and writes its
  * results through pointer parameters; on failure nothing is written and attnrt_last_error() holds a
  * message naming the argument and the bad value. Structs the caller fills or passes start with
- * struct_size (set it to sizeof, or use the ATTNRT_*_INIT macros); fields are only ever appended.
+ * struct_size (use the ATTNRT_*_INIT macros); fields are only ever appended, a struct of an older,
+ * smaller struct_size is read with its missing fields as zero, and zero always means off / default
+ * (attnrt_types.h). Structs and tensors are borrowed for the call only.
  *
- * Streams: every call that takes an attnrt_stream_t orders its work on it; a NULL stream is the
- * context's default stream, on which the work is complete when the call returns.
+ * Streams: every call that takes an attnrt_stream_t orders its work on it and returns without waiting
+ * for it; a NULL stream is the context's default stream, on which the work is complete when the call
+ * returns. An engine's own stream (CUstream, ...) becomes an attnrt_stream_t with attnrt_stream_wrap.
+ *
+ * Device memory: a tensor's data is an address in the context's device memory: from attnrt_mem_alloc
+ * or from the engine's own allocator on the same device (torch's data_ptr(), a DLPack tensor:
+ * attnrt_dlpack.h). Spans inside attnrt_mem_alloc allocations are checked against them; other
+ * addresses are the caller's to get right.
  *
  * Shut-down: attnrt_close every context, then attnrt_shutdown() unloads the plugins and frees the
  * registry (leak checkers then report nothing).
@@ -19,7 +27,7 @@
 #ifndef ATTNRT_H
 #define ATTNRT_H
 
-#include "attnrt_plugin.h" /* status codes, dtypes, device properties, op queries */
+#include "attnrt_types.h" /* status codes, dtypes, tensors, argument structs (no plugin vtable) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,7 +40,7 @@ extern "C" {
 #endif
 
 #define ATTNRT_VERSION_MAJOR 0
-#define ATTNRT_VERSION_MINOR 1
+#define ATTNRT_VERSION_MINOR 2
 #define ATTNRT_VERSION_PATCH 0
 
 /* ---- version, status, errors ----------------------------------------------------------------- */
@@ -142,6 +150,26 @@ ATTNRT_API attnrt_status_t attnrt_event_create(attnrt_context_t *ctx, attnrt_eve
 ATTNRT_API attnrt_status_t attnrt_event_destroy(attnrt_event_t *event);
 ATTNRT_API attnrt_status_t attnrt_event_record(attnrt_event_t *event, attnrt_stream_t *stream);
 ATTNRT_API attnrt_status_t attnrt_event_elapsed_ms(attnrt_event_t *start, attnrt_event_t *end, float *ms);
+/* Blocks the calling thread until the work recorded before `event` is done. */
+ATTNRT_API attnrt_status_t attnrt_event_synchronize(attnrt_event_t *event);
+
+/* An engine's own stream as an attnrt_stream_t, without taking ownership: `native` is the device API's
+ * stream (a CUstream on cuda: torch.cuda.current_stream().cuda_stream, cudaStream_t is the same
+ * handle). Work on it is queued like on a created stream, never waited for by the host, and may be
+ * captured in a graph the engine is capturing on that stream. attnrt_stream_destroy frees the wrapper
+ * only; the native stream must outlive it. ATTNRT_ERR_UNSUPPORTED on devices without native streams
+ * (cpu, npu_sim: their work completes within each call). */
+ATTNRT_API attnrt_status_t attnrt_stream_wrap(attnrt_context_t *ctx, void *native, attnrt_stream_t **stream);
+/* The native handle of a created or wrapped stream (NULL stream: the default stream's). */
+ATTNRT_API attnrt_status_t attnrt_stream_native(attnrt_context_t *ctx, attnrt_stream_t *stream, void **native);
+/* Later work on `stream` (NULL: the default stream) waits for `event` (recorded on any stream of the
+ * context, or wrapped from the engine) without blocking the host. */
+ATTNRT_API attnrt_status_t attnrt_stream_wait_event(attnrt_stream_t *stream, attnrt_event_t *event);
+/* A native event (CUevent on cuda) as an attnrt_event_t, without taking ownership (attnrt_event_destroy
+ * frees the wrapper only), so libattnrt work can wait on the engine's events and record into them. */
+ATTNRT_API attnrt_status_t attnrt_event_wrap(attnrt_context_t *ctx, void *native, attnrt_event_t **event);
+/* The native handle of a created or wrapped event, for the engine to wait on. */
+ATTNRT_API attnrt_status_t attnrt_event_native(attnrt_event_t *event, void **native);
 
 /* ---- capabilities ---------------------------------------------------------------------------- */
 
@@ -187,6 +215,22 @@ ATTNRT_API attnrt_status_t attnrt_plan_destroy(attnrt_plan_t *plan);
 ATTNRT_API attnrt_status_t attnrt_attention_run(attnrt_plan_t *plan, const attnrt_attention_args_t *args,
                                                 void *workspace, size_t workspace_bytes, attnrt_stream_t *stream);
 
+/* Capacity plans, for graphs replayed across batches: plans paged attention once for every batch within
+ * `capacity` (args' tensors have the capacity shapes: query / out [max_tokens, Hq, D], block_table
+ * [max_seqs, max_blocks_per_seq], query_start_loc [max_seqs + 1], seq_lens [max_seqs]; data may be NULL).
+ * The workspace size covers every such batch. Each step, attnrt_plan_update gives it the step's batch;
+ * runs then take args of the capacity shapes (the same tensors a graph captured), compute the first
+ * batch.num_seqs requests and leave the rows past query_start_loc[num_seqs] unwritten. The engine keeps
+ * the device tensors' entries past num_seqs consistent (query_start_loc repeating its last value,
+ * seq_lens 0), as vLLM pads them. */
+ATTNRT_API attnrt_status_t attnrt_attention_plan_capacity(attnrt_context_t *ctx, const attnrt_attention_args_t *args,
+                                                          const attnrt_capacity_t *capacity, attnrt_plan_t **plan);
+/* Gives a capacity plan the step's batch (host metadata, checked against the capacity and borrowed for
+ * the call). Device metadata is written into the plan's own buffers in order on `stream`, so work queued
+ * after it (a graph replay included) runs the new batch and work queued before it the old one. */
+ATTNRT_API attnrt_status_t attnrt_plan_update(attnrt_plan_t *plan, const attnrt_batch_host_t *batch,
+                                              attnrt_stream_t *stream);
+
 /* ---- merging partial states --------------------------------------------------------------------- */
 
 ATTNRT_API attnrt_status_t attnrt_merge_states(attnrt_context_t *ctx, const attnrt_merge_args_t *args,
@@ -207,6 +251,7 @@ typedef struct attnrt_cascade_args {
 } attnrt_cascade_args_t;
 #define ATTNRT_CASCADE_ARGS_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_cascade_args_t, prefix_seq_lens)
 ATTNRT_CHECK_LAST_FIELD(attnrt_cascade_args_t, prefix_seq_lens);
+#define ATTNRT_CASCADE_ARGS_INIT {sizeof(attnrt_cascade_args_t)}
 
 /* Host metadata of both parts; prefix->query_start_loc is not read (the suffix's is used). */
 typedef struct attnrt_cascade_host {
@@ -216,6 +261,7 @@ typedef struct attnrt_cascade_host {
 } attnrt_cascade_host_t;
 #define ATTNRT_CASCADE_HOST_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_cascade_host_t, suffix)
 ATTNRT_CHECK_LAST_FIELD(attnrt_cascade_host_t, suffix);
+#define ATTNRT_CASCADE_HOST_INIT {sizeof(attnrt_cascade_host_t)}
 
 ATTNRT_API attnrt_status_t attnrt_cascade_plan(attnrt_context_t *ctx, const attnrt_cascade_args_t *args,
                                                const attnrt_cascade_host_t *host, attnrt_plan_t **plan);

@@ -82,8 +82,10 @@ attnrt_status_t attnrt_attention_check_args(const char *fn, const attnrt_attenti
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: softcap = %g; must be finite and >= 0 (0: off)", fn,
                            (double)a->softcap);
     if (a->causal != 0 && a->causal != 1) return bad(fn, "causal", a->causal, "must be 0 or 1");
-    if (a->window_left < -1) return bad(fn, "window_left", a->window_left, "must be >= -1 (-1: unlimited)");
-    if (a->window_right < -1) return bad(fn, "window_right", a->window_right, "must be >= -1 (-1: unlimited)");
+    if (a->sliding_window_left < 0)
+        return bad(fn, "sliding_window_left", a->sliding_window_left, "must be >= 0 (0: unlimited)");
+    if (a->sliding_window_right < 0)
+        return bad(fn, "sliding_window_right", a->sliding_window_right, "must be >= 0 (0: unlimited)");
     return ATTNRT_OK;
 }
 
@@ -172,7 +174,7 @@ void attnrt_attention_query(const attnrt_attention_args_t *a, const attention_sh
     q->num_q_heads = (uint32_t)s->Hq;
     q->num_kv_heads = (uint32_t)s->Hkv;
     q->features = (a->causal ? ATTNRT_FEATURE_CAUSAL : 0u) |
-                  (a->window_left >= 0 || a->window_right >= 0 ? ATTNRT_FEATURE_SLIDING_WINDOW : 0u) |
+                  (a->sliding_window_left || a->sliding_window_right ? ATTNRT_FEATURE_SLIDING_WINDOW : 0u) |
                   (a->softcap > 0 ? ATTNRT_FEATURE_SOFTCAP : 0u) | (a->alibi_slopes ? ATTNRT_FEATURE_ALIBI : 0u) |
                   (a->sinks ? ATTNRT_FEATURE_SINKS : 0u) | (a->lse ? ATTNRT_FEATURE_LSE : 0u) |
                   (s->per_block_scale ? ATTNRT_FEATURE_KV_SCALE_BLOCK : 0u) |
@@ -182,7 +184,7 @@ void attnrt_attention_query(const attnrt_attention_args_t *a, const attention_sh
 static const char *const tensor_names[] = {"query", "key_cache", "value_cache", "block_table", "query_start_loc",
                                           "seq_lens", "out", "lse", "alibi_slopes", "sinks", "key_scale",
                                           "value_scale"};
-static const char *const scalar_names[] = {"scale", "softcap", "causal", "window_left", "window_right"};
+static const char *const scalar_names[] = {"scale", "softcap", "causal", "sliding_window_left", "sliding_window_right"};
 
 /* One message for all five options, as runs have always said it. */
 static attnrt_status_t options_differ(const char *fn, const plan_signature_t *planned, const plan_signature_t *now)
@@ -208,7 +210,7 @@ static const signature_schema_t attention_schema = {
 void attnrt_attention_signature(const attnrt_attention_args_t *a, plan_signature_t *sig)
 {
     const attnrt_tensor_t *tensors[] = ATTENTION_TENSORS(a);
-    const double scalars[] = {a->scale, a->softcap, a->causal, a->window_left, a->window_right};
+    const double scalars[] = {a->scale, a->softcap, a->causal, a->sliding_window_left, a->sliding_window_right};
     _Static_assert(SIG_COUNT(tensors) == SIG_COUNT(tensor_names), "attention: tensors and their names");
     _Static_assert(SIG_COUNT(scalars) == SIG_COUNT(scalar_names), "attention: options and their names");
     attnrt_signature_make(sig, &attention_schema, tensors, scalars);

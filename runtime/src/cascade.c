@@ -58,7 +58,7 @@ static attnrt_status_t check_cascade(const char *fn, const attnrt_cascade_args_t
                            "sizeof(attnrt_attention_args_t)", fn, a->suffix->struct_size);
     attnrt_status_t st = attnrt_attention_check_args(fn, a->suffix, need_data, s);
     if (st != ATTNRT_OK) return st;
-    if (a->suffix->alibi_slopes || a->suffix->window_left >= 0 || a->suffix->window_right >= 0)
+    if (a->suffix->alibi_slopes || a->suffix->sliding_window_left || a->suffix->sliding_window_right)
         return attnrt_fail(ATTNRT_ERR_UNSUPPORTED, "%s: cascade does not compose ALiBi or sliding windows (the prefix "
                            "offset would have to reach the kernel); use paged attention over the whole sequence", fn);
     st = attnrt_check_tensor(fn, "prefix_block_table", a->prefix_block_table, 0, 2, DT_I32, 0, need_data);

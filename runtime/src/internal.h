@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "attnrt.h"
+#include "attnrt_plugin.h"
 
 #define ATTNRT_HIDDEN __attribute__((visibility("hidden")))
 #define ATTNRT_PRINTF(f, a) __attribute__((format(printf, f, a)))

@@ -139,7 +139,7 @@ static void build_attention(wl_t *w)
     w->att = (attnrt_attention_args_t){.struct_size = sizeof w->att, .query = &w->query, .key_cache = &w->key_cache,
                                        .value_cache = &w->value_cache, .block_table = &w->block_table,
                                        .query_start_loc = &w->qsl, .seq_lens = &w->seq_lens, .out = &w->out,
-                                       .causal = 1, .window_left = -1, .window_right = -1};
+                                       .causal = 1};
     w->kvw = (attnrt_kv_write_args_t){.struct_size = sizeof w->kvw, .key = &w->key, .value = &w->value,
                                       .slot_mapping = &w->slots, .key_cache = &w->key_cache,
                                       .value_cache = &w->value_cache, .slot_mapping_host = w->h_slots};

@@ -258,8 +258,8 @@ int cf_attn_io_setup(const cf_case_t *c, cf_dev_t *dev, cf_rng_t *rng, const cf_
     a->scale = c->scale;
     a->softcap = c->softcap;
     a->causal = c->causal;
-    a->window_left = c->window_left;
-    a->window_right = c->window_right;
+    a->sliding_window_left = c->window_left + 1; /* the case keeps inclusive counts, -1 unlimited */
+    a->sliding_window_right = c->window_right + 1;
 
     io->batch.struct_size = sizeof io->batch;
     io->batch.num_seqs = io->B;

@@ -102,8 +102,7 @@ static int run_case(attnrt_context_t *ctx, const bcase_t *c)
     attnrt_tensor_init(&tsl, d_sl, ATTNRT_I32, 1, sls);
     attnrt_attention_args_t a = {.struct_size = sizeof a, .query = &tq, .key_cache = &tk, .value_cache = &tv,
                                  .block_table = &tbt, .query_start_loc = &tqsl, .seq_lens = &tsl, .out = &tout,
-                                 .lse = &tlse, .scale = c->scale, .softcap = c->softcap, .causal = 1,
-                                 .window_left = -1, .window_right = -1};
+                                 .lse = &tlse, .scale = c->scale, .softcap = c->softcap, .causal = 1};
     attnrt_batch_host_t batch = {.struct_size = sizeof batch, .num_seqs = B, .query_start_loc = qsl, .seq_lens = sl,
                                  .block_table = bt, .block_table_stride = max_blocks};
     attnrt_plan_t *plan = NULL;

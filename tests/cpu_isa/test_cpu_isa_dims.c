@@ -140,7 +140,7 @@ static int run_case(attnrt_context_t *ctx, const tcase_t *c)
                                  .block_table = &tbt, .query_start_loc = &tqsl, .seq_lens = &tsl, .out = &tout,
                                  .lse = &tlse, .alibi_slopes = c->alibi ? &tal : NULL, .sinks = c->sinks ? &tsi : NULL,
                                  .key_scale = fp8 ? &tsc : NULL, .value_scale = fp8 ? &tsc : NULL,
-                                 .softcap = c->softcap, .causal = c->causal, .window_left = c->wl, .window_right = c->wr};
+                                 .softcap = c->softcap, .causal = c->causal, .sliding_window_left = c->wl + 1, .sliding_window_right = c->wr + 1};
     attnrt_batch_host_t batch = {.struct_size = sizeof batch, .num_seqs = B, .query_start_loc = qsl, .seq_lens = sl,
                                  .block_table = bt, .block_table_stride = max_blocks};
     attnrt_plan_t *plan = NULL;

@@ -53,8 +53,7 @@ static void fixture_init(fixture_t *f)
     tensor(&f->sl, ATTNRT_I32, 1, (const int64_t[]){B});
     f->att = (attnrt_attention_args_t){.struct_size = sizeof f->att, .query = &f->q, .key_cache = &f->kc,
                                        .value_cache = &f->vc, .block_table = &f->bt, .query_start_loc = &f->qsl,
-                                       .seq_lens = &f->sl, .out = &f->out, .causal = 1, .window_left = -1,
-                                       .window_right = -1};
+                                       .seq_lens = &f->sl, .out = &f->out, .causal = 1};
     tensor(&f->mq, ATTNRT_F32, 3, (const int64_t[]){T, 4, 64});
     tensor(&f->mcache, ATTNRT_F32, 4, (const int64_t[]){8, 16, 1, 64});
     tensor(&f->mout, ATTNRT_F32, 3, (const int64_t[]){T, 4, 32});

@@ -95,7 +95,7 @@ int main(void)
                                  .key_cache = &tkc, .value_cache = &tvc};
     attnrt_attention_args_t aa = {.struct_size = sizeof aa, .query = &tq, .key_cache = &tkc, .value_cache = &tvc,
                                   .block_table = &tbt, .query_start_loc = &tqsl, .seq_lens = &tsl, .out = &tout,
-                                  .lse = &tlse, .causal = 1, .window_left = -1, .window_right = -1};
+                                  .lse = &tlse, .causal = 1};
     attnrt_batch_host_t bh = {.struct_size = sizeof bh, .num_seqs = B, .query_start_loc = qsl, .seq_lens = kv_len,
                               .block_table = table, .block_table_stride = max_blocks};
     attnrt_plan_t *plan = NULL;

@@ -113,7 +113,7 @@ static int run_on(const char *device, const shape_t *s, const inputs_t *in, void
     a.query = &q, a.key_cache = &kc, a.value_cache = &vc, a.out = &o;
     a.block_table = &bt, a.query_start_loc = &qsl, a.seq_lens = &sl;
     if (kvd.bits == 8) a.key_scale = &ks, a.value_scale = &vs;
-    a.causal = 1, a.window_left = a.window_right = -1;
+    a.causal = 1;
     a.softcap = s->softcap ? 30.0f : 0.0f;
     attnrt_batch_host_t batch;
     memset(&batch, 0, sizeof batch);

@@ -168,7 +168,7 @@ static void plan_rows(cuda_dev_t *d, const shape_t *s, int rows[3])
     a.struct_size = sizeof a;
     a.query = &q, a.key_cache = &kc, a.value_cache = &vc, a.out = &o;
     a.block_table = &bt, a.query_start_loc = &qsl, a.seq_lens = &sl;
-    a.causal = 1, a.window_left = a.window_right = -1;
+    a.causal = 1;
     a.softcap = s->softcap ? 30.0f : 0.0f;
     int32_t *qs = malloc((size_t)(B + 1) * sizeof *qs), *lens = malloc((size_t)B * sizeof *lens);
     for (int64_t b = 0; b <= B; b++) qs[b] = (int32_t)(b * L);

@@ -306,8 +306,8 @@ static void setup_io(fz_dev_t *dev, cf_rng_t *rng, const attn_t *a, attn_io_t *i
     g->scale = a->scale;
     g->softcap = a->softcap;
     g->causal = a->causal;
-    g->window_left = a->window_left;
-    g->window_right = a->window_right;
+    g->sliding_window_left = a->window_left + 1; /* inclusive counts (-1 unlimited) as public windows */
+    g->sliding_window_right = a->window_right + 1;
 }
 
 /* Device metadata corrupted after the plan: 0 to 3 values of block_table, seq_lens or query_start_loc. */

@@ -32,11 +32,11 @@ static void abi_str(char *buf, size_t cap, unsigned major, unsigned minor)
 static void test_abi_major_mismatch_is_refused_with_an_actionable_message(void **state)
 {
     (void)state;
-    const char *path = tl_plugin("abi_major2");
-    tl_use("abi_major2");
+    const char *path = tl_plugin("abi_major3");
+    tl_use("abi_major3");
     assert_status(attnrt_init(), ATTNRT_ERR_ABI_MISMATCH);
     char plugin_abi[32], runtime_abi[32];
-    abi_str(plugin_abi, sizeof plugin_abi, 2, 0); /* the variant declares 2.0 */
+    abi_str(plugin_abi, sizeof plugin_abi, 3, 0); /* the variant declares 3.0 */
     abi_str(runtime_abi, sizeof runtime_abi, ATTNRT_ABI_MAJOR, ATTNRT_ABI_MINOR);
     assert_error_has(path);
     assert_error_has(plugin_abi);
@@ -46,9 +46,9 @@ static void test_abi_major_mismatch_is_refused_with_an_actionable_message(void *
 
     attnrt_plugin_info_t info = tl_info(0);
     assert_int_equal(info.status, ATTNRT_ERR_ABI_MISMATCH);
-    assert_int_equal(info.abi_major, 2);
+    assert_int_equal(info.abi_major, 3);
     assert_int_equal(info.abi_minor, 0);
-    assert_string_equal(info.name, "abi_major2"); /* the file's stem: it never got far enough to say */
+    assert_string_equal(info.name, "abi_major3"); /* the file's stem: it never got far enough to say */
     assert_has(info.reason, plugin_abi);
 }
 
@@ -61,9 +61,9 @@ static void test_refused_plugin_is_unmapped(void **state)
     assert_ok(attnrt_shutdown());
     assert_false(is_mapped(tl_plugin("basic")));
 
-    tl_use("abi_major2");
+    tl_use("abi_major3");
     assert_status(attnrt_init(), ATTNRT_ERR_ABI_MISMATCH);
-    assert_false(is_mapped(tl_plugin("abi_major2")));
+    assert_false(is_mapped(tl_plugin("abi_major3")));
 }
 
 static void test_older_minor_plugin_is_accepted(void **state)

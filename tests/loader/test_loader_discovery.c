@@ -40,7 +40,7 @@ static void test_auto_mode_skips_bad_plugins_and_keeps_their_reasons(void **stat
 {
     (void)state;
     const char *good = tl_tmp_copy("basic", "attnrt_basic.so");
-    const char *major2 = tl_tmp_copy("abi_major2", "attnrt_abi_major2.so");
+    const char *major3 = tl_tmp_copy("abi_major3", "attnrt_abi_major3.so");
     const char *noent = tl_tmp_copy("no_entry", "attnrt_no_entry.so");
     const char *garbage = tl_tmp_write("attnrt_garbage.so", "garbage");
     setenv("ATTNRT_PLUGIN_PATH", tl_tmpdir(), 1);
@@ -49,7 +49,7 @@ static void test_auto_mode_skips_bad_plugins_and_keeps_their_reasons(void **stat
 
     const struct { const char *path; attnrt_status_t status; const char *reason; } want[] = {
         {good, ATTNRT_OK, ""},
-        {major2, ATTNRT_ERR_ABI_MISMATCH, "ABI 2.0"},
+        {major3, ATTNRT_ERR_ABI_MISMATCH, "ABI 3.0"},
         {noent, ATTNRT_ERR_PLUGIN, "attnrt_plugin_get_api"},
         {garbage, ATTNRT_ERR_PLUGIN, "cannot be loaded"},
     };
@@ -76,7 +76,7 @@ static void test_auto_mode_searches_path_dirs_in_order_then_files_by_name(void *
     assert_int_equal(mkdir(first, 0700), 0);
     assert_int_equal(mkdir(second, 0700), 0);
     const char *b = tl_tmp_copy("basic", "first/attnrt_basic.so");
-    const char *a = tl_tmp_copy("abi_major2", "first/attnrt_abi_major2.so");
+    const char *a = tl_tmp_copy("abi_major3", "first/attnrt_abi_major3.so");
     const char *z = tl_tmp_copy("two_devices", "second/attnrt_zzz.so");
     char list[2 * PATH_MAX + 2];
     snprintf(list, sizeof list, "%s:%s", second, first);
@@ -309,7 +309,7 @@ static void test_default_device_prefers_the_cpu_over_other_devices(void **state)
 static void test_debug_log_shows_paths_dlerror_and_both_abi_versions(void **state)
 {
     (void)state;
-    const char *major2 = tl_tmp_copy("abi_major2", "attnrt_abi_major2.so");
+    const char *major3 = tl_tmp_copy("abi_major3", "attnrt_abi_major3.so");
     const char *garbage = tl_tmp_write("attnrt_garbage.so", "garbage");
     assert_null(dlopen(garbage, RTLD_NOW | RTLD_LOCAL));
     char why[1024];
@@ -341,7 +341,7 @@ static void test_debug_log_shows_paths_dlerror_and_both_abi_versions(void **stat
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
     char line[PATH_MAX + 64], abis[128];
-    snprintf(line, sizeof line, "trying plugin %s", major2);
+    snprintf(line, sizeof line, "trying plugin %s", major3);
     assert_has(log, line);
     snprintf(line, sizeof line, "trying plugin %s", garbage);
     assert_has(log, line);

@@ -310,8 +310,7 @@ int npu_run_case(const npu_case_t *c, npu_result_t *res)
     a.value_scale = fp8 ? &tvs : NULL;
     a.softcap = c->softcap;
     a.causal = c->causal;
-    a.window_left = c->window_left;
-    a.window_right = -1;
+    a.sliding_window_left = c->window_left + 1; /* the case keeps an inclusive count, -1 unlimited */
     attnrt_batch_host_t batch = {sizeof batch, B, qsl, sl, table, cols};
     size_t ws = 0;
     st = fx.api->attention_plan(fx.dev, &a, &batch, &plan, &ws);

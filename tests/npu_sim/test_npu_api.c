@@ -194,7 +194,6 @@ static void a_decode_step_reports_its_cost(void **state)
     a.seq_lens = &tsl;
     a.out = &to;
     a.causal = 1;
-    a.window_left = a.window_right = -1;
     attnrt_batch_host_t batch = {sizeof batch, 1, qsl, sl, table, COLS};
     attnrt_plan_t *plan = NULL;
     assert_int_equal(attnrt_attention_plan(ctx, &a, &batch, &plan), ATTNRT_OK);

@@ -137,8 +137,7 @@ static attnrt_status_t plan(const npu_fx_t *fx, const config_t *c, int64_t cols,
         a.out = &out;
         a.sinks = c->layer == L_SINKS ? &sinks : NULL;
         a.causal = 1;
-        a.window_left = c->layer == L_SLIDING ? (int32_t)(c->window - 1) : -1;
-        a.window_right = -1;
+        a.sliding_window_left = c->layer == L_SLIDING ? (int32_t)c->window : 0;
         st = fx->api->attention_plan(fx->dev, &a, &batch, &p, &ws);
         if (st == ATTNRT_OK) {
             snprintf(kernel, kcap, "%s", ((const npu_attn_plan_t *)p)->kernel_name);

@@ -48,8 +48,7 @@ static void args_init(args_t *x, int64_t Hq, int64_t Hkv, int64_t D)
     tensor(&x->sl, ATTNRT_I32, 1, (const int64_t[]){B});
     x->a = (attnrt_attention_args_t){.struct_size = sizeof x->a, .query = &x->q, .key_cache = &x->kc,
                                      .value_cache = &x->vc, .block_table = &x->bt, .query_start_loc = &x->qsl,
-                                     .seq_lens = &x->sl, .out = &x->out, .causal = 1, .window_left = -1,
-                                     .window_right = -1};
+                                     .seq_lens = &x->sl, .out = &x->out, .causal = 1};
 }
 
 static const int32_t h_qsl[B + 1] = {0, T}, h_sl[B] = {1000}, h_bt[1] = {0};

@@ -193,8 +193,6 @@ static void build_args(ops_fixture_t *f)
         .scale = 0.0f,
         .softcap = 0.0f,
         .causal = 1,
-        .window_left = -1,
-        .window_right = -1,
     };
     f->kvw = (attnrt_kv_write_args_t){
         .struct_size = sizeof f->kvw,

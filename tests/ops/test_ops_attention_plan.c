@@ -462,18 +462,18 @@ static void attention_plan_refuses_negative_causal(void **state)
     PLAN_INVALID(f, "causal = -1; must be 0 or 1");
 }
 
-static void attention_plan_refuses_window_left_minus_2(void **state)
+static void attention_plan_refuses_negative_sliding_window_left(void **state)
 {
     ops_fixture_t *f = *state;
-    f->att.window_left = -2;
-    PLAN_INVALID(f, "window_left = -2; must be >= -1");
+    f->att.sliding_window_left = -1;
+    PLAN_INVALID(f, "sliding_window_left = -1; must be >= 0 (0: unlimited)");
 }
 
-static void attention_plan_refuses_window_right_minus_2(void **state)
+static void attention_plan_refuses_negative_sliding_window_right(void **state)
 {
     ops_fixture_t *f = *state;
-    f->att.window_right = -2;
-    PLAN_INVALID(f, "window_right = -2; must be >= -1");
+    f->att.sliding_window_right = -1;
+    PLAN_INVALID(f, "sliding_window_right = -1; must be >= 0 (0: unlimited)");
 }
 
 int ops_run_attention_plan_tests(void)
@@ -541,8 +541,8 @@ int ops_run_attention_plan_tests(void)
         OPS_TEST(attention_plan_refuses_nan_softcap),
         OPS_TEST(attention_plan_refuses_causal_2),
         OPS_TEST(attention_plan_refuses_negative_causal),
-        OPS_TEST(attention_plan_refuses_window_left_minus_2),
-        OPS_TEST(attention_plan_refuses_window_right_minus_2),
+        OPS_TEST(attention_plan_refuses_negative_sliding_window_left),
+        OPS_TEST(attention_plan_refuses_negative_sliding_window_right),
     };
     return cmocka_run_group_tests_name("ops: attnrt_attention_plan arguments", tests, NULL, NULL);
 }

@@ -200,8 +200,8 @@ static void attention_run_refuses_window_differing_from_plan(void **state)
 {
     ops_fixture_t *f = *state;
     attnrt_plan_t *plan = ops_attention_plan_ok(f);
-    f->att.window_left = 3;
-    RUN_INVALID(f, plan, "window differ from the plan (planned scale 0 softcap 0 causal 1 window -1/-1, got 0 0 1 3/-1)");
+    f->att.sliding_window_left = 4;
+    RUN_INVALID(f, plan, "window differ from the plan (planned scale 0 softcap 0 causal 1 window 0/0, got 0 0 1 4/0)");
 }
 
 static void attention_run_refuses_causal_differing_from_plan(void **state)
@@ -209,7 +209,7 @@ static void attention_run_refuses_causal_differing_from_plan(void **state)
     ops_fixture_t *f = *state;
     attnrt_plan_t *plan = ops_attention_plan_ok(f);
     f->att.causal = 0;
-    RUN_INVALID(f, plan, "got 0 0 0 -1/-1");
+    RUN_INVALID(f, plan, "got 0 0 0 0/0");
 }
 
 static void attention_run_refuses_scale_differing_from_plan(void **state)
@@ -217,7 +217,7 @@ static void attention_run_refuses_scale_differing_from_plan(void **state)
     ops_fixture_t *f = *state;
     attnrt_plan_t *plan = ops_attention_plan_ok(f);
     f->att.scale = 0.5f;
-    RUN_INVALID(f, plan, "got 0.5 0 1 -1/-1");
+    RUN_INVALID(f, plan, "got 0.5 0 1 0/0");
 }
 
 static void attention_run_refuses_softcap_differing_from_plan(void **state)
@@ -225,7 +225,7 @@ static void attention_run_refuses_softcap_differing_from_plan(void **state)
     ops_fixture_t *f = *state;
     attnrt_plan_t *plan = ops_attention_plan_ok(f);
     f->att.softcap = 30.0f;
-    RUN_INVALID(f, plan, "got 0 30 1 -1/-1");
+    RUN_INVALID(f, plan, "got 0 30 1 0/0");
 }
 
 /* ---- workspace and stream ---- */

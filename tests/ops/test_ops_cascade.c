@@ -258,7 +258,7 @@ static void cascade_plan_refuses_alibi_as_unsupported(void **state)
 static void cascade_plan_refuses_window_left_as_unsupported(void **state)
 {
     ops_fixture_t *f = *state;
-    f->att.window_left = 127;
+    f->att.sliding_window_left = 128;
     CPLAN_REJECTS(f, ATTNRT_ERR_UNSUPPORTED, "cascade does not compose ALiBi or sliding windows");
 }
 
@@ -266,7 +266,7 @@ static void cascade_plan_refuses_window_right_as_unsupported(void **state)
 {
     ops_fixture_t *f = *state;
     f->att.causal = 0;
-    f->att.window_right = 0;
+    f->att.sliding_window_right = 1;
     CPLAN_REJECTS(f, ATTNRT_ERR_UNSUPPORTED, "cascade does not compose ALiBi or sliding windows");
 }
 
@@ -362,14 +362,14 @@ static void cascade_run_refuses_scale_differing_from_plan(void **state)
     ops_fixture_t *f = *state;
     attnrt_plan_t *plan = ops_cascade_plan_ok(f);
     f->att.scale = 0.5f;
-    CRUN_INVALID(f, plan, "got 0.5 0 1 -1/-1");
+    CRUN_INVALID(f, plan, "got 0.5 0 1 0/0");
 }
 
 static void cascade_run_refuses_window_as_unsupported(void **state)
 {
     ops_fixture_t *f = *state;
     attnrt_plan_t *plan = ops_cascade_plan_ok(f);
-    f->att.window_left = 3;
+    f->att.sliding_window_left = 4;
     CRUN_REJECTS(f, plan, ATTNRT_ERR_UNSUPPORTED, "cascade does not compose ALiBi or sliding windows");
 }
 

@@ -260,8 +260,7 @@ static void make_attention(job_t *j)
                                            .key_cache = &j->key_cache, .value_cache = &j->value_cache,
                                            .block_table = &j->block_table, .query_start_loc = &j->qsl,
                                            .seq_lens = &j->seq_lens, .out = &s->t_out,
-                                           .lse = j->cfg.lse ? &s->t_lse : NULL, .causal = 1,
-                                           .window_left = -1, .window_right = -1};
+                                           .lse = j->cfg.lse ? &s->t_lse : NULL, .causal = 1};
         s->cas = (attnrt_cascade_args_t){sizeof s->cas, &s->att, &j->prefix_bt, &j->prefix_sl};
     }
 }

@@ -129,7 +129,6 @@ attnrt_status_t thr_work_make(thr_work_t *w, attnrt_context_t *ctx, uint32_t blo
     w->args.seq_lens = &w->seq_lens;
     w->args.out = &w->out;
     w->args.causal = 1;
-    w->args.window_left = w->args.window_right = -1;
     w->batch = (attnrt_batch_host_t){sizeof w->batch, B, w->h_qsl, w->h_seq_lens, w->h_block_table, COLS};
     THR_TRY(attnrt_attention_plan(ctx, &w->args, &w->batch, &w->plan));
     THR_TRY(attnrt_plan_workspace_size(w->plan, &w->workspace_bytes));
