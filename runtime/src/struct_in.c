@@ -24,7 +24,7 @@
 /* A field the struct cannot do without, named when the caller's struct ends before it. */
 typedef struct struct_in_field {
     const char *name;
-    size_t      end;   /* offsetof + sizeof: the struct_size that first holds it */
+    size_t      end;   /* the struct_size that first holds it */
     const char *zero;  /* how a missing value reads: "NULL" or "0" */
 } struct_in_field_t;
 
@@ -36,9 +36,8 @@ typedef struct struct_in_type {
     size_t                   num_required;
 } struct_in_type_t;
 
-#define FIELD_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
-#define PTR(type, field) {#field, FIELD_END(type, field), "NULL"}
-#define NUM(type, field) {#field, FIELD_END(type, field), "0"}
+#define PTR(type, field) {#field, ATTNRT_STRUCT_SIZE(type, field), "NULL"}
+#define NUM(type, field) {#field, ATTNRT_STRUCT_SIZE(type, field), "0"}
 
 /* The first non-zero byte at or after `from` of the `size` bytes at p, or `size` when there is none. */
 static size_t first_nonzero(const void *p, size_t from, size_t size)
@@ -55,9 +54,9 @@ static attnrt_status_t check_size(const char *fn, const char *what, const void *
                                   size_t size, const char *type, const char *init)
 {
     if (given < min)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s = %zu is too small (%s); set it to sizeof(%s) (%s does)",
-                           fn, what, given, min == sizeof(size_t) ? "it cannot even hold struct_size"
-                                                                 : "every field of it is required",
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s = %zu is too small (%s); set it to sizeof(%s) "
+                           "(%s does)", fn, what, given,
+                           min == sizeof(size_t) ? "it cannot even hold struct_size" : "every field of it is required",
                            type, init);
     if (given > ATTNRT_STRUCT_IN_MAX)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s = %zu is larger than any struct of this ABI (at most "
@@ -88,8 +87,8 @@ static attnrt_status_t struct_read(const char *fn, const char *arg, const struct
     for (size_t i = 0; i < type->num_required; i++) {
         const struct_in_field_t *f = &type->required[i];
         if (f->end > given)
-            return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s->%s is %s (%s %zu ends before it)", fn, arg, f->name,
-                               f->zero, what, given);
+            return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s->%s is %s (%s %zu ends before it)", fn, arg,
+                               f->name, f->zero, what, given);
     }
     return ATTNRT_OK;
 }

@@ -200,7 +200,8 @@ static void mla_init_with_its_scale_is_plain_mla(void **state)
     }
     for (int i = 0; i < ML_B * ML_MAXB; i++) table[i] = ML_BLOCKS - 1 - i; /* reversed: never the identity */
     const int32_t T = qsl[ML_B];
-    const size_t nq = (size_t)T * ML_HQ * ML_KV, nc = (size_t)ML_BLOCKS * ML_BLOCK * ML_KV, no = (size_t)T * ML_HQ * ML_V;
+    const size_t nq = (size_t)T * ML_HQ * ML_KV, nc = (size_t)ML_BLOCKS * ML_BLOCK * ML_KV;
+    const size_t no = (size_t)T * ML_HQ * ML_V;
     float *hq = malloc(nq * sizeof *hq), *hc = malloc(nc * sizeof *hc);
     assert_true(hq && hc);
     const int64_t q_shape[3] = {T, ML_HQ, ML_KV}, c_shape[4] = {ML_BLOCKS, ML_BLOCK, 1, ML_KV};
