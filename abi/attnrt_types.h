@@ -44,10 +44,11 @@ extern "C" {
 #define ATTNRT_ALIGNOF(type) _Alignof(type)
 #endif
 
-/* An input struct with struct_size set and every other field zero (= off / default). C: a designated
- * initialiser (no -Wmissing-field-initializers warning); C++: value-initialised. */
+/* A struct at its defaults: every field zero, struct_size = sizeof(type); what every ATTNRT_*_INIT is.
+ * Designated in C (so -Wmissing-field-initializers stays quiet); a value-initialised temporary in C++.
+ * Either way `type x = ATTNRT_X_INIT;` and, in C, the compound literal `(type)ATTNRT_X_INIT` work. */
 #if defined(__cplusplus)
-#define ATTNRT_STRUCT_INIT(type) {sizeof(type)}
+#define ATTNRT_STRUCT_INIT(type) ([] { type v_{}; v_.struct_size = sizeof v_; return v_; }())
 #else
 #define ATTNRT_STRUCT_INIT(type) {.struct_size = sizeof(type)}
 #endif

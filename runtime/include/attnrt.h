@@ -49,7 +49,7 @@ extern "C" {
 ATTNRT_API void attnrt_version(int *major, int *minor, int *patch);
 /* The plugin ABI this library speaks (ATTNRT_ABI_MAJOR/MINOR as it was built); any pointer may be NULL. */
 ATTNRT_API void attnrt_abi_version(uint32_t *major, uint32_t *minor);
-/* "0.1.0 (plugin ABI 1.3)": the library's and the ABI's versions; static. */
+/* "0.2.0 (plugin ABI 2.0)": the library's and the ABI's versions; static. */
 ATTNRT_API const char *attnrt_version_string(void);
 /* "ATTNRT_ERR_INVALID_ARGUMENT"; static; "ATTNRT_ERR_UNKNOWN" for a value that is not a status. */
 ATTNRT_API const char *attnrt_status_name(attnrt_status_t status);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "struct_in.h"
 #include "tensor.h"
 
 static const plan_kind_t kind_attention = {"attnrt_attention_plan", "attnrt_attention_run"};
@@ -26,25 +27,29 @@ attnrt_status_t attnrt_attention_plan(attnrt_context_t *ctx, const attnrt_attent
     if (!ctx) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
     if (!plan) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: plan is NULL", fn);
     attention_shape_t shape;
-    attnrt_status_t st = attnrt_attention_check_args(fn, args, 0, &shape);
+    attnrt_attention_args_t a;
+    attnrt_batch_host_t b;
+    attnrt_status_t st = attnrt_attention_args_in(fn, "args", args, &a);
+    if (st == ATTNRT_OK) st = attnrt_attention_check_args(fn, &a, 0, &shape);
+    if (st == ATTNRT_OK) st = attnrt_batch_host_in(fn, "batch", batch, &b);
     if (st == ATTNRT_OK)
-        st = attnrt_attention_check_batch(fn, &shape, batch, args->causal, args->block_table, &attnrt_batch_names);
-    if (st == ATTNRT_OK) st = attnrt_attention_check_spans(ctx, fn, args);
+        st = attnrt_attention_check_batch(fn, &shape, &b, a.causal, a.block_table, &attnrt_batch_names);
+    if (st == ATTNRT_OK) st = attnrt_attention_check_spans(ctx, fn, &a);
     if (st != ATTNRT_OK) return st;
     attnrt_op_query_t query;
-    attnrt_attention_query(args, &shape, &query);
+    attnrt_attention_query(&a, &shape, &query);
     st = attnrt_require_supported(fn, ctx, &query);
     if (st != ATTNRT_OK) return st;
 
     attnrt_plan_t *p = NULL;
     st = attnrt_plan_new(fn, ctx, &kind_attention, &p);
     if (st != ATTNRT_OK) return st;
-    st = attnrt_plan_attention_pass(fn, ctx, args, batch, &p->pass[0]);
+    st = attnrt_plan_attention_pass(fn, ctx, &a, &b, &p->pass[0]);
     if (st != ATTNRT_OK) {
         attnrt_plan_free(p); /* keeps the failure's message */
         return st;
     }
-    attnrt_attention_signature(args, &p->signature);
+    attnrt_attention_signature(&a, &p->signature);
     p->workspace_bytes = p->pass[0].plugin_workspace;
     *plan = p;
     return ATTNRT_OK;
@@ -58,12 +63,14 @@ attnrt_status_t attnrt_attention_run(attnrt_plan_t *plan, const attnrt_attention
     TRY(attnrt_plan_check_kind(fn, plan, &kind_attention, stream));
     attention_shape_t shape;
     plan_signature_t now;
-    TRY(attnrt_attention_check_args(fn, args, 1, &shape));
-    attnrt_attention_signature(args, &now);
+    attnrt_attention_args_t a;
+    TRY(attnrt_attention_args_in(fn, "args", args, &a));
+    TRY(attnrt_attention_check_args(fn, &a, 1, &shape));
+    attnrt_attention_signature(&a, &now);
     TRY(attnrt_plan_check_run(fn, plan, &now, workspace, workspace_bytes));
     attnrt_context_t *ctx = plan->ctx;
-    TRY(attnrt_attention_check_spans(ctx, fn, args));
-    attnrt_status_t st = ctx->api->attention_run(ctx->device, plan->pass[0].plugin_plan, args, workspace,
+    TRY(attnrt_attention_check_spans(ctx, fn, &a));
+    attnrt_status_t st = ctx->api->attention_run(ctx->device, plan->pass[0].plugin_plan, &a, workspace,
                                                  workspace_bytes, stream ? stream->handle : NULL);
     return st == ATTNRT_OK ? st : attnrt_context_fail(ctx, st, fn);
 }

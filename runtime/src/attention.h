@@ -10,7 +10,8 @@ typedef struct attention_shape {
     int     per_block_scale;
 } attention_shape_t;
 
-/* Checks every tensor and option of `a`; fills *shape. need_data: a run (data pointers must be set). */
+/* Checks every tensor and option of `a` (the runtime's copy: attnrt_attention_args_in, struct_in.h); fills
+ * *shape. need_data: a run (data pointers must be set). */
 ATTNRT_HIDDEN attnrt_status_t attnrt_attention_check_args(const char *fn, const attnrt_attention_args_t *a,
                                                           int need_data, attention_shape_t *shape);
 /* How messages name a batch and its tensors (the cascade prefix has its own names). */
@@ -22,8 +23,8 @@ ATTNRT_HIDDEN extern const batch_names_t attnrt_batch_names, attnrt_prefix_batch
 /* Checks a host query_start_loc [B + 1]: starts at 0, never decreases, ends at num_tokens T. */
 ATTNRT_HIDDEN attnrt_status_t attnrt_check_host_query_start_loc(const char *fn, const int32_t *qsl, int64_t B,
                                                                 int64_t T);
-/* Checks the host batch against the shape: every index a kernel would follow, and that the host block
- * table has the device tensor's row stride. */
+/* Checks the host batch (the runtime's copy: attnrt_batch_host_in) against the shape: every index a kernel
+ * would follow, and that the host block table has the device tensor's row stride. */
 ATTNRT_HIDDEN attnrt_status_t attnrt_attention_check_batch(const char *fn, const attention_shape_t *shape,
                                                            const attnrt_batch_host_t *batch, int causal,
                                                            const attnrt_tensor_t *block_table,

@@ -15,10 +15,10 @@ static attnrt_status_t bad(const char *fn, const char *fmt_arg, long long v, con
 attnrt_status_t attnrt_attention_check_args(const char *fn, const attnrt_attention_args_t *a, int need_data,
                                             attention_shape_t *s)
 {
-    if (!a) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: args is NULL", fn);
-    if (a->struct_size < ATTNRT_ATTENTION_ARGS_STRUCT_SIZE)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: args->struct_size = %zu; set it to "
-                           "sizeof(attnrt_attention_args_t)", fn, a->struct_size);
+    /* `a` is the runtime's full-size copy (attnrt_attention_args_in), never the caller's struct. */
+    if (!a || a->struct_size != sizeof *a)
+        return attnrt_fail(ATTNRT_ERR_INTERNAL, "%s: the args reached the checks without attnrt_attention_args_in",
+                           fn);
     memset(s, 0, sizeof *s);
     const int nd = need_data;
     TRY(attnrt_check_tensor(fn, "query", a->query, 0, 3, DT_ACT, 1, nd));
@@ -110,10 +110,10 @@ attnrt_status_t attnrt_attention_check_batch(const char *fn, const attention_sha
                                              const attnrt_batch_host_t *batch, int causal,
                                              const attnrt_tensor_t *block_table, const batch_names_t *n)
 {
-    if (!batch) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, n->batch);
-    if (batch->struct_size < ATTNRT_BATCH_HOST_STRUCT_SIZE)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s->struct_size = %zu; set it to "
-                           "sizeof(attnrt_batch_host_t)", fn, n->batch, batch->struct_size);
+    /* `batch` is the runtime's full-size copy (attnrt_batch_host_in), never the caller's struct. */
+    if (!batch || batch->struct_size != sizeof *batch)
+        return attnrt_fail(ATTNRT_ERR_INTERNAL, "%s: %s reached the checks without attnrt_batch_host_in", fn,
+                           n->batch);
     if (batch->num_seqs != s->B)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s->num_seqs = %d differs from seq_lens.shape[0] = %lld",
                            fn, n->batch, batch->num_seqs, (long long)s->B);

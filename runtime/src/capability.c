@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "attention.h"
+#include "struct_in.h"
+#include "tensor.h"
 
 const char *attnrt_op_name(uint32_t op) { return attnrt_op_string(op); }
 
@@ -43,17 +45,8 @@ static attnrt_status_t ask(const char *fn, const attnrt_plugin_api_t *api, void 
                            const attnrt_op_query_t *query, char *reason, size_t reason_cap)
 {
     if (reason && reason_cap) reason[0] = '\0';
-    if (!query) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: query is NULL", fn);
-    /* Read only what the caller's struct_size covers (it may end before our sizeof; the rest is zero),
-     * through memcpy so that nothing past it, nor a field of a short struct, is ever touched. */
-    size_t given;
-    memcpy(&given, query, sizeof given);
-    if (given < ATTNRT_STRUCT_SIZE(attnrt_op_query_t, features))
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: query->struct_size = %zu; set it to "
-                           "sizeof(attnrt_op_query_t)", fn, given);
-    attnrt_op_query_t full = {0};
-    memcpy(&full, query, given < sizeof full ? given : sizeof full);
-    full.struct_size = sizeof full;
+    attnrt_op_query_t full;
+    TRY(attnrt_op_query_in(fn, "query", query, &full));
     if (full.op == 0 || full.op >= ATTNRT_OP_COUNT_)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: query->op = %u is not an attnrt_op_t", fn, full.op);
     char why[512] = "";

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "struct_in.h"
 #include "tensor.h"
 
 static const plan_kind_t kind_cascade = {"attnrt_cascade_plan", "attnrt_cascade_run"};
@@ -45,17 +46,20 @@ static void build_passes(const attnrt_cascade_args_t *a, const attention_shape_t
     p->suffix.sinks = NULL;
 }
 
-static attnrt_status_t check_cascade(const char *fn, const attnrt_cascade_args_t *a, int need_data,
-                                     attention_shape_t *s)
+/* The runtime's copies of the caller's args: in->args.suffix points at in->suffix. */
+typedef struct cascade_in {
+    attnrt_cascade_args_t   args;
+    attnrt_attention_args_t suffix;
+} cascade_in_t;
+
+/* Reads the caller's args into *in (struct_in.h), then checks them; `a` below is always &in->args. */
+static attnrt_status_t check_cascade(const char *fn, const attnrt_cascade_args_t *args, int need_data,
+                                     cascade_in_t *in, attention_shape_t *s)
 {
-    if (!a) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: args is NULL", fn);
-    if (a->struct_size < ATTNRT_CASCADE_ARGS_STRUCT_SIZE)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: args->struct_size = %zu; set it to "
-                           "sizeof(attnrt_cascade_args_t)", fn, a->struct_size);
-    if (!a->suffix) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: args->suffix is NULL", fn);
-    if (a->suffix->struct_size < ATTNRT_ATTENTION_ARGS_STRUCT_SIZE)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: args->suffix->struct_size = %zu; set it to "
-                           "sizeof(attnrt_attention_args_t)", fn, a->suffix->struct_size);
+    TRY(attnrt_cascade_args_in(fn, "args", args, &in->args));
+    TRY(attnrt_attention_args_in(fn, "args->suffix", in->args.suffix, &in->suffix));
+    in->args.suffix = &in->suffix;
+    const attnrt_cascade_args_t *a = &in->args;
     attnrt_status_t st = attnrt_attention_check_args(fn, a->suffix, need_data, s);
     if (st != ATTNRT_OK) return st;
     if (a->suffix->alibi_slopes || a->suffix->sliding_window_left || a->suffix->sliding_window_right)
@@ -84,24 +88,23 @@ attnrt_status_t attnrt_cascade_plan(attnrt_context_t *ctx, const attnrt_cascade_
 {
     static const char fn[] = "attnrt_cascade_plan";
     attnrt_clear_error();
-    if (!ctx || !plan || !host)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !ctx ? "ctx" : !plan ? "plan" : "host");
-    if (host->struct_size < ATTNRT_CASCADE_HOST_STRUCT_SIZE)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: host->struct_size = %zu; set it to "
-                           "sizeof(attnrt_cascade_host_t)", fn, host->struct_size);
-    if (!host->prefix || !host->suffix)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: host->%s is NULL", fn, host->prefix ? "suffix" : "prefix");
-    if (host->prefix->struct_size < ATTNRT_BATCH_HOST_STRUCT_SIZE)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: host->prefix->struct_size = %zu; set it to "
-                           "sizeof(attnrt_batch_host_t)", fn, host->prefix->struct_size);
+    if (!ctx || !plan)
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !ctx ? "ctx" : "plan");
+    attnrt_cascade_host_t h;
+    attnrt_batch_host_t prefix_batch, suffix_batch;
+    TRY(attnrt_cascade_host_in(fn, "host", host, &h));
+    TRY(attnrt_batch_host_in(fn, "host->prefix", h.prefix, &prefix_batch));
+    TRY(attnrt_batch_host_in(fn, "host->suffix", h.suffix, &suffix_batch));
+    cascade_in_t in;
+    const attnrt_cascade_args_t *a = &in.args;
     attention_shape_t s, ps;
-    attnrt_status_t st = check_cascade(fn, args, 0, &s);
+    attnrt_status_t st = check_cascade(fn, args, 0, &in, &s);
     if (st == ATTNRT_OK) {
         static const batch_names_t suffix_names = {"host->suffix", "seq_lens", "block_table"};
-        st = attnrt_attention_check_batch(fn, &s, host->suffix, args->suffix->causal, args->suffix->block_table,
+        st = attnrt_attention_check_batch(fn, &s, &suffix_batch, a->suffix->causal, a->suffix->block_table,
                                           &suffix_names);
     }
-    if (st == ATTNRT_OK) st = check_cascade_spans(ctx, fn, args);
+    if (st == ATTNRT_OK) st = check_cascade_spans(ctx, fn, a);
     if (st != ATTNRT_OK) return st;
     /* Two f32 partial states [T, Hq, Dv] and their LSEs; shapes are < 2^31 each, the product may not be. */
     size_t o_elems, lse_elems, o_bytes, lse_bytes;
@@ -123,20 +126,19 @@ attnrt_status_t attnrt_cascade_plan(attnrt_context_t *ctx, const attnrt_cascade_
     p->cascade.off_plugin = 2 * (o_bytes + lse_bytes);
 
     cascade_passes_t passes;
-    build_passes(args, &s, p, NULL, &passes);
+    build_passes(a, &s, p, NULL, &passes);
     /* The prefix pass reads the suffix's query_start_loc with the prefix's lengths and blocks. */
-    attnrt_batch_host_t prefix_batch = *host->prefix;
-    prefix_batch.query_start_loc = host->suffix->query_start_loc;
+    prefix_batch.query_start_loc = suffix_batch.query_start_loc;
     st = attnrt_attention_check_args(fn, &passes.prefix, 0, &ps);
     if (st == ATTNRT_OK)
-        st = attnrt_attention_check_batch(fn, &ps, &prefix_batch, 0, args->prefix_block_table,
+        st = attnrt_attention_check_batch(fn, &ps, &prefix_batch, 0, a->prefix_block_table,
                                           &attnrt_prefix_batch_names);
     attnrt_op_query_t query;
-    attnrt_attention_query(args->suffix, &s, &query);
+    attnrt_attention_query(a->suffix, &s, &query);
     query.op = ATTNRT_OP_CASCADE;
     if (st == ATTNRT_OK) st = attnrt_require_supported(fn, ctx, &query);
     if (st == ATTNRT_OK) st = attnrt_plan_attention_pass(fn, ctx, &passes.prefix, &prefix_batch, &p->pass[0]);
-    if (st == ATTNRT_OK) st = attnrt_plan_attention_pass(fn, ctx, &passes.suffix, host->suffix, &p->pass[1]);
+    if (st == ATTNRT_OK) st = attnrt_plan_attention_pass(fn, ctx, &passes.suffix, &suffix_batch, &p->pass[1]);
     if (st != ATTNRT_OK) {
         attnrt_plan_free(p); /* keeps the failure's message */
         return st;
@@ -144,10 +146,10 @@ attnrt_status_t attnrt_cascade_plan(attnrt_context_t *ctx, const attnrt_cascade_
     size_t plugin_ws = p->pass[0].plugin_workspace > p->pass[1].plugin_workspace ? p->pass[0].plugin_workspace
                                                                                   : p->pass[1].plugin_workspace;
     p->workspace_bytes = p->cascade.off_plugin + plugin_ws;
-    attnrt_attention_signature(args->suffix, &p->signature);
+    attnrt_attention_signature(a->suffix, &p->signature);
     /* Keep the prefix tensors' layouts to check runs against. */
-    p->cascade.prefix_block_table = *args->prefix_block_table;
-    p->cascade.prefix_seq_lens = *args->prefix_seq_lens;
+    p->cascade.prefix_block_table = *a->prefix_block_table;
+    p->cascade.prefix_seq_lens = *a->prefix_seq_lens;
     p->cascade.prefix_block_table.data = p->cascade.prefix_seq_lens.data = NULL;
     *plan = p;
     return ATTNRT_OK;
@@ -162,20 +164,22 @@ attnrt_status_t attnrt_cascade_run(attnrt_plan_t *plan, const attnrt_cascade_arg
     attnrt_context_t *ctx = plan->ctx;
     attention_shape_t s;
     plan_signature_t now;
-    TRY(check_cascade(fn, args, 1, &s));
-    attnrt_attention_signature(args->suffix, &now);
+    cascade_in_t in;
+    const attnrt_cascade_args_t *a = &in.args;
+    TRY(check_cascade(fn, args, 1, &in, &s));
+    attnrt_attention_signature(a->suffix, &now);
     /* The suffix args first, then the prefix tensors, as before the signature was generic. */
     attnrt_status_t st = attnrt_signature_check(fn, &plan->signature, &now);
-    if (st == ATTNRT_OK && (!attnrt_tensor_same_layout(args->prefix_block_table, &plan->cascade.prefix_block_table) ||
-                            !attnrt_tensor_same_layout(args->prefix_seq_lens, &plan->cascade.prefix_seq_lens)))
+    if (st == ATTNRT_OK && (!attnrt_tensor_same_layout(a->prefix_block_table, &plan->cascade.prefix_block_table) ||
+                            !attnrt_tensor_same_layout(a->prefix_seq_lens, &plan->cascade.prefix_seq_lens)))
         st = attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: prefix_block_table or prefix_seq_lens differ from the plan "
                          "(shape, dtype or strides); make a new plan", fn);
     if (st == ATTNRT_OK) st = attnrt_plan_check_workspace(fn, plan, workspace, workspace_bytes);
-    if (st == ATTNRT_OK) st = check_cascade_spans(ctx, fn, args);
+    if (st == ATTNRT_OK) st = check_cascade_spans(ctx, fn, a);
     if (st != ATTNRT_OK) return st;
 
     cascade_passes_t passes;
-    build_passes(args, &s, plan, workspace, &passes);
+    build_passes(a, &s, plan, workspace, &passes);
     char *plugin_ws = (char *)workspace + plan->cascade.off_plugin;
     size_t plugin_bytes = workspace_bytes - plan->cascade.off_plugin;
     void *sh = stream ? stream->handle : NULL;
@@ -189,9 +193,9 @@ attnrt_status_t attnrt_cascade_run(attnrt_plan_t *plan, const attnrt_cascade_arg
         .num_states = 2,
         .states = states,
         .lses = lses,
-        .out = args->suffix->out,
-        .out_lse = args->suffix->lse,
-        .sinks = args->suffix->sinks,
+        .out = a->suffix->out,
+        .out_lse = a->suffix->lse,
+        .sinks = a->suffix->sinks,
     };
     return attnrt_merge_states_unchecked(ctx, &merge, stream, fn);
 }

@@ -5,22 +5,17 @@
 #include <string.h>
 
 #include "context.h"
+#include "struct_in.h"
 #include "tensor.h"
 
 #define DEFAULT_BLOCK_SIZE 16
 
-/* The config as this runtime knows it: the caller's fields up to its struct_size, zero beyond. */
+/* The config as this runtime knows it (struct_in.h: the caller's fields up to its struct_size, zero
+ * beyond), checked. */
 static attnrt_status_t read_config(const char *fn, const attnrt_attention_config_t *config,
                                    attnrt_attention_config_t *full)
 {
-    size_t given;
-    memcpy(&given, config, sizeof given);
-    if (given < ATTNRT_STRUCT_SIZE(attnrt_attention_config_t, kv_dtype)) /* 1.2 callers end at kv_dtype */
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: config->struct_size = %zu; set it to "
-                           "sizeof(attnrt_attention_config_t)", fn, given);
-    memset(full, 0, sizeof *full);
-    memcpy(full, config, given < sizeof *full ? given : sizeof *full);
-    full->struct_size = sizeof *full;
+    TRY(attnrt_attention_config_in(fn, "config", config, full));
     const attnrt_attention_config_t *c = full;
     if (c->front_end > ATTNRT_FRONT_END_COMPILED)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: config->front_end = %u is not an attnrt_front_end (0..%d)",
@@ -59,9 +54,8 @@ attnrt_status_t attnrt_select_attention(attnrt_context_t *ctx, const attnrt_atte
 {
     static const char fn[] = "attnrt_select_attention";
     attnrt_clear_error();
-    if (!ctx || !config || !selection)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
-                           !ctx ? "ctx" : !config ? "config" : "selection");
+    if (!ctx || !selection)
+        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !ctx ? "ctx" : "selection");
     size_t caller_size = selection->struct_size;
     if (caller_size < ATTNRT_STRUCT_SIZE(attnrt_attention_selection_t, kernel))
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: selection->struct_size = %zu; set it to "

@@ -3,14 +3,12 @@
 #include <string.h>
 
 #include "attention.h"
+#include "struct_in.h"
 #include "tensor.h"
 
+/* Checks the runtime's copy `a` of the caller's args (attnrt_kv_write_args_in). */
 static attnrt_status_t check_kv_write(const char *fn, const attnrt_kv_write_args_t *a, attnrt_op_query_t *q)
 {
-    if (!a) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: args is NULL", fn);
-    if (a->struct_size < ATTNRT_KV_WRITE_ARGS_STRUCT_SIZE)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: args->struct_size = %zu; set it to "
-                           "sizeof(attnrt_kv_write_args_t)", fn, a->struct_size);
     TRY(attnrt_check_tensor(fn, "key", a->key, 0, 3, DT_ACT, 1, 1));
     TRY(attnrt_check_tensor(fn, "value", a->value, 0, 3, DT_ACT, 1, 1));
     TRY(attnrt_check_tensor(fn, "slot_mapping", a->slot_mapping, 0, 1, DT_I64, 0, 1));
@@ -70,12 +68,14 @@ attnrt_status_t attnrt_kv_write(attnrt_context_t *ctx, const attnrt_kv_write_arg
     if (!ctx) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
     TRY(attnrt_check_stream_context(fn, stream, ctx, "ctx"));
     attnrt_op_query_t query;
-    attnrt_status_t st = check_kv_write(fn, args, &query);
+    attnrt_kv_write_args_t a;
+    attnrt_status_t st = attnrt_kv_write_args_in(fn, "args", args, &a);
+    if (st == ATTNRT_OK) st = check_kv_write(fn, &a, &query);
     if (st != ATTNRT_OK) return st;
     static const char *const names[] = {"key", "value", "slot_mapping", "key_cache", "value_cache", "key_scale",
                                         "value_scale"};
-    const attnrt_tensor_t *tensors[] = {args->key, args->value, args->slot_mapping, args->key_cache,
-                                        args->value_cache, args->key_scale, args->value_scale};
+    const attnrt_tensor_t *tensors[] = {a.key, a.value, a.slot_mapping, a.key_cache, a.value_cache, a.key_scale,
+                                        a.value_scale};
     _Static_assert(sizeof names / sizeof names[0] == sizeof tensors / sizeof tensors[0], "kv_write: tensors, names");
     st = attnrt_check_spans(ctx, fn, tensors, names, sizeof tensors / sizeof tensors[0]);
     if (st != ATTNRT_OK) return st;
@@ -83,7 +83,7 @@ attnrt_status_t attnrt_kv_write(attnrt_context_t *ctx, const attnrt_kv_write_arg
     if (st != ATTNRT_OK) return st;
     if (!ctx->api->kv_write)
         return attnrt_fail(ATTNRT_ERR_UNSUPPORTED, "%s: the %s plugin has no kv_write", fn, ctx->ref->plugin->name);
-    if (args->key->shape[0] == 0) return ATTNRT_OK;
-    st = ctx->api->kv_write(ctx->device, args, stream ? stream->handle : NULL);
+    if (a.key->shape[0] == 0) return ATTNRT_OK;
+    st = ctx->api->kv_write(ctx->device, &a, stream ? stream->handle : NULL);
     return st == ATTNRT_OK ? st : attnrt_context_fail(ctx, st, fn);
 }

@@ -3,17 +3,16 @@
 #include <string.h>
 
 #include "linear.h"
+#include "struct_in.h"
 #include "tensor.h"
 
 static const plan_kind_t kind_lightning = {"attnrt_lightning_plan", "attnrt_lightning_run"};
 
-static attnrt_status_t check_lightning_args(const char *fn, const attnrt_lightning_args_t *a, int need_data,
-                                            linear_shape_t *s)
+/* Reads the caller's args into *a (struct_in.h), then checks them. */
+static attnrt_status_t check_lightning_args(const char *fn, const attnrt_lightning_args_t *args, int need_data,
+                                            attnrt_lightning_args_t *a, linear_shape_t *s)
 {
-    if (!a) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: args is NULL", fn);
-    if (a->struct_size < ATTNRT_LIGHTNING_ARGS_STRUCT_SIZE)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: args->struct_size = %zu; set it to "
-                           "sizeof(attnrt_lightning_args_t)", fn, a->struct_size);
+    TRY(attnrt_lightning_args_in(fn, "args", args, a));
     const linear_tensors_t lt = {a->query, a->key, a->value, a->out, a->state, a->query_start_loc, a->state_indices,
                                  a->has_initial_state, 0, 0, 0};
     TRY(attnrt_linear_check_tensors(fn, &lt, need_data, s));
@@ -51,9 +50,14 @@ attnrt_status_t attnrt_lightning_plan(attnrt_context_t *ctx, const attnrt_lightn
     if (!ctx || !pool || !plan)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !ctx ? "ctx" : !pool ? "pool" : "plan");
     linear_shape_t s;
-    TRY(check_lightning_args(fn, args, 0, &s));
-    TRY(attnrt_linear_check_host(fn, ctx, &s, args->state, batch, states, pool));
-    TRY(lightning_check_spans(ctx, fn, args));
+    attnrt_lightning_args_t a;
+    attnrt_batch_host_t b;
+    attnrt_state_host_t h;
+    TRY(check_lightning_args(fn, args, 0, &a, &s));
+    TRY(attnrt_batch_host_in(fn, "batch", batch, &b));
+    TRY(attnrt_state_host_in(fn, "states", states, &h));
+    TRY(attnrt_linear_check_host(fn, ctx, &s, a.state, &b, &h, pool));
+    TRY(lightning_check_spans(ctx, fn, &a));
 
     /* Validation first, so bad input is INVALID_ARGUMENT on every device; then what the device offers. */
     const attnrt_plugin_api_t *api = ctx->api;
@@ -63,7 +67,7 @@ attnrt_status_t attnrt_lightning_plan(attnrt_context_t *ctx, const attnrt_lightn
     memset(&query, 0, sizeof query);
     query.struct_size = sizeof query;
     query.op = ATTNRT_OP_LIGHTNING;
-    query.q_dtype = args->query->dtype;
+    query.q_dtype = a.query->dtype;
     query.head_dim_qk = (uint32_t)s.Dk;
     query.head_dim_v = (uint32_t)s.Dv;
     query.num_q_heads = (uint32_t)s.H;
@@ -72,14 +76,13 @@ attnrt_status_t attnrt_lightning_plan(attnrt_context_t *ctx, const attnrt_lightn
     attnrt_plan_t *p = NULL;
     TRY(attnrt_plan_new(fn, ctx, &kind_lightning, &p));
     plan_pass_t *pass = &p->pass[0];
-    attnrt_status_t st = api->lightning_plan(ctx->device, args, batch, states, &pass->plugin_plan,
-                                             &pass->plugin_workspace);
+    attnrt_status_t st = api->lightning_plan(ctx->device, &a, &b, &h, &pass->plugin_plan, &pass->plugin_workspace);
     st = attnrt_plan_pass_result(fn, ctx, st, pass, api->plan_destroy);
     if (st != ATTNRT_OK) {
         attnrt_plan_free(p); /* keeps the failure's message */
         return st;
     }
-    lightning_signature(args, &p->signature);
+    lightning_signature(&a, &p->signature);
     p->workspace_bytes = pass->plugin_workspace;
     *plan = p;
     return ATTNRT_OK;
@@ -93,12 +96,13 @@ attnrt_status_t attnrt_lightning_run(attnrt_plan_t *plan, const attnrt_lightning
     TRY(attnrt_plan_check_kind(fn, plan, &kind_lightning, stream));
     linear_shape_t s;
     plan_signature_t now;
-    TRY(check_lightning_args(fn, args, 1, &s));
-    lightning_signature(args, &now);
+    attnrt_lightning_args_t a;
+    TRY(check_lightning_args(fn, args, 1, &a, &s));
+    lightning_signature(&a, &now);
     TRY(attnrt_plan_check_run(fn, plan, &now, workspace, workspace_bytes));
     attnrt_context_t *ctx = plan->ctx;
-    TRY(lightning_check_spans(ctx, fn, args));
-    attnrt_status_t st = ctx->api->lightning_run(ctx->device, plan->pass[0].plugin_plan, args, workspace,
+    TRY(lightning_check_spans(ctx, fn, &a));
+    attnrt_status_t st = ctx->api->lightning_run(ctx->device, plan->pass[0].plugin_plan, &a, workspace,
                                                  workspace_bytes, stream ? stream->handle : NULL);
     return st == ATTNRT_OK ? st : attnrt_context_fail(ctx, st, fn);
 }

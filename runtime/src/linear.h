@@ -23,7 +23,8 @@ typedef struct linear_shape {
 /* Checks the shared tensors (need_data: a run); fills T, B, H, HV, Dk, Dv and sets num_spec = -1. */
 ATTNRT_HIDDEN attnrt_status_t attnrt_linear_check_tensors(const char *fn, const linear_tensors_t *lt, int need_data,
                                                           linear_shape_t *s);
-/* The plan-time checks of the host metadata against the shape and the pool: batch->query_start_loc,
+/* The plan-time checks of the host metadata (the runtime's copies of batch and states: struct_in.h)
+ * against the shape and the pool: batch->query_start_loc,
  * states (every slot id -1 or allocated in `pool`, no slot shared by two requests, spec rules), and
  * that `state` is the pool's tensor. `pool` must be on `ctx`. */
 ATTNRT_HIDDEN attnrt_status_t attnrt_linear_check_host(const char *fn, attnrt_context_t *ctx, const linear_shape_t *s,

@@ -82,10 +82,6 @@ attnrt_status_t attnrt_linear_check_tensors(const char *fn, const linear_tensors
 
 static attnrt_status_t check_batch(const char *fn, const linear_shape_t *s, const attnrt_batch_host_t *batch)
 {
-    if (!batch) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: batch is NULL", fn);
-    if (batch->struct_size < ATTNRT_BATCH_HOST_STRUCT_SIZE)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: batch->struct_size = %zu; set it to "
-                           "sizeof(attnrt_batch_host_t)", fn, batch->struct_size);
     if (batch->num_seqs != s->B)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: batch->num_seqs = %d differs from num_seqs = %lld "
                            "(query_start_loc.shape[0] - 1)", fn, batch->num_seqs, (long long)s->B);
@@ -96,10 +92,6 @@ static attnrt_status_t check_batch(const char *fn, const linear_shape_t *s, cons
 
 static attnrt_status_t check_states_struct(const char *fn, const linear_shape_t *s, const attnrt_state_host_t *st)
 {
-    if (!st) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: states is NULL", fn);
-    if (st->struct_size < ATTNRT_STATE_HOST_STRUCT_SIZE)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: states->struct_size = %zu; set it to "
-                           "sizeof(attnrt_state_host_t)", fn, st->struct_size);
     if (!st->has_initial_state)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: states->has_initial_state is NULL (required: 0 starts a "
                            "request from a zero state)", fn);

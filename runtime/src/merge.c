@@ -3,14 +3,12 @@
 #include <string.h>
 
 #include "attention.h"
+#include "struct_in.h"
 #include "tensor.h"
 
+/* Checks the runtime's copy `a` of the caller's args (attnrt_merge_args_in). */
 static attnrt_status_t check_merge(const char *fn, const attnrt_merge_args_t *a, attnrt_op_query_t *q)
 {
-    if (!a) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: args is NULL", fn);
-    if (a->struct_size < ATTNRT_MERGE_ARGS_STRUCT_SIZE)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: args->struct_size = %zu; set it to "
-                           "sizeof(attnrt_merge_args_t)", fn, a->struct_size);
     if (a->num_states < 1)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: num_states = 0; merge at least one state", fn);
     if (!a->states || !a->lses)
@@ -84,11 +82,13 @@ attnrt_status_t attnrt_merge_states(attnrt_context_t *ctx, const attnrt_merge_ar
     if (!ctx) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
     TRY(attnrt_check_stream_context(fn, stream, ctx, "ctx"));
     attnrt_op_query_t query;
-    attnrt_status_t st = check_merge(fn, args, &query);
-    if (st == ATTNRT_OK) st = check_merge_spans(ctx, fn, args);
+    attnrt_merge_args_t a;
+    attnrt_status_t st = attnrt_merge_args_in(fn, "args", args, &a);
+    if (st == ATTNRT_OK) st = check_merge(fn, &a, &query);
+    if (st == ATTNRT_OK) st = check_merge_spans(ctx, fn, &a);
     if (st != ATTNRT_OK) return st;
     st = attnrt_require_supported(fn, ctx, &query);
     if (st != ATTNRT_OK) return st;
-    if (args->out->shape[0] == 0) return ATTNRT_OK;
-    return attnrt_merge_states_unchecked(ctx, args, stream, fn);
+    if (a.out->shape[0] == 0) return ATTNRT_OK;
+    return attnrt_merge_states_unchecked(ctx, &a, stream, fn);
 }

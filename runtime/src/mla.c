@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "struct_in.h"
 #include "tensor.h"
 
 static const plan_kind_t kind_mla = {"attnrt_mla_plan", "attnrt_mla_run"};
@@ -15,12 +16,11 @@ typedef struct mla_shape {
     int64_t           topk; /* -1: dense */
 } mla_shape_t;
 
-static attnrt_status_t check_mla_args(const char *fn, const attnrt_mla_args_t *a, int need_data, mla_shape_t *ms)
+/* Reads the caller's args into *a (struct_in.h), then checks them. */
+static attnrt_status_t check_mla_args(const char *fn, const attnrt_mla_args_t *args, int need_data,
+                                      attnrt_mla_args_t *a, mla_shape_t *ms)
 {
-    if (!a) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: args is NULL", fn);
-    if (a->struct_size < ATTNRT_MLA_ARGS_STRUCT_SIZE)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: args->struct_size = %zu; set it to "
-                           "sizeof(attnrt_mla_args_t)", fn, a->struct_size);
+    TRY(attnrt_mla_args_in(fn, "args", args, a));
     memset(ms, 0, sizeof *ms);
     attention_shape_t *s = &ms->att;
     const int nd = need_data;
@@ -165,30 +165,32 @@ attnrt_status_t attnrt_mla_plan(attnrt_context_t *ctx, const attnrt_mla_args_t *
     if (!ctx) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
     if (!plan) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: plan is NULL", fn);
     mla_shape_t ms;
-    TRY(check_mla_args(fn, args, 0, &ms));
+    attnrt_mla_args_t a;
+    attnrt_batch_host_t b;
+    TRY(check_mla_args(fn, args, 0, &a, &ms));
+    TRY(attnrt_batch_host_in(fn, "batch", batch, &b));
     /* Sparse indices are the whole mask: the causal rule on seq_len vs query length is dense-only. */
-    TRY(attnrt_attention_check_batch(fn, &ms.att, batch, args->causal && !args->indices, args->block_table,
-                                     &attnrt_batch_names));
-    if (args->indices_host) TRY(check_indices_host(fn, args, &ms, batch));
-    TRY(mla_check_spans(ctx, fn, args));
+    TRY(attnrt_attention_check_batch(fn, &ms.att, &b, a.causal && !a.indices, a.block_table, &attnrt_batch_names));
+    if (a.indices_host) TRY(check_indices_host(fn, &a, &ms, &b));
+    TRY(mla_check_spans(ctx, fn, &a));
 
     /* Validation first, so bad input is INVALID_ARGUMENT on every device; then what the device offers. */
     const attnrt_plugin_api_t *api = ctx->api;
     if (!api->mla_plan || !api->mla_run || !api->plan_destroy) return attnrt_plan_entry_missing(fn, ctx, "MLA");
     attnrt_op_query_t query;
-    mla_query(args, &ms, &query);
+    mla_query(&a, &ms, &query);
     TRY(attnrt_require_supported(fn, ctx, &query));
 
     attnrt_plan_t *p = NULL;
     TRY(attnrt_plan_new(fn, ctx, &kind_mla, &p));
     plan_pass_t *pass = &p->pass[0];
-    attnrt_status_t st = api->mla_plan(ctx->device, args, batch, &pass->plugin_plan, &pass->plugin_workspace);
+    attnrt_status_t st = api->mla_plan(ctx->device, &a, &b, &pass->plugin_plan, &pass->plugin_workspace);
     st = attnrt_plan_pass_result(fn, ctx, st, pass, api->plan_destroy);
     if (st != ATTNRT_OK) {
         attnrt_plan_free(p); /* keeps the failure's message */
         return st;
     }
-    mla_signature(args, &p->signature);
+    mla_signature(&a, &p->signature);
     p->workspace_bytes = pass->plugin_workspace;
     *plan = p;
     return ATTNRT_OK;
@@ -202,12 +204,13 @@ attnrt_status_t attnrt_mla_run(attnrt_plan_t *plan, const attnrt_mla_args_t *arg
     TRY(attnrt_plan_check_kind(fn, plan, &kind_mla, stream));
     mla_shape_t ms;
     plan_signature_t now;
-    TRY(check_mla_args(fn, args, 1, &ms));
-    mla_signature(args, &now);
+    attnrt_mla_args_t a;
+    TRY(check_mla_args(fn, args, 1, &a, &ms));
+    mla_signature(&a, &now);
     TRY(attnrt_plan_check_run(fn, plan, &now, workspace, workspace_bytes));
     attnrt_context_t *ctx = plan->ctx;
-    TRY(mla_check_spans(ctx, fn, args));
-    attnrt_status_t st = ctx->api->mla_run(ctx->device, plan->pass[0].plugin_plan, args, workspace, workspace_bytes,
+    TRY(mla_check_spans(ctx, fn, &a));
+    attnrt_status_t st = ctx->api->mla_run(ctx->device, plan->pass[0].plugin_plan, &a, workspace, workspace_bytes,
                                            stream ? stream->handle : NULL);
     return st == ATTNRT_OK ? st : attnrt_context_fail(ctx, st, fn);
 }

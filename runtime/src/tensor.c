@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "context.h"
+#include "struct_in.h"
 #include "tensor.h"
 
 static const struct {
@@ -228,9 +229,7 @@ attnrt_status_t attnrt_check_tensor(const char *fn, const char *name, const attn
 {
     if (!t)
         return optional ? ATTNRT_OK : attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, name);
-    if (t->struct_size < ATTNRT_TENSOR_STRUCT_SIZE)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s.struct_size = %zu; set it to sizeof(attnrt_tensor_t) "
-                           "(attnrt_tensor_init does)", fn, name, t->struct_size);
+    TRY(attnrt_tensor_struct_check(fn, name, t));
     if (t->ndim != ndim)
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s.ndim = %d, expected %d", fn, name, t->ndim, ndim);
     if (!(attnrt_dtype_bit(t->dtype) & dtype_set)) {

@@ -282,17 +282,19 @@ static void test_capability_query_rejects_bad_queries(void **state)
     q.op = ATTNRT_OP_COUNT_;
     expect_bad(attnrt_op_supported(ctx, &q, NULL, 0), ATTNRT_ERR_INVALID_ARGUMENT, "is not an attnrt_op_t");
     q.op = ATTNRT_OP_MERGE_STATES;
-    q.struct_size = ATTNRT_OP_QUERY_STRUCT_SIZE - 1;
-    expect_bad(attnrt_op_supported(ctx, &q, NULL, 0), ATTNRT_ERR_INVALID_ARGUMENT, "query->struct_size");
-    q.struct_size = ATTNRT_OP_QUERY_STRUCT_SIZE; /* exactly 1.0's size is enough */
+    q.struct_size = sizeof(size_t) - 1; /* cannot even hold struct_size */
+    expect_bad(attnrt_op_supported(ctx, &q, NULL, 0), ATTNRT_ERR_INVALID_ARGUMENT, "query->struct_size = 7");
+    q.struct_size = ATTNRT_STRUCT_SIZE(attnrt_op_query_t, op); /* an older, smaller struct: the rest reads as 0 */
     assert_ok(attnrt_op_supported(ctx, &q, NULL, 0));
+    q.struct_size = sizeof(size_t); /* even op lies beyond it */
+    expect_bad(attnrt_op_supported(ctx, &q, NULL, 0), ATTNRT_ERR_INVALID_ARGUMENT, "query->op is 0");
     expect_bad(attnrt_device_op_supported(0, NULL, NULL, 0), ATTNRT_ERR_INVALID_ARGUMENT, "query is NULL");
     assert_ok(attnrt_close(ctx));
     assert_int_equal(tl_attr(0, "open_devices"), 0); /* the failed device query closed what it opened */
 }
 
-/* A caller whose attnrt_op_query_t ends exactly at its struct_size (ABI 1.0's size, which the runtime
- * accepts), right before an unreadable page: the runtime must read nothing beyond struct_size. */
+/* A caller whose attnrt_op_query_t ends exactly at its struct_size, right before an unreadable page: the
+ * runtime must read nothing beyond struct_size. */
 static void test_capability_query_reads_nothing_beyond_struct_size(void **state)
 {
     (void)state;
