@@ -192,7 +192,8 @@ struct attnrt_plugin_api {
     /* (optional; NULL: the device has no native streams, wrapping is refused) Wraps the device API's own
      * stream (CUstream, hipStream_t, a Level Zero command list) without taking ownership: *stream is
      * plugin-owned until stream_destroy, which then frees the wrapper only (no synchronisation, the
-     * native stream stays the engine's). Work on it is asynchronous like on a created stream. */
+     * native stream stays the engine's). Work on it is asynchronous like on a created stream. `native`
+     * may be NULL where the device API names a stream so (cuda's legacy default stream). */
     attnrt_status_t (*stream_wrap)(void *device, void *native, void **stream);
     /* (optional; NULL with stream_wrap) The native handle of a created or wrapped stream; NULL stream:
      * the default stream's handle. */

@@ -36,6 +36,11 @@ attnrt_status_t plugin_host_event_create(void *device, void **event);
 void            plugin_host_handle_destroy(void *device, void *handle);
 attnrt_status_t plugin_host_event_record(void *device, void *event, void *stream);
 attnrt_status_t plugin_host_event_elapsed_ms(void *device, void *start, void *end, float *ms);
+/* stream_wait_event and event_synchronize: both return at once, since the work before any event completed
+ * within its call. The device has no native streams or events, so stream_wrap / stream_native / event_wrap /
+ * event_native stay NULL (the runtime refuses them, naming the device). */
+attnrt_status_t plugin_host_stream_wait_event(void *device, void *stream, void *event);
+attnrt_status_t plugin_host_event_synchronize(void *device, void *event);
 
 /* device_count of a plugin with one device (cpu:0, npu_sim:0). */
 attnrt_status_t plugin_one_device_count(void *plugin, uint32_t *count);
@@ -48,6 +53,7 @@ attnrt_status_t plugin_one_device_index(const char *plugin, const char *device, 
     .stream_create = plugin_host_stream_create, .stream_destroy = plugin_host_handle_destroy,               \
     .stream_synchronize = plugin_host_stream_synchronize, .event_create = plugin_host_event_create,         \
     .event_destroy = plugin_host_handle_destroy, .event_record = plugin_host_event_record,                  \
-    .event_elapsed_ms = plugin_host_event_elapsed_ms
+    .event_elapsed_ms = plugin_host_event_elapsed_ms, .stream_wait_event = plugin_host_stream_wait_event,   \
+    .event_synchronize = plugin_host_event_synchronize
 
 #endif /* ATTNRT_PLUGIN_HOST_H */

@@ -35,6 +35,8 @@
     X(StreamCreate, cuStreamCreate, "cuStreamCreate", NULL)                                               \
     X(StreamDestroy, cuStreamDestroy, "cuStreamDestroy_v2", NULL)                                         \
     X(StreamSynchronize, cuStreamSynchronize, "cuStreamSynchronize", NULL)                                \
+    X(StreamWaitEvent, cuStreamWaitEvent, "cuStreamWaitEvent", NULL)                                      \
+    X(StreamGetCtx, cuStreamGetCtx, "cuStreamGetCtx", NULL)                                               \
     X(EventCreate, cuEventCreate, "cuEventCreate", NULL)                                                  \
     X(EventDestroy, cuEventDestroy, "cuEventDestroy_v2", NULL)                                            \
     X(EventRecord, cuEventRecord, "cuEventRecord", NULL)                                                  \

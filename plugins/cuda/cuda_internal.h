@@ -10,7 +10,6 @@
 #include "attnrt_plugin.h"
 #include "cuda_driver.h"
 #include "cuda_kernel_args.h"
-#include "cuda_stream.h"
 
 #define CUDA_MMA_DIMS 3 /* head dims of the tensor-core kernels: 64, 128, 256 */
 /* The fatbins, one per kernel family, and the sm_90a one (plugins/cuda/meson.build builds them, cuda_module.c
@@ -52,8 +51,18 @@ typedef struct cuda_plugin {
 /* The retained primary context of device `index` (retaining it on first use). */
 attnrt_status_t cuda_plugin_context(cuda_plugin_t *p, uint32_t index, CUcontext *ctx);
 
+/* A stream handle: created by stream_create (cuStreamCreate, CU_STREAM_NON_BLOCKING; owned) or wrapped from the
+ * engine's CUstream by stream_wrap (not owned: stream_destroy frees the wrapper only). Work on either is only
+ * queued; no entry waits for a non-NULL stream except stream_synchronize. */
+typedef struct cuda_stream {
+    CUstream stream;
+    int      owned;
+} cuda_stream_t;
+
+/* An event handle: from event_create (owned) or event_wrap (the engine's CUevent, not owned). */
 typedef struct cuda_event {
     CUevent event;
+    int     owned;
 } cuda_event_t;
 
 /* Makes the device's context current on this thread (cheap; every entry calls it). */

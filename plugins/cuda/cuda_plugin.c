@@ -1,6 +1,7 @@
 /* The cuda plugin's vtable: devices through the Driver API (libcuda.so.1 by dlopen), each opened
- * device on its primary context, device memory, non-blocking streams, events; the ops live in
- * cuda_*.c. A NULL stream is the legacy default stream, and a call on it waits for its work. */
+ * device on its primary context, device memory, non-blocking streams, events, and the engine's own
+ * CUstream / CUevent wrapped; the ops live in cuda_*.c. A NULL stream is the legacy default stream, and
+ * a call on it waits for its work; a call on any other stream, created or wrapped, only queues it. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -195,6 +196,7 @@ static attnrt_status_t cuda_stream_create(void *device, void **stream)
         free(s);
         return cuda_fail(r, "cuda:%u: cuStreamCreate", d->index);
     }
+    s->owned = 1;
     *stream = s;
     return ATTNRT_OK;
 }
@@ -203,7 +205,7 @@ static void cuda_stream_destroy(void *device, void *stream)
 {
     cuda_stream_t *s = stream;
     if (!s) return;
-    if (cuda_enter(device) == ATTNRT_OK) {
+    if (s->owned && cuda_enter(device) == ATTNRT_OK) { /* a wrapped stream stays the engine's, unwaited for */
         cuda_drv.StreamSynchronize(s->stream);
         cuda_drv.StreamDestroy(s->stream);
     }
@@ -231,6 +233,7 @@ static attnrt_status_t cuda_event_create(void *device, void **event)
         free(e);
         return cuda_fail(r, "cuda:%u: cuEventCreate", d->index);
     }
+    e->owned = 1;
     *event = e;
     return ATTNRT_OK;
 }
@@ -239,7 +242,7 @@ static void cuda_event_destroy(void *device, void *event)
 {
     cuda_event_t *e = event;
     if (!e) return;
-    if (cuda_enter(device) == ATTNRT_OK) cuda_drv.EventDestroy(e->event);
+    if (e->owned && cuda_enter(device) == ATTNRT_OK) cuda_drv.EventDestroy(e->event); /* a wrapped one: the engine's */
     free(e);
 }
 
@@ -260,6 +263,74 @@ static attnrt_status_t cuda_event_elapsed_ms(void *device, void *start, void *en
     CUresult r = cuda_drv.EventSynchronize(((cuda_event_t *)end)->event);
     if (r == CUDA_SUCCESS) r = cuda_drv.EventElapsedTime(ms, ((cuda_event_t *)start)->event, ((cuda_event_t *)end)->event);
     return r == CUDA_SUCCESS ? ATTNRT_OK : cuda_fail(r, "cuda:%u: event elapsed time", d->index);
+}
+
+/* ---- native streams and events: the engine's CUstream / CUevent, borrowed ---- */
+
+static attnrt_status_t cuda_stream_wrap(void *device, void *native, void **stream)
+{
+    cuda_dev_t *d = device;
+    attnrt_status_t st = cuda_enter(d);
+    if (st != ATTNRT_OK) return st;
+    /* The stream must be of this device's primary context (the one torch and the CUDA runtime use); a NULL native
+     * is the legacy default stream of the current context, which cuda_enter just made the primary one. */
+    CUcontext owner = NULL;
+    CUresult r = cuda_drv.StreamGetCtx((CUstream)native, &owner);
+    if (r != CUDA_SUCCESS) return cuda_fail(r, "cuda:%u: cuStreamGetCtx of native stream %p", d->index, native);
+    if (owner != d->ctx)
+        return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda:%u: native stream %p belongs to CUDA context %p, not to "
+                           "cuda:%u's primary context %p (the one the CUDA runtime and torch use on that device)",
+                           d->index, native, (void *)owner, d->index, (void *)d->ctx);
+    cuda_stream_t *s = calloc(1, sizeof *s);
+    if (!s) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cuda:%u: out of memory wrapping a stream", d->index);
+    s->stream = (CUstream)native;
+    s->owned = 0;
+    *stream = s;
+    return ATTNRT_OK;
+}
+
+static attnrt_status_t cuda_stream_native(void *device, void *stream, void **native)
+{
+    (void)device;
+    /* NULL stream: the legacy default stream, whose handle is (CUstream)0 (the ABI's NULL stream is that stream) */
+    *native = (void *)cuda_stream_of(stream);
+    return ATTNRT_OK;
+}
+
+static attnrt_status_t cuda_stream_wait_event(void *device, void *stream, void *event)
+{
+    cuda_dev_t *d = device;
+    attnrt_status_t st = cuda_enter(d);
+    if (st != ATTNRT_OK) return st;
+    CUresult r = cuda_drv.StreamWaitEvent(cuda_stream_of(stream), ((cuda_event_t *)event)->event, 0);
+    return r == CUDA_SUCCESS ? ATTNRT_OK : cuda_fail(r, "cuda:%u: cuStreamWaitEvent", d->index);
+}
+
+static attnrt_status_t cuda_event_wrap(void *device, void *native, void **event)
+{
+    cuda_dev_t *d = device;
+    cuda_event_t *e = calloc(1, sizeof *e);
+    if (!e) return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cuda:%u: out of memory wrapping an event", d->index);
+    e->event = (CUevent)native;
+    e->owned = 0;
+    *event = e;
+    return ATTNRT_OK;
+}
+
+static attnrt_status_t cuda_event_native(void *device, void *event, void **native)
+{
+    (void)device;
+    *native = (void *)((cuda_event_t *)event)->event;
+    return ATTNRT_OK;
+}
+
+static attnrt_status_t cuda_event_synchronize(void *device, void *event)
+{
+    cuda_dev_t *d = device;
+    attnrt_status_t st = cuda_enter(d);
+    if (st != ATTNRT_OK) return st;
+    CUresult r = cuda_drv.EventSynchronize(((cuda_event_t *)event)->event);
+    return r == CUDA_SUCCESS ? ATTNRT_OK : cuda_fail(r, "cuda:%u: cuEventSynchronize", d->index);
 }
 
 static attnrt_status_t cuda_op_supported(void *device, const attnrt_op_query_t *query, char *reason, size_t cap)
@@ -342,6 +413,8 @@ static const attnrt_plugin_api_t cuda_api = {
     .stream_synchronize = cuda_stream_synchronize,
     .event_create = cuda_event_create, .event_destroy = cuda_event_destroy, .event_record = cuda_event_record,
     .event_elapsed_ms = cuda_event_elapsed_ms,
+    .stream_wrap = cuda_stream_wrap, .stream_native = cuda_stream_native, .stream_wait_event = cuda_stream_wait_event,
+    .event_wrap = cuda_event_wrap, .event_native = cuda_event_native, .event_synchronize = cuda_event_synchronize,
     PLUGIN_API_OPS(cuda),
     /* select_attention and last_op_stats stay NULL: the runtime's defaults apply. */
 };

@@ -155,7 +155,8 @@ ATTNRT_API attnrt_status_t attnrt_event_synchronize(attnrt_event_t *event);
 
 /* An engine's own stream as an attnrt_stream_t, without taking ownership: `native` is the device API's
  * stream (a CUstream on cuda: torch.cuda.current_stream().cuda_stream, cudaStream_t is the same
- * handle). Work on it is queued like on a created stream, never waited for by the host, and may be
+ * handle; NULL there is the legacy default stream, torch's default stream, and wrapped it is asynchronous
+ * like any other). Work on it is queued like on a created stream, never waited for by the host, and may be
  * captured in a graph the engine is capturing on that stream. attnrt_stream_destroy frees the wrapper
  * only; the native stream must outlive it. ATTNRT_ERR_UNSUPPORTED on devices without native streams
  * (cpu, npu_sim: their work completes within each call). */

@@ -20,7 +20,8 @@ extern "C" {
 
 /* Fills *t from `dl` (borrowed for the call; *t then points at dl->data + dl->byte_offset, which must
  * stay alive while t is used). Checked: the device (dl->device.device_type and device_id against the
- * context's device: kDLCPU 0 for cpu, kDLCUDA / kDLCUDAManaged <ordinal> for cuda:<ordinal>), the dtype
+ * context's device: kDLCPU 0 for cpu, kDLCUDA / kDLCUDAManaged <ordinal> for cuda:<ordinal>, kDLExtDev 0 or
+ * kDLCPU 0 for npu_sim:0, whose memory is host memory; a mismatch names both), the dtype
  * (lanes 1, a dtype libattnrt knows: DLPack's codes are ours, fp8 included as DLPack 1.1 numbers them:
  * kDLFloat8_e4m3fn = 10, kDLFloat8_e5m2 = 12), ndim (0 reads as shape [1]; at most ATTNRT_MAX_DIMS),
  * shape (>= 0) and strides (NULL: compact row-major; negative strides are refused). A cache stored as

@@ -30,7 +30,7 @@ int main(void)
 {
     attnrt_stream_t *stream = NULL;
     attnrt_context_t *ctx = open_cuda_or_skip("cuda_graph_capture", &stream);
-    const CUstream cs = ((cuda_stream_t *)stream->handle)->stream;
+    const CUstream cs = native_stream(ctx, stream);
 
     /* the batch: 7 decode rows with long contexts, one chunked prefill of 40 tokens */
     int32_t q_len[B] = {1, 1, 1, 1, 1, 1, 1, 40}, kv_len[B] = {3000, 1800, 2500, 700, 2900, 1200, 2047, 1000};

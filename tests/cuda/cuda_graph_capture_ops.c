@@ -72,7 +72,7 @@ static void *dev_copy_of(attnrt_context_t *ctx, const void *host, size_t bytes)
 /* Direct run, then capture + replay from the same starting state; returns the number of failures. */
 static int check_case(attnrt_context_t *ctx, attnrt_stream_t *stream, const capture_case_t *c)
 {
-    const CUstream cs = ((cuda_stream_t *)stream->handle)->stream;
+    const CUstream cs = native_stream(ctx, stream);
     const size_t total = c->out_bytes + c->lse_bytes + c->state_bytes;
     uint8_t *direct = malloc(total), *replay = malloc(total);
     void *backup = c->state ? dev_alloc(ctx, c->state_bytes) : NULL;

@@ -14,8 +14,6 @@
 #include <cuda.h>
 
 #include "attnrt.h"
-#include "context.h"     /* runtime internal: attnrt_stream_t's plugin handle */
-#include "cuda_stream.h" /* the cuda plugin's stream handle: its CUstream first */
 
 static struct {
     __typeof__(&cuStreamBeginCapture) begin;
@@ -108,6 +106,14 @@ static inline void *dev_alloc(attnrt_context_t *ctx, size_t bytes)
     void *p = NULL;
     CHECK_AT(attnrt_mem_alloc(ctx, bytes, &p), "attnrt_mem_alloc");
     return p;
+}
+
+/* The CUstream under an attnrt stream (attnrt_stream_native), to capture on it through the Driver API. */
+static inline CUstream native_stream(attnrt_context_t *ctx, attnrt_stream_t *stream)
+{
+    void *native = NULL;
+    CHECK_AT(attnrt_stream_native(ctx, stream, &native), "attnrt_stream_native");
+    return (CUstream)native;
 }
 
 /* Compares out and lse after a direct run and after a replay; prints and counts differences. */
