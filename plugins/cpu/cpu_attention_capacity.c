@@ -14,16 +14,33 @@
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* The most key ranges split-KV may cut a request into within the capacity. The policy asks for
- * ceil(max_cost / share) parts where share > total_cost / (8 x threads) >= max_cost / (8 x threads),
- * so never more than 8 x threads, nor more than one per CPU_ATTN_MIN_SPLIT_KEYS keys of the longest
- * request: a bound the policy never reaches, so clamping to it changes no batch's decision. */
-static int64_t capacity_max_splits(const cpu_attn_policy_t *pol, int64_t max_seq_len)
+/* The split bounds of a capacity, from the policy (cpu_attn_decide). A request is split into
+ * ns = ceil(x) parts, x = max_cost / share, where share > total_cost / (8 x threads) and the max_costs of
+ * a batch's requests sum to at most total_cost: so the x of a batch sum to less than 8 x threads. A split
+ * request has x > 1, hence fewer than 8 x threads of them, ns - 1 < x parts added each (fewer than
+ * 8 x threads in all), ns < 2x parts (fewer than 16 x threads in all) of at most CPU_ATTN_MAX_SPLIT_QLEN
+ * rows each; and ns <= ceil(max_seq_len / CPU_ATTN_MIN_SPLIT_KEYS). The bounds below are those, and the
+ * policy never reaches them, so a capacity plan cuts every batch as a per-batch plan does (cpu_attn_decide
+ * enforces them all the same, against rounding). */
+static void capacity_bounds(cpu_attn_policy_t *pol, int64_t max_seqs, int64_t max_tokens, int64_t max_seq_len)
 {
-    if (pol->threads <= 1) return 1;
-    int64_t n = min64(CPU_ATTN_MAX_SPLITS, 8 * (int64_t)pol->threads);
+    const int64_t t8 = 8 * (int64_t)pol->threads;
+    int64_t n = min64(CPU_ATTN_MAX_SPLITS, t8);
     n = min64(n, (max_seq_len + CPU_ATTN_MIN_SPLIT_KEYS - 1) / CPU_ATTN_MIN_SPLIT_KEYS);
-    return n < 2 ? 1 : n;
+    if (pol->threads <= 1 || n < 2) {
+        pol->max_splits = 1;
+        pol->max_split_rows = pol->max_split_items = 0;
+        return;
+    }
+    pol->max_splits = (int32_t)n;
+    const int64_t requests = min64(max_seqs, max_tokens); /* that have tokens */
+    /* partial-state rows: sum of ns x L over split requests, each L <= CPU_ATTN_MAX_SPLIT_QLEN */
+    const int64_t rows = min64(2 * t8 * CPU_ATTN_MAX_SPLIT_QLEN, n * min64(max_tokens, CPU_ATTN_MAX_SPLIT_QLEN * max_seqs));
+    pol->max_split_rows = plugin_size_mul((size_t)rows, (size_t)pol->num_q_heads);
+    /* items splits add: (ns - 1) x the items of one split of a request of <= CPU_ATTN_MAX_SPLIT_QLEN tokens */
+    const int64_t tiles = (CPU_ATTN_MAX_SPLIT_QLEN + pol->tile - 1) / pol->tile;
+    pol->max_split_items = plugin_size_mul(plugin_size_mul((size_t)min64(t8, (n - 1) * requests), (size_t)tiles),
+                                           plugin_size_mul((size_t)pol->num_kv_heads, (size_t)pol->head_chunks));
 }
 
 attnrt_status_t cpu_attention_plan_capacity(cpu_pool_t *pool, const attnrt_attention_args_t *args_in,
@@ -50,19 +67,15 @@ attnrt_status_t cpu_attention_plan_capacity(cpu_pool_t *pool, const attnrt_atten
                            cap.max_seqs, (long long)cap.max_tokens, (long long)cap.max_seq_len, (long long)B,
                            (long long)T);
     const int64_t max_seqs = cap.max_seqs, max_tokens = cap.max_tokens;
-    pol.max_splits = (int32_t)capacity_max_splits(&pol, cap.max_seq_len);
+    capacity_bounds(&pol, max_seqs, max_tokens, cap.max_seq_len);
 
-    /* The worst batch: split requests have at most CPU_ATTN_MAX_SPLIT_QLEN tokens each and max_tokens in
-     * all, each of their rows max_splits partial states; a request of L tokens makes ceil(L / tile) token
-     * tiles, so a batch has at most min(max_seqs, max_tokens) + max_tokens / tile of them, each at most
-     * Hkv x head_chunks x max_splits items. */
-    const size_t part_rows = pol.max_splits > 1
-        ? plugin_size_mul(plugin_size_mul((size_t)pol.max_splits, (size_t)pol.num_q_heads),
-                          (size_t)min64(max_tokens, CPU_ATTN_MAX_SPLIT_QLEN * max_seqs))
-        : 0;
+    /* The worst batch: a request of L tokens makes ceil(L / tile) token tiles, so a batch has at most
+     * min(max_seqs, max_tokens) + max_tokens / tile of them, each Hkv x head_chunks items unsplit; splits
+     * add at most max_split_items, and need at most max_split_rows partial states. */
+    const size_t part_rows = pol.max_split_rows;
     const size_t tiles = (size_t)(min64(max_seqs, max_tokens) + max_tokens / pol.tile);
-    const size_t items_cap = plugin_size_mul(plugin_size_mul(tiles, (size_t)pol.max_splits),
-                                             plugin_size_mul((size_t)pol.num_kv_heads, (size_t)pol.head_chunks));
+    const size_t items_cap = plugin_size_add(
+        plugin_size_mul(tiles, plugin_size_mul((size_t)pol.num_kv_heads, (size_t)pol.head_chunks)), pol.max_split_items);
     const size_t ws_bytes = plugin_size_mul(plugin_size_mul(part_rows, (size_t)a.value_cache->shape[3] + 2), sizeof(float));
     if (ws_bytes == SIZE_MAX || items_cap == SIZE_MAX || part_rows > INT64_MAX)
         return plugin_fail(ATTNRT_ERR_OUT_OF_MEMORY, "cpu paged attention capacity plan: %zu work items and %zu split-KV "

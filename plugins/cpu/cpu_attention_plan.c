@@ -108,6 +108,7 @@ attnrt_status_t cpu_attn_policy_make(cpu_pool_t *pool, const attnrt_attention_ar
     pol->window_right = plugin_window_count(a->sliding_window_right);
     pol->threads = cpu_pool_size(pool);
     pol->max_splits = CPU_ATTN_MAX_SPLITS;
+    pol->max_split_rows = pol->max_split_items = SIZE_MAX;
     return ATTNRT_OK;
 }
 
@@ -140,6 +141,7 @@ void cpu_attn_decide(const cpu_attn_policy_t *pol, const attnrt_batch_host_t *ba
      * item of the slower thread (which the other waits for) is then at most ~1/8 of the run. */
     const double share = floor(total_cost / (8.0 * pol->threads)) + 1.0;
     size_t n_items = 0, n_split = 0, part_rows = 0; /* SIZE_MAX once they overflow: the allocations fail */
+    size_t extra_items = 0;                          /* the items splits add                          */
     for (int64_t b = 0; b < B; b++) {
         const int64_t L = plugin_batch_query_len(batch, b, T);
         const double want = pol->threads > 1 ? ceil(max_cost[b] / share) : 1.0;
@@ -147,15 +149,21 @@ void cpu_attn_decide(const cpu_attn_policy_t *pol, const attnrt_batch_host_t *ba
         const int64_t by_keys = ((int64_t)batch->seq_lens[b] + CPU_ATTN_MIN_SPLIT_KEYS - 1) / CPU_ATTN_MIN_SPLIT_KEYS;
         if (ns > by_keys) ns = by_keys;
         if (L <= 0 || L > CPU_ATTN_MAX_SPLIT_QLEN || ns < 2) ns = 1;
+        /* items of one split (a key range of every token tile, KV head and head chunk) */
+        const size_t units = L == 1 && pol->all_heads ? 1
+            : plugin_size_mul(plugin_size_mul((size_t)((L + tile - 1) / tile), (size_t)Hkv), (size_t)pol->head_chunks);
+        /* A capacity plan's storage and workspace hold a bounded number of splits: fewer parts where the
+         * bound would pass (cpu_attention_capacity.c shows the policy never reaches it; this makes it sure). */
+        while (ns > 1 && (plugin_size_mul((size_t)(ns * L), (size_t)Hq) > pol->max_split_rows - part_rows ||
+                          plugin_size_mul(units, (size_t)(ns - 1)) > pol->max_split_items - extra_items))
+            ns--;
         nsplit[b] = (int32_t)ns;
         if (ns > 1) {
             n_split++;
-            part_rows = plugin_size_add(part_rows, plugin_size_mul((size_t)(ns * L), (size_t)Hq));
+            part_rows = plugin_size_add(part_rows, (size_t)(ns * L) * (size_t)Hq);
+            extra_items = plugin_size_add(extra_items, units * (size_t)(ns - 1));
         }
-        if (L == 1 && pol->all_heads) n_items = plugin_size_add(n_items, (size_t)ns);
-        else if (L > 0)
-            n_items = plugin_size_add(n_items, plugin_size_mul(plugin_size_mul((size_t)((L + tile - 1) / tile), (size_t)Hkv),
-                                                               (size_t)(pol->head_chunks * ns)));
+        if (L > 0) n_items = plugin_size_add(n_items, plugin_size_mul(units, (size_t)ns));
     }
     *n_items_out = n_items;
     *n_split_out = n_split;

@@ -69,6 +69,8 @@ typedef struct cpu_attn_policy {
     int64_t  window_left, window_right;         /* plugin_window_count: -1 unlimited               */
     unsigned threads;
     int32_t  max_splits;                        /* split-KV's most parts a request                  */
+    size_t   max_split_rows;  /* most partial-state rows of a batch (SIZE_MAX: unbounded)         */
+    size_t   max_split_items; /* most items splits may add to a batch's unsplit ones (SIZE_MAX)   */
 } cpu_attn_policy_t;
 
 /* A work item with its sort key, while a plan orders them. */
@@ -115,7 +117,7 @@ attnrt_status_t cpu_attn_policy_make(cpu_pool_t *pool, const attnrt_attention_ar
                                      cpu_attn_policy_t *pol);
 /* Pass 1 over a batch of B requests (T query rows): each request's split count into nsplit [B] (max_cost
  * [B] is scratch), and the items, split requests and partial-state rows the batch needs (SIZE_MAX once
- * they overflow). */
+ * they overflow); splits stay within the policy's max_split_rows and max_split_items. */
 void cpu_attn_decide(const cpu_attn_policy_t *pol, const attnrt_batch_host_t *batch, int64_t B, int64_t T,
                      int32_t *nsplit, double *max_cost, size_t *n_items, size_t *n_split, size_t *part_rows);
 /* Pass 2: the n_items items into p->items, costliest first (tmp [n_items] is scratch), p->splits

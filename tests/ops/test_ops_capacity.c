@@ -4,8 +4,8 @@
  * tensors, attnrt_plan_update, and runs (two layers: fresh queries and caches each) checked against
  * the float64 reference, with out and lse NaN-poisoned before every run and the rows past the batch's
  * tokens required to keep their poison. Each step's run must also equal what a per-batch plan of that
- * batch computes: bit for bit on cpu (the same work items), within the f32 tolerance elsewhere. The
- * refusals are in test_ops_capacity_refusals.c. */
+ * batch computes: bit for bit on cpu (the same work items), within the f32 tolerance elsewhere. Then
+ * random batches within each capacity, step after step. The refusals are in test_ops_capacity_refusals.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,11 +263,39 @@ static void long_capacity_replays_split_batches(void **state)
     }
 }
 
+/* Random batches within the capacity, step after step on one plan: request counts from none to the
+ * capacity, decodes, speculative runs, prefills and requests without new tokens, any lengths. */
+static void random_steps(cap_fixture_t *f, int steps)
+{
+    const cap_config_t *c = &f->cfg;
+    const int32_t max_keys = c->max_blocks * c->block_size;
+    for (int s = 0; s < steps; s++) {
+        cap_request_t r[CAP_MAX_SEQS];
+        const int n = pick(f, 0, c->max_seqs);
+        int32_t left = c->max_tokens;
+        for (int b = 0; b < n; b++) {
+            const int kind = pick(f, 0, 7);
+            int32_t L = kind < 4 ? 1 : kind < 6 ? pick(f, 2, 16) : kind < 7 ? pick(f, 1, c->max_tokens) : 0;
+            if (L > left) L = left;
+            left -= L;
+            r[b] = (cap_request_t){L, pick(f, L > 0 ? L : 0, max_keys)};
+        }
+        char name[64];
+        snprintf(name, sizeof name, "random step %d", s);
+        step(f, NULL, name, r, n);
+    }
+}
+
+static void small_capacity_replays_random_batches(void **state) { random_steps(*state, 24); }
+static void long_capacity_replays_random_batches(void **state) { random_steps(*state, 24); }
+
 int cap_run_batch_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(small_capacity_replays_five_batches, cap_setup_small, cap_teardown),
         cmocka_unit_test_setup_teardown(long_capacity_replays_split_batches, cap_setup_long, cap_teardown),
+        cmocka_unit_test_setup_teardown(small_capacity_replays_random_batches, cap_setup_small, cap_teardown),
+        cmocka_unit_test_setup_teardown(long_capacity_replays_random_batches, cap_setup_long, cap_teardown),
     };
     return cmocka_run_group_tests_name("capacity plans: batches", tests, NULL, NULL);
 }
