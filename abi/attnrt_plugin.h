@@ -211,16 +211,21 @@ struct attnrt_plugin_api {
     /* --- 2.0: capacity plans ------------------------------------------------------------------- */
     /* (optional; NULL: capacity plans refused) Plans paged attention for any batch within `capacity`;
      * `args` tensors have capacity shapes (query / out [max_tokens, ...], block_table [max_seqs,
-     * max_blocks_per_seq], query_start_loc [max_seqs + 1], seq_lens [max_seqs]); *workspace_bytes
-     * covers every such batch. The plan computes nothing until attention_plan_update gave it a batch.
-     * Freed with attention_plan_destroy; run with attention_run and args of the capacity shapes. */
+     * max_blocks_per_seq], query_start_loc [max_seqs + 1], seq_lens [max_seqs]); the runtime passes the
+     * capacity resolved (no zero defaults) and checked against those tensors. *workspace_bytes covers
+     * every such batch: an update never needs more. The plan computes nothing until
+     * attention_plan_update gave it a batch. Freed with attention_plan_destroy; run with attention_run
+     * and args of the capacity shapes: the first num_seqs requests are computed, rows past
+     * query_start_loc[num_seqs] are not written, block_table rows past num_seqs are not read. */
     attnrt_status_t (*attention_plan_capacity)(void *device, const attnrt_attention_args_t *args,
                                                const attnrt_capacity_t *capacity, void **plan,
                                                size_t *workspace_bytes);
     /* (optional; NULL with attention_plan_capacity) Replaces the batch of a capacity plan (already
      * checked against the capacity by the runtime). Device metadata goes into buffers the plan owns,
      * written in order on `stream` (host memory of `batch` is borrowed for the call only), so a run
-     * captured in a graph replays the new batch. Runs already queued on `stream` see the old batch. */
+     * captured in a graph replays the new batch. Runs already queued on `stream` see the old batch; runs
+     * on other streams are ordered by the caller. On failure the runtime refuses runs of the plan until
+     * an update succeeds. */
     attnrt_status_t (*attention_plan_update)(void *device, void *plan, const attnrt_batch_host_t *batch,
                                              void *stream);
 };

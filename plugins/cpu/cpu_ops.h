@@ -29,6 +29,14 @@ void cpu_attention_plan_destroy(void *plan);
 attnrt_status_t cpu_attention_run(cpu_pool_t *pool, const void *plan, const attnrt_attention_args_t *args,
                                   void *workspace, size_t workspace_bytes);
 
+/* Capacity plans (cpu_attention_capacity.c): a plan for every batch within `capacity` (resolved by the
+ * runtime), whose workspace covers them all; freed by cpu_attention_plan_destroy, run by
+ * cpu_attention_run with args of the capacity shapes. It computes nothing until an update gives it a
+ * batch; an update rebuilds its work items (no allocation) and must not race with its runs. */
+attnrt_status_t cpu_attention_plan_capacity(cpu_pool_t *pool, const attnrt_attention_args_t *args,
+                                            const attnrt_capacity_t *capacity, void **plan, size_t *workspace_bytes);
+attnrt_status_t cpu_attention_plan_update(cpu_pool_t *pool, void *plan, const attnrt_batch_host_t *batch);
+
 /* Merge of partial states (cpu_merge.c). */
 attnrt_status_t cpu_merge_states(cpu_pool_t *pool, const attnrt_merge_args_t *args);
 

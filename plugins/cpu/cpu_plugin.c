@@ -135,6 +135,20 @@ static attnrt_status_t cpu_attention_run_op(void *device, const void *plan, cons
     return cpu_attention_run(pool_of(device), plan, args, workspace, workspace_bytes);
 }
 
+static attnrt_status_t cpu_attention_plan_capacity_op(void *device, const attnrt_attention_args_t *args,
+                                                      const attnrt_capacity_t *capacity, void **plan,
+                                                      size_t *workspace_bytes)
+{
+    return cpu_attention_plan_capacity(pool_of(device), args, capacity, plan, workspace_bytes);
+}
+
+static attnrt_status_t cpu_attention_plan_update_op(void *device, void *plan, const attnrt_batch_host_t *batch,
+                                                    void *stream)
+{
+    (void)stream; /* streams are synchronous: every run queued before the update has completed */
+    return cpu_attention_plan_update(pool_of(device), plan, batch);
+}
+
 static attnrt_status_t cpu_merge_states_op(void *device, const attnrt_merge_args_t *args, void *stream)
 {
     (void)stream;
@@ -209,6 +223,7 @@ static const attnrt_plugin_api_t cpu_api = {
     .device_attribute = cpu_device_attribute, .device_open = cpu_device_open, .device_close = cpu_device_close,
     .mem_alloc = cpu_mem_alloc, .mem_free = cpu_mem_free, PLUGIN_HOST_DEVICE_ENTRIES,
     PLUGIN_API_OPS(cpu),
+    .attention_plan_capacity = cpu_attention_plan_capacity_op, .attention_plan_update = cpu_attention_plan_update_op,
 };
 
 PLUGIN_DEFINE_ENTRY(cpu_api)

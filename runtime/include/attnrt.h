@@ -211,24 +211,31 @@ ATTNRT_API attnrt_status_t attnrt_attention_plan(attnrt_context_t *ctx, const at
 /* Workspace bytes the plan's run (attention, cascade, MLA, lightning, gated delta) needs (may be 0). */
 ATTNRT_API attnrt_status_t attnrt_plan_workspace_size(const attnrt_plan_t *plan, size_t *bytes);
 ATTNRT_API attnrt_status_t attnrt_plan_destroy(attnrt_plan_t *plan);
-/* Runs a planned batch: no allocation, no host synchronisation, no host reads of device data.
+/* Runs a planned batch (a plan of attnrt_attention_plan, or of attnrt_attention_plan_capacity with the
+ * batch of its last update): no allocation, no host synchronisation, no host reads of device data.
  * `workspace` is device memory of at least attnrt_plan_workspace_size bytes (NULL when that is 0). */
 ATTNRT_API attnrt_status_t attnrt_attention_run(attnrt_plan_t *plan, const attnrt_attention_args_t *args,
                                                 void *workspace, size_t workspace_bytes, attnrt_stream_t *stream);
 
-/* Capacity plans, for graphs replayed across batches: plans paged attention once for every batch within
- * `capacity` (args' tensors have the capacity shapes: query / out [max_tokens, Hq, D], block_table
- * [max_seqs, max_blocks_per_seq], query_start_loc [max_seqs + 1], seq_lens [max_seqs]; data may be NULL).
- * The workspace size covers every such batch. Each step, attnrt_plan_update gives it the step's batch;
- * runs then take args of the capacity shapes (the same tensors a graph captured), compute the first
+/* Capacity plans, for graphs replayed across batches (docs/capacity.md): plans paged attention once for
+ * every batch within `capacity` (args' tensors have the capacity shapes: query / out [max_tokens, Hq, D],
+ * block_table [max_seqs, max_blocks_per_seq], query_start_loc [max_seqs + 1], seq_lens [max_seqs]; data
+ * may be NULL). A capacity field left 0 is the bound the tensors give; one above it, or negative, is
+ * refused naming the field. The workspace size covers every such batch. Each step, attnrt_plan_update
+ * gives it the step's batch; runs (attnrt_attention_run, refused before the first successful update) then
+ * take args of the capacity shapes (the same tensors a graph captured), compute the first
  * batch.num_seqs requests and leave the rows past query_start_loc[num_seqs] unwritten. The engine keeps
  * the device tensors' entries past num_seqs consistent (query_start_loc repeating its last value,
- * seq_lens 0), as vLLM pads them. */
+ * seq_lens 0), as vLLM pads them; block_table rows past num_seqs are not read. ATTNRT_ERR_UNSUPPORTED on
+ * devices that plan per batch only (npu_sim). */
 ATTNRT_API attnrt_status_t attnrt_attention_plan_capacity(attnrt_context_t *ctx, const attnrt_attention_args_t *args,
                                                           const attnrt_capacity_t *capacity, attnrt_plan_t **plan);
-/* Gives a capacity plan the step's batch (host metadata, checked against the capacity and borrowed for
- * the call). Device metadata is written into the plan's own buffers in order on `stream`, so work queued
- * after it (a graph replay included) runs the new batch and work queued before it the old one. */
+/* Gives a capacity plan the step's batch (host metadata, borrowed for the call), checked as
+ * attnrt_attention_plan checks a batch and against the capacity (num_seqs, query_start_loc[num_seqs],
+ * each seq_len; refusals name the request and the bound); a refused batch leaves the plan as it was.
+ * Device metadata is written into the plan's own buffers in order on `stream`, so work queued after it
+ * (a graph replay included) runs the new batch and work queued before it the old one. Runs of the plan
+ * on other streams must be ordered with the update by the caller. */
 ATTNRT_API attnrt_status_t attnrt_plan_update(attnrt_plan_t *plan, const attnrt_batch_host_t *batch,
                                               attnrt_stream_t *stream);
 

@@ -1,13 +1,14 @@
 /* Paged attention: the plan (arguments and batch checked once, the plugin's plan, the workspace size) and
  * the run (the arguments checked against the plan, then dispatched). The checks themselves are in
- * attention_check.c; cascade.c makes its two passes with attnrt_plan_attention_pass. */
+ * attention_check.c; cascade.c makes its two passes with attnrt_plan_attention_pass; capacity plans
+ * (capacity.c) are run here too. */
 #include <string.h>
 
 #include "plan.h"
 #include "struct_in.h"
 #include "tensor.h"
 
-static const plan_kind_t kind_attention = {"attnrt_attention_plan", "attnrt_attention_run"};
+const plan_kind_t attnrt_kind_attention = {"attnrt_attention_plan", "attnrt_attention_run"};
 
 attnrt_status_t attnrt_plan_attention_pass(const char *fn, attnrt_context_t *ctx, const attnrt_attention_args_t *a,
                                            const attnrt_batch_host_t *batch, plan_pass_t *pass)
@@ -42,7 +43,7 @@ attnrt_status_t attnrt_attention_plan(attnrt_context_t *ctx, const attnrt_attent
     if (st != ATTNRT_OK) return st;
 
     attnrt_plan_t *p = NULL;
-    st = attnrt_plan_new(fn, ctx, &kind_attention, &p);
+    st = attnrt_plan_new(fn, ctx, &attnrt_kind_attention, &p);
     if (st != ATTNRT_OK) return st;
     st = attnrt_plan_attention_pass(fn, ctx, &a, &b, &p->pass[0]);
     if (st != ATTNRT_OK) {
@@ -60,7 +61,10 @@ attnrt_status_t attnrt_attention_run(attnrt_plan_t *plan, const attnrt_attention
 {
     static const char fn[] = "attnrt_attention_run";
     attnrt_clear_error();
-    TRY(attnrt_plan_check_kind(fn, plan, &kind_attention, stream));
+    /* Both kinds of paged-attention plan run here; a capacity plan only once it has a batch. */
+    const int capacity = plan && plan->kind == &attnrt_kind_attention_capacity;
+    TRY(attnrt_plan_check_kind(fn, plan, capacity ? &attnrt_kind_attention_capacity : &attnrt_kind_attention, stream));
+    if (capacity) TRY(attnrt_capacity_check_run(fn, plan));
     attention_shape_t shape;
     plan_signature_t now;
     attnrt_attention_args_t a;

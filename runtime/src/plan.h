@@ -34,7 +34,18 @@ struct attnrt_plan {
         attnrt_tensor_t   prefix_block_table, prefix_seq_lens; /* layouts, data NULL             */
         size_t            off_o[2], off_lse[2], off_plugin;   /* partial states in the workspace */
     } cascade;
+    struct {                            /* capacity plans only (capacity.c)                       */
+        attnrt_capacity_t bounds;       /* resolved: every field the bound itself, no zero default */
+        attention_shape_t shape;        /* of the capacity-shaped args                            */
+        attnrt_tensor_t   block_table;  /* its layout (data NULL): host tables must share its stride */
+        int               causal;
+        atomic_int        has_batch;    /* 1 after a successful update; runs refused before       */
+    } capacity;
 };
+
+/* The kinds of paged-attention plans: per batch (attention.c) and for a capacity (capacity.c); both
+ * are run by attnrt_attention_run. */
+ATTNRT_HIDDEN extern const plan_kind_t attnrt_kind_attention, attnrt_kind_attention_capacity;
 
 /* Allocates a plan object of `kind` and counts it on the context. */
 ATTNRT_HIDDEN attnrt_status_t attnrt_plan_new(const char *fn, attnrt_context_t *ctx, const plan_kind_t *kind,
@@ -59,6 +70,8 @@ ATTNRT_HIDDEN attnrt_status_t attnrt_plan_check_run(const char *fn, const attnrt
 /* Checks the workspace a run got against the plan. */
 ATTNRT_HIDDEN attnrt_status_t attnrt_plan_check_workspace(const char *fn, const attnrt_plan_t *plan,
                                                           const void *workspace, size_t bytes);
+/* attnrt_attention_run's check of a capacity plan: it has a batch (capacity.c). */
+ATTNRT_HIDDEN attnrt_status_t attnrt_capacity_check_run(const char *fn, attnrt_plan_t *plan);
 /* The "the X plugin has no Y (its ABI is a.b)" refusal for a NULL op entry. */
 ATTNRT_HIDDEN attnrt_status_t attnrt_plan_entry_missing(const char *fn, const attnrt_context_t *ctx, const char *what);
 
