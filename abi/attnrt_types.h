@@ -44,6 +44,14 @@ extern "C" {
 #define ATTNRT_ALIGNOF(type) _Alignof(type)
 #endif
 
+/* An input struct with struct_size set and every other field zero (= off / default). C: a designated
+ * initialiser (no -Wmissing-field-initializers warning); C++: value-initialised. */
+#if defined(__cplusplus)
+#define ATTNRT_STRUCT_INIT(type) {sizeof(type)}
+#else
+#define ATTNRT_STRUCT_INIT(type) {.struct_size = sizeof(type)}
+#endif
+
 /* Fails to compile when a field was appended after `last_field` without updating the size macro:
  * only tail padding may follow the last field. */
 #define ATTNRT_CHECK_LAST_FIELD(type, last_field)                                              \
@@ -138,7 +146,7 @@ typedef struct attnrt_device_properties {
 } attnrt_device_properties_t;
 #define ATTNRT_DEVICE_PROPERTIES_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_device_properties_t, attribute_count)
 ATTNRT_CHECK_LAST_FIELD(attnrt_device_properties_t, attribute_count);
-#define ATTNRT_DEVICE_PROPERTIES_INIT {sizeof(attnrt_device_properties_t)}
+#define ATTNRT_DEVICE_PROPERTIES_INIT ATTNRT_STRUCT_INIT(attnrt_device_properties_t)
 
 #define ATTNRT_ATTR_KEY_MAX   64
 #define ATTNRT_ATTR_VALUE_MAX 192
@@ -152,7 +160,7 @@ typedef struct attnrt_device_attribute {
 } attnrt_device_attribute_t;
 #define ATTNRT_DEVICE_ATTRIBUTE_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_device_attribute_t, value)
 ATTNRT_CHECK_LAST_FIELD(attnrt_device_attribute_t, value);
-#define ATTNRT_DEVICE_ATTRIBUTE_INIT {sizeof(attnrt_device_attribute_t)}
+#define ATTNRT_DEVICE_ATTRIBUTE_INIT ATTNRT_STRUCT_INIT(attnrt_device_attribute_t)
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Capability query: capabilities are data. The runtime and tools ask before they call.            */
@@ -204,7 +212,7 @@ typedef struct attnrt_op_query {
 } attnrt_op_query_t;
 #define ATTNRT_OP_QUERY_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_op_query_t, features)
 ATTNRT_CHECK_LAST_FIELD(attnrt_op_query_t, features);
-#define ATTNRT_OP_QUERY_INIT {sizeof(attnrt_op_query_t)}
+#define ATTNRT_OP_QUERY_INIT ATTNRT_STRUCT_INIT(attnrt_op_query_t)
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Tensors: DLPack-style      descriptors. Strides are in elements; a stride of 0 broadcasts.      */
@@ -222,7 +230,7 @@ typedef struct attnrt_tensor {
 } attnrt_tensor_t;
 #define ATTNRT_TENSOR_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_tensor_t, strides)
 ATTNRT_CHECK_LAST_FIELD(attnrt_tensor_t, strides);
-#define ATTNRT_TENSOR_INIT {sizeof(attnrt_tensor_t)}
+#define ATTNRT_TENSOR_INIT ATTNRT_STRUCT_INIT(attnrt_tensor_t)
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Op arguments. The same       structs serve the public API and the plugin ABI. Tensor pointers   */
@@ -249,7 +257,7 @@ typedef struct attnrt_kv_write_args {
 } attnrt_kv_write_args_t;
 #define ATTNRT_KV_WRITE_ARGS_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_kv_write_args_t, slot_mapping_host)
 ATTNRT_CHECK_LAST_FIELD(attnrt_kv_write_args_t, slot_mapping_host);
-#define ATTNRT_KV_WRITE_ARGS_INIT {sizeof(attnrt_kv_write_args_t)}
+#define ATTNRT_KV_WRITE_ARGS_INIT ATTNRT_STRUCT_INIT(attnrt_kv_write_args_t)
 
 /* Paged varlen attention over a mixed prefill/decode batch (SEMANTICS.md). */
 typedef struct attnrt_attention_args {
@@ -279,7 +287,7 @@ typedef struct attnrt_attention_args {
 } attnrt_attention_args_t;
 #define ATTNRT_ATTENTION_ARGS_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_attention_args_t, sliding_window_right)
 ATTNRT_CHECK_LAST_FIELD(attnrt_attention_args_t, sliding_window_right);
-#define ATTNRT_ATTENTION_ARGS_INIT {sizeof(attnrt_attention_args_t)}
+#define ATTNRT_ATTENTION_ARGS_INIT ATTNRT_STRUCT_INIT(attnrt_attention_args_t)
 
 /* The batch metadata on the host, read once per step by plan (all borrowed for the plan call). */
 typedef struct attnrt_batch_host {
@@ -292,7 +300,7 @@ typedef struct attnrt_batch_host {
 } attnrt_batch_host_t;
 #define ATTNRT_BATCH_HOST_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_batch_host_t, block_table_stride)
 ATTNRT_CHECK_LAST_FIELD(attnrt_batch_host_t, block_table_stride);
-#define ATTNRT_BATCH_HOST_INIT {sizeof(attnrt_batch_host_t)}
+#define ATTNRT_BATCH_HOST_INIT ATTNRT_STRUCT_INIT(attnrt_batch_host_t)
 
 /* A capacity plan's bounds (attnrt_attention_plan_capacity): the plan serves any batch within them, so a
  * run captured once in a graph replays every later batch after attnrt_plan_update. Zero: not bounded by
@@ -306,7 +314,7 @@ typedef struct attnrt_capacity {
 } attnrt_capacity_t;
 #define ATTNRT_CAPACITY_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_capacity_t, max_seq_len)
 ATTNRT_CHECK_LAST_FIELD(attnrt_capacity_t, max_seq_len);
-#define ATTNRT_CAPACITY_INIT {sizeof(attnrt_capacity_t)}
+#define ATTNRT_CAPACITY_INIT ATTNRT_STRUCT_INIT(attnrt_capacity_t)
 
 /* n-way merge of partial attention states (SEMANTICS.md "Merging partial states"). */
 typedef struct attnrt_merge_args {
@@ -320,7 +328,7 @@ typedef struct attnrt_merge_args {
 } attnrt_merge_args_t;
 #define ATTNRT_MERGE_ARGS_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_merge_args_t, sinks)
 ATTNRT_CHECK_LAST_FIELD(attnrt_merge_args_t, sinks);
-#define ATTNRT_MERGE_ARGS_INIT {sizeof(attnrt_merge_args_t)}
+#define ATTNRT_MERGE_ARGS_INIT ATTNRT_STRUCT_INIT(attnrt_merge_args_t)
 
 /* ---------------------------------------------------------------------------------------------- */
 /* MLA, linear attention and gated delta net. Batch       metadata on the host comes in the same   */
@@ -351,7 +359,7 @@ typedef struct attnrt_mla_args {
 } attnrt_mla_args_t;
 #define ATTNRT_MLA_ARGS_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_mla_args_t, causal)
 ATTNRT_CHECK_LAST_FIELD(attnrt_mla_args_t, causal);
-#define ATTNRT_MLA_ARGS_INIT {sizeof(attnrt_mla_args_t)}
+#define ATTNRT_MLA_ARGS_INIT ATTNRT_STRUCT_INIT(attnrt_mla_args_t)
 
 /* Host copies of the per-request state metadata, read by plan (borrowed for the call). */
 typedef struct attnrt_state_host {
@@ -364,7 +372,7 @@ typedef struct attnrt_state_host {
 } attnrt_state_host_t;
 #define ATTNRT_STATE_HOST_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_state_host_t, num_spec)
 ATTNRT_CHECK_LAST_FIELD(attnrt_state_host_t, num_spec);
-#define ATTNRT_STATE_HOST_INIT {sizeof(attnrt_state_host_t)}
+#define ATTNRT_STATE_HOST_INIT ATTNRT_STRUCT_INIT(attnrt_state_host_t)
 
 /* Lightning (linear) attention with per-head decay exp(-slope_h); SEMANTICS.md. */
 typedef struct attnrt_lightning_args {
@@ -381,7 +389,7 @@ typedef struct attnrt_lightning_args {
 } attnrt_lightning_args_t;
 #define ATTNRT_LIGHTNING_ARGS_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_lightning_args_t, has_initial_state)
 ATTNRT_CHECK_LAST_FIELD(attnrt_lightning_args_t, has_initial_state);
-#define ATTNRT_LIGHTNING_ARGS_INIT {sizeof(attnrt_lightning_args_t)}
+#define ATTNRT_LIGHTNING_ARGS_INIT ATTNRT_STRUCT_INIT(attnrt_lightning_args_t)
 
 /* Gated delta rule (Qwen3-Next / Kimi-style GDN); SEMANTICS.md. */
 typedef struct attnrt_gated_delta_args {
@@ -403,7 +411,7 @@ typedef struct attnrt_gated_delta_args {
 } attnrt_gated_delta_args_t;
 #define ATTNRT_GATED_DELTA_ARGS_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_gated_delta_args_t, use_l2norm)
 ATTNRT_CHECK_LAST_FIELD(attnrt_gated_delta_args_t, use_l2norm);
-#define ATTNRT_GATED_DELTA_ARGS_INIT {sizeof(attnrt_gated_delta_args_t)}
+#define ATTNRT_GATED_DELTA_ARGS_INIT ATTNRT_STRUCT_INIT(attnrt_gated_delta_args_t)
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Kernel selection: "which kernel, which partition, or which rule fails" before an engine    */
@@ -446,7 +454,7 @@ typedef struct attnrt_attention_config {
 } attnrt_attention_config_t;
 #define ATTNRT_ATTENTION_CONFIG_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_attention_config_t, model_kind)
 ATTNRT_CHECK_LAST_FIELD(attnrt_attention_config_t, model_kind);
-#define ATTNRT_ATTENTION_CONFIG_INIT {sizeof(attnrt_attention_config_t)}
+#define ATTNRT_ATTENTION_CONFIG_INIT ATTNRT_STRUCT_INIT(attnrt_attention_config_t)
 
 typedef struct attnrt_attention_selection {
     size_t  struct_size;
@@ -459,7 +467,7 @@ typedef struct attnrt_attention_selection {
 } attnrt_attention_selection_t;
 #define ATTNRT_ATTENTION_SELECTION_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_attention_selection_t, notes)
 ATTNRT_CHECK_LAST_FIELD(attnrt_attention_selection_t, notes);
-#define ATTNRT_ATTENTION_SELECTION_INIT {sizeof(attnrt_attention_selection_t)}
+#define ATTNRT_ATTENTION_SELECTION_INIT ATTNRT_STRUCT_INIT(attnrt_attention_selection_t)
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Per-op counters: what the last op on a device cost, measured or simulated.                */
@@ -478,7 +486,7 @@ typedef struct attnrt_op_stats {
 } attnrt_op_stats_t;
 #define ATTNRT_OP_STATS_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_op_stats_t, launches)
 ATTNRT_CHECK_LAST_FIELD(attnrt_op_stats_t, launches);
-#define ATTNRT_OP_STATS_INIT {sizeof(attnrt_op_stats_t)}
+#define ATTNRT_OP_STATS_INIT ATTNRT_STRUCT_INIT(attnrt_op_stats_t)
 
 
 /* ---------------------------------------------------------------------------------------------- */

@@ -251,7 +251,7 @@ typedef struct attnrt_cascade_args {
 } attnrt_cascade_args_t;
 #define ATTNRT_CASCADE_ARGS_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_cascade_args_t, prefix_seq_lens)
 ATTNRT_CHECK_LAST_FIELD(attnrt_cascade_args_t, prefix_seq_lens);
-#define ATTNRT_CASCADE_ARGS_INIT {sizeof(attnrt_cascade_args_t)}
+#define ATTNRT_CASCADE_ARGS_INIT ATTNRT_STRUCT_INIT(attnrt_cascade_args_t)
 
 /* Host metadata of both parts; prefix->query_start_loc is not read (the suffix's is used). */
 typedef struct attnrt_cascade_host {
@@ -261,7 +261,7 @@ typedef struct attnrt_cascade_host {
 } attnrt_cascade_host_t;
 #define ATTNRT_CASCADE_HOST_STRUCT_SIZE ATTNRT_STRUCT_SIZE(attnrt_cascade_host_t, suffix)
 ATTNRT_CHECK_LAST_FIELD(attnrt_cascade_host_t, suffix);
-#define ATTNRT_CASCADE_HOST_INIT {sizeof(attnrt_cascade_host_t)}
+#define ATTNRT_CASCADE_HOST_INIT ATTNRT_STRUCT_INIT(attnrt_cascade_host_t)
 
 ATTNRT_API attnrt_status_t attnrt_cascade_plan(attnrt_context_t *ctx, const attnrt_cascade_args_t *args,
                                                const attnrt_cascade_host_t *host, attnrt_plan_t **plan);
