@@ -7,21 +7,15 @@
 #include <string.h>
 
 #include "cuda_attention_plan.h"
+#include "cuda_attention_tiles.h"
 #include "cuda_prefill_wg_cfg.h"
 #include "plugin_error.h"
 #include "plugin_query.h"
 #include "plugin_softmax.h"
 #include "plugin_struct.h"
 
-#define WS_ALIGN 256
-#define DECODE_ROWS CK_SPLIT_ROWS
-#define DECODE_BN 64
 #define MIN_CHUNK 2      /* key tiles of a split at least */
 #define SPLIT_OVERHEAD 2 /* a decode block's fixed cost, in key tiles (see the split model below) */
-
-enum { CFG_PREFILL, CFG_DECODE }; /* a row tile's kind */
-
-static size_t align_up(size_t n) { return (n + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
 
 static void key_range(int64_t pq, int64_t S, int causal, int64_t wl, int64_t wr, int64_t *lo, int64_t *hi)
 {
@@ -33,14 +27,7 @@ static void key_range(int64_t pq, int64_t S, int causal, int64_t wl, int64_t wr,
     *hi = b;
 }
 
-typedef struct row_tile {
-    ck_work_item_t w;
-    int     cfg;
-    int64_t keys, cost;
-    size_t  order;
-} row_tile_t;
-
-static int by_cost_desc(const void *pa, const void *pb)
+int cuda_attn_by_cost_desc(const void *pa, const void *pb)
 {
     const row_tile_t *a = pa, *b = pb;
     if (a->cost != b->cost) return a->cost > b->cost ? -1 : 1;
@@ -77,7 +64,7 @@ static void group_prefill_items(ck_work_item_t *items, size_t n, int64_t Hkv, in
     free(tmp);
 }
 
-static attnrt_status_t check_supported(const attnrt_attention_args_t *a)
+attnrt_status_t cuda_attn_check_supported(const attnrt_attention_args_t *a)
 {
     attnrt_op_query_t q;
     plugin_attention_query(a, &q);
@@ -98,13 +85,14 @@ void cuda_attention_plan_destroy(cuda_dev_t *d, void *plan)
     cuda_attn_plan_t *p = plan;
     if (!p) return;
     if (p->list_dev && cuda_enter(d) == ATTNRT_OK) cuda_drv.MemFree(p->list_dev);
+    free(p->cap.host);
     free(p);
 }
 
 /* Row tiles of every request, heads inner, with their key counts (host metadata). dec_rows: a decode tile's rows,
  * DECODE_ROWS or CK_DEC_WIDE_ROWS (the wide-group kernels: G > DECODE_ROWS, one token a tile). */
-static attnrt_status_t build_tiles(const attnrt_attention_args_t *a, const attnrt_batch_host_t *batch, int64_t Hkv,
-                                   int64_t G, int64_t prefill_rows, int64_t dec_rows, row_tile_t **out, size_t *count)
+attnrt_status_t cuda_attn_build_tiles(const attnrt_attention_args_t *a, const attnrt_batch_host_t *batch, int64_t Hkv,
+                                      int64_t G, int64_t prefill_rows, int64_t dec_rows, row_tile_t **out, size_t *count)
 {
     size_t n = 0, cap = 0;
     row_tile_t *tiles = NULL;
@@ -155,7 +143,7 @@ static attnrt_status_t build_tiles(const attnrt_attention_args_t *a, const attnr
 
 /* The split chunk (key tiles a block) of the rounds model (below, in cuda_attention_plan) for the decode tiles of
  * `longest` key tiles at most on a kernel that holds `resident` blocks at once; *blocks: the decode blocks it makes */
-static int64_t split_chunk(const row_tile_t *tiles, size_t n_tiles, int64_t longest, int64_t resident, int64_t *blocks_out)
+int64_t cuda_attn_split_chunk(const row_tile_t *tiles, size_t n_tiles, int64_t longest, int64_t resident, int64_t *blocks_out)
 {
     int64_t chunk_tiles = longest > MIN_CHUNK ? longest : MIN_CHUNK, best_cost = -1, prev_c = -1;
     *blocks_out = 0;
@@ -184,14 +172,14 @@ static int64_t split_chunk(const row_tile_t *tiles, size_t n_tiles, int64_t long
 
 
 /* cuda_select_t.split_for: the plan's split model over its tiles */
-static int64_t split_for(const cuda_select_t *s, int64_t resident, int64_t *blocks)
+int64_t cuda_attn_split_for(const cuda_select_t *s, int64_t resident, int64_t *blocks)
 {
-    return split_chunk(s->plan_tiles, s->n_tiles, s->longest, resident, blocks);
+    return cuda_attn_split_chunk(s->plan_tiles, s->n_tiles, s->longest, resident, blocks);
 }
 
 /* Row r as the plan's decode kernel; a tensor-copy row keeps its fallback row for runs whose maps the driver will not
  * encode (the boxes: the caches' block size's largest power-of-two factor, at most a warp's tile) */
-static void use_decode(const cuda_dev_t *d, cuda_attn_plan_t *p, const cuda_select_t *s, int r)
+void cuda_attn_use_decode(const cuda_dev_t *d, cuda_attn_plan_t *p, const cuda_select_t *s, int r)
 {
     p->f_decode = cuda_kernel_fn(d, r, s);
     p->smem_decode = cuda_kernel_smem(d, r, s);
@@ -204,7 +192,7 @@ static void use_decode(const cuda_dev_t *d, cuda_attn_plan_t *p, const cuda_sele
 }
 
 /* Row r as the plan's persistent kernel (NULL where r < 0) */
-static void use_ws(const cuda_dev_t *d, cuda_attn_plan_t *p, const cuda_select_t *s, int r)
+void cuda_attn_use_ws(const cuda_dev_t *d, cuda_attn_plan_t *p, const cuda_select_t *s, int r)
 {
     p->f_prefill_ws = r >= 0 ? cuda_kernel_fn(d, r, s) : NULL;
     p->smem_prefill_ws = r >= 0 ? cuda_kernel_smem(d, r, s) : 0;
@@ -222,7 +210,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     PLUGIN_COPY_IN(batch, batch_in);
     if (!a.query || !a.key_cache || !a.value_cache || !a.out)
         return plugin_fail(ATTNRT_ERR_INVALID_ARGUMENT, "cuda paged attention plan: query, both caches and out are required");
-    attnrt_status_t st = check_supported(&a);
+    attnrt_status_t st = cuda_attn_check_supported(&a);
     if (st != ATTNRT_OK) return st;
     const int64_t Hq = a.query->shape[1], Hkv = a.key_cache->shape[2];
     if (Hkv <= 0 || Hq % Hkv != 0)
@@ -259,7 +247,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     p->prefill_threads = cuda_kernel_threads(s.prefill, &s);
     /* the persistent kernel over the prefill items, where it can run (f_prefill stays the run's fallback) */
     s.prefill_ws = cuda_kernel_select(d, CK_ROLE_PREFILL_WS, &s);
-    use_ws(d, p, &s, s.prefill_ws);
+    cuda_attn_use_ws(d, p, &s, s.prefill_ws);
     p->ws_fp8 = s.prefill_ws == CK_K_PREFILL_WS_FP8;
     p->pf_tma_rows = s.prefill_ws >= 0 ? cuda_kernel_box_rows(s.prefill_ws, &s) : 0;
     p->pf_hc = (int)(G < CK_PF_ROWS ? G : CK_PF_ROWS);
@@ -269,16 +257,16 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     p->ws_decode = s.decode == CK_K_DECODE_WS;
     int64_t dec_rows = DECODE_ROWS;
     if (p->ws_decode) {
-        use_ws(d, p, &s, s.decode);
+        cuda_attn_use_ws(d, p, &s, s.decode);
         dec_rows = CK_PF_ROWS;
     } else {
-        use_decode(d, p, &s, s.decode);
+        cuda_attn_use_decode(d, p, &s, s.decode);
         dec_rows = cuda_kernel_table[s.decode].rows;
     }
 
     row_tile_t *tiles = NULL;
     size_t n_tiles = 0;
-    st = build_tiles(&a, &batch, Hkv, G, prefill_rows, dec_rows, &tiles, &n_tiles);
+    st = cuda_attn_build_tiles(&a, &batch, Hkv, G, prefill_rows, dec_rows, &tiles, &n_tiles);
     if (st != ATTNRT_OK) {
         free(p);
         return st;
@@ -308,13 +296,13 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     s.resident = resident;
     s.longest = longest;
     s.dec_tiles = dec_tiles;
-    s.split_for = split_for;
+    s.split_for = cuda_attn_split_for;
     s.plan_tiles = tiles;
     s.n_tiles = n_tiles;
-    s.chunk = split_chunk(tiles, n_tiles, longest, resident, &s.blocks);
+    s.chunk = cuda_attn_split_chunk(tiles, n_tiles, longest, resident, &s.blocks);
     if (!p->ws_decode && st == ATTNRT_OK) {
         const int r = cuda_kernel_select(d, CK_ROLE_DECODE, &s);
-        if (r != s.decode) use_decode(d, p, &s, r);
+        if (r != s.decode) cuda_attn_use_decode(d, p, &s, r);
     }
     const int64_t chunk_tiles = s.chunk;
     /* partial states of dec_rows rows in slots of DECODE_ROWS (ck_work_item_t); the persistent kernel's in as many
@@ -340,7 +328,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
         n_decode += (size_t)ns;
         if ((int)ns > p->max_splits) p->max_splits = (int)ns;
     }
-    if (n_tiles > 1) qsort(tiles, n_tiles, sizeof *tiles, by_cost_desc);
+    if (n_tiles > 1) qsort(tiles, n_tiles, sizeof *tiles, cuda_attn_by_cost_desc);
 
     /* A pure decode batch whose requests are each one row tile of all G heads, all with the same split
      * count, needs no list: the kernel derives item (seq, kv head, split) from blockIdx.x (nothing to
@@ -359,7 +347,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
     s.prefill_keys = prefill_keys;
     if (p->f_prefill_ws && !p->ws_decode) {
         const int r = cuda_kernel_select(d, CK_ROLE_PREFILL_WS, &s);
-        if (r != s.prefill_ws) use_ws(d, p, &s, r);
+        if (r != s.prefill_ws) cuda_attn_use_ws(d, p, &s, r);
     }
     p->n_prefill = (uint32_t)(p->ws_decode ? n_decode : n_prefill); /* the persistent kernel's items */
     p->n_decode = p->ws_decode ? 0u : (uint32_t)n_decode;

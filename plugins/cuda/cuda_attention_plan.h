@@ -12,6 +12,10 @@
  * with distinct workspaces are independent, and every graph replay starts from zeros.
  *
  *   workspace: [part_lse] [part_o] [split counts (num_parts)] [item counters (2, pf_next)]
+ *
+ * A capacity plan (cuda_attention_capacity.c) has the same fields, sized for every batch within its capacity: launches
+ * of n_prefill and n_decode blocks whatever the batch, its list rewritten on the update's stream, the items a batch
+ * does not fill empty (a q_first past any request: the kernels return at once).
  */
 #ifndef CK_CUDA_ATTENTION_PLAN_H
 #define CK_CUDA_ATTENTION_PLAN_H
@@ -56,6 +60,16 @@ typedef struct cuda_attn_plan {
     size_t   workspace_bytes;
     /* what the plan decided, for notes and tests */
     int      max_splits;
+    /* a capacity plan (cuda_attention_capacity.c): launches and workspace fixed for the capacity, the list rewritten
+     * by each update into list_dev (n_prefill + n_decode items, unused ones empty) */
+    struct {
+        int             on;
+        ck_work_item_t *host;           /* the list as the last update built it, before its upload */
+        int64_t         max_seqs, max_tokens, max_blocks, max_seq_len;
+        int64_t         prefill_rows, dec_rows, chunk;
+        int64_t         max_parts;      /* partial-state slots the workspace holds */
+        int32_t         causal, window_left, window_right; /* the public args' values, for the tiles */
+    } cap;
 } cuda_attn_plan_t;
 
 #endif /* CK_CUDA_ATTENTION_PLAN_H */

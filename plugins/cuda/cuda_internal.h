@@ -108,6 +108,9 @@ attnrt_status_t cuda_kv_write(cuda_dev_t *d, const attnrt_kv_write_args_t *args,
 attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t *args,
                                     const attnrt_batch_host_t *batch, void **plan, size_t *workspace_bytes);
 void cuda_attention_plan_destroy(cuda_dev_t *d, void *plan);
+attnrt_status_t cuda_attention_plan_capacity(cuda_dev_t *d, const attnrt_attention_args_t *args,
+                                             const attnrt_capacity_t *capacity, void **plan, size_t *workspace_bytes);
+attnrt_status_t cuda_attention_plan_update(cuda_dev_t *d, void *plan, const attnrt_batch_host_t *batch, void *stream);
 attnrt_status_t cuda_attention_run(cuda_dev_t *d, const void *plan, const attnrt_attention_args_t *args,
                                    void *workspace, size_t workspace_bytes, void *stream);
 attnrt_status_t cuda_merge_states(cuda_dev_t *d, const attnrt_merge_args_t *args, void *stream);

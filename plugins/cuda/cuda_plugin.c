@@ -352,6 +352,19 @@ static attnrt_status_t cuda_attention_plan_op(void *device, const attnrt_attenti
 
 static void cuda_attention_plan_destroy_op(void *device, void *plan) { cuda_attention_plan_destroy(device, plan); }
 
+static attnrt_status_t cuda_attention_plan_capacity_op(void *device, const attnrt_attention_args_t *args,
+                                                       const attnrt_capacity_t *capacity, void **plan,
+                                                       size_t *workspace_bytes)
+{
+    return cuda_attention_plan_capacity(device, args, capacity, plan, workspace_bytes);
+}
+
+static attnrt_status_t cuda_attention_plan_update_op(void *device, void *plan, const attnrt_batch_host_t *batch,
+                                                     void *stream)
+{
+    return cuda_attention_plan_update(device, plan, batch, stream);
+}
+
 static attnrt_status_t cuda_attention_run_op(void *device, const void *plan, const attnrt_attention_args_t *args,
                                              void *workspace, size_t workspace_bytes, void *stream)
 {
@@ -417,6 +430,7 @@ static const attnrt_plugin_api_t cuda_api = {
     .event_wrap = cuda_event_wrap, .event_native = cuda_event_native, .event_synchronize = cuda_event_synchronize,
     PLUGIN_API_OPS(cuda),
     /* select_attention and last_op_stats stay NULL: the runtime's defaults apply. */
+    .attention_plan_capacity = cuda_attention_plan_capacity_op, .attention_plan_update = cuda_attention_plan_update_op,
 };
 
 PLUGIN_DEFINE_ENTRY(cuda_api)
