@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "struct_in.h"
 #include "tensor.h"
 
 const plan_kind_t attnrt_kind_attention_capacity = {"attnrt_attention_plan_capacity", "attnrt_attention_run"};
@@ -28,14 +29,8 @@ static attnrt_status_t resolve(const char *fn, const char *field, int64_t *value
 static attnrt_status_t resolve_capacity(const char *fn, const attnrt_capacity_t *in, const attention_shape_t *s,
                                         attnrt_capacity_t *out)
 {
-    if (!in) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: capacity is NULL", fn);
-    if (in->struct_size < ATTNRT_CAPACITY_STRUCT_SIZE)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: capacity->struct_size = %zu; set it to "
-                           "sizeof(attnrt_capacity_t)", fn, in->struct_size);
     attnrt_capacity_t c;
-    memset(&c, 0, sizeof c);
-    memcpy(&c, in, in->struct_size < sizeof c ? in->struct_size : sizeof c);
-    c.struct_size = sizeof c;
+    TRY(attnrt_capacity_in(fn, "capacity", in, &c));
     int64_t seqs = c.max_seqs, blocks = c.max_blocks_per_seq;
     TRY(resolve(fn, "max_seqs", &seqs, s->B, "block_table.shape[0] (num_seqs)"));
     TRY(resolve(fn, "max_blocks_per_seq", &blocks, s->max_blocks, "block_table.shape[1]"));
@@ -59,6 +54,9 @@ attnrt_status_t attnrt_attention_plan_capacity(attnrt_context_t *ctx, const attn
     if (!plan) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: plan is NULL", fn);
     attention_shape_t shape;
     attnrt_capacity_t cap;
+    attnrt_attention_args_t a;
+    TRY(attnrt_attention_args_in(fn, "args", args, &a));
+    args = &a; /* the runtime's full-size copy from here on */
     TRY(attnrt_attention_check_args(fn, args, 0, &shape));
     TRY(resolve_capacity(fn, capacity, &shape, &cap));
     TRY(attnrt_attention_check_spans(ctx, fn, args));
@@ -99,10 +97,6 @@ attnrt_status_t attnrt_attention_plan_capacity(attnrt_context_t *ctx, const attn
  * bounds (their messages name the request and the bound). */
 static attnrt_status_t check_update_batch(const char *fn, const attnrt_plan_t *plan, const attnrt_batch_host_t *batch)
 {
-    if (!batch) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: batch is NULL", fn);
-    if (batch->struct_size < ATTNRT_BATCH_HOST_STRUCT_SIZE)
-        return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: batch->struct_size = %zu; set it to "
-                           "sizeof(attnrt_batch_host_t)", fn, batch->struct_size);
     const attnrt_capacity_t *c = &plan->capacity.bounds;
     const int32_t B = batch->num_seqs;
     if (B < 0) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: batch->num_seqs = %d; must be >= 0", fn, B);
@@ -138,12 +132,9 @@ attnrt_status_t attnrt_plan_update(attnrt_plan_t *plan, const attnrt_batch_host_
         return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: plan was made by %s; only attnrt_attention_plan_capacity "
                            "plans take updates", fn, plan->kind->planner);
     TRY(attnrt_check_stream_context(fn, stream, plan->ctx, "the plan's"));
-    TRY(check_update_batch(fn, plan, batch));
-    /* The plugin gets a full-size copy, whatever struct_size the caller compiled with. */
-    attnrt_batch_host_t full;
-    memset(&full, 0, sizeof full);
-    memcpy(&full, batch, batch->struct_size < sizeof full ? batch->struct_size : sizeof full);
-    full.struct_size = sizeof full;
+    attnrt_batch_host_t full; /* the plugin gets the runtime's full-size copy */
+    TRY(attnrt_batch_host_in(fn, "batch", batch, &full));
+    TRY(check_update_batch(fn, plan, &full));
     attnrt_context_t *ctx = plan->ctx;
     attnrt_status_t st = ctx->api->attention_plan_update(ctx->device, plan->pass[0].plugin_plan, &full,
                                                          stream ? stream->handle : NULL);
