@@ -18,8 +18,8 @@ def resolve_stream(ctx, stream, objs, torch_default=False):
     """The Stream a call runs on (None: the context's default stream).
 
     Explicit: an attnrt.Stream, a torch.cuda.Stream (or anything with .cuda_stream) or a native handle (int).
-    Default: torch's current stream when a tensor is a torch CUDA tensor (or, with torch_default, when the
-    context is a CUDA device and the program uses torch: plan updates have no tensors to look at)."""
+    Default, on a CUDA context: torch's current stream when a tensor is a torch CUDA tensor, or, with
+    torch_default, whenever the program uses torch (plan updates have no tensors to look at)."""
     if stream is not None:
         if isinstance(stream, Stream):
             return stream
@@ -31,13 +31,12 @@ def resolve_stream(ctx, stream, objs, torch_default=False):
         raise TypeError("attnrt: stream must be an attnrt.Stream, a torch.cuda.Stream, a native handle or None, "
                         "not %s" % type(stream).__name__)
     torch = _dlpack.torch_module()
-    if torch is None:
+    if torch is None or not ctx.is_cuda:
         return None
     for obj in objs:
         if _dlpack.is_torch_cuda(obj):
             return ctx.wrap_stream(torch.cuda.current_stream(obj.device).cuda_stream)
-    if torch_default and ctx.is_cuda and torch.cuda.is_available() and not any(
-            _dlpack.is_torch(o) or hasattr(o, "__dlpack__") for o in objs):
+    if torch_default and torch.cuda.is_available():
         return ctx.wrap_stream(torch.cuda.current_stream(ctx.ordinal).cuda_stream)
     return None
 

@@ -150,11 +150,12 @@ def library():
             _lib_path = name
             _lib = lib
             return lib
-        hint = ("set ATTNRT_LIBRARY to the full path of libattnrt.so, or install libattnrt where the dynamic "
-                "loader finds it (ldconfig, LD_LIBRARY_PATH)")
         if explicit:
-            hint = "check the path (a full path to libattnrt.so)"
-        raise Error(T.Status.ERR_NOT_FOUND, "cannot load libattnrt: tried %s; %s" % ("; ".join(failures), hint))
+            raise Error(T.Status.ERR_NOT_FOUND, "cannot load libattnrt from %s (%s); set ATTNRT_LIBRARY to the full "
+                        "path of libattnrt.so" % (explicit, "; ".join(failures)))
+        raise Error(T.Status.ERR_NOT_FOUND, "cannot load libattnrt: tried %s through the dynamic loader; set "
+                    "ATTNRT_LIBRARY to the full path of libattnrt.so, or install libattnrt where the loader finds "
+                    "it (ldconfig, LD_LIBRARY_PATH)" % "; ".join(failures))
 
 
 def library_path():
@@ -173,7 +174,8 @@ def function(name):
         fn = getattr(lib, name)
     except AttributeError:
         raise Error(T.Status.ERR_NOT_FOUND, "%s is not in %s: this libattnrt is older than the attnrt package "
-                    "(which needs ABI %d.%d); use a matching library" % (name, _lib_path, T.ABI_MAJOR, T.ABI_MINOR))
+                    "(which needs ABI %d.%d); use a matching library" % (name, _lib_path, T.ABI_MAJOR, T.ABI_MINOR)) \
+            from None
     restype, argtypes = _SIGNATURES[name]
     fn.restype = restype
     fn.argtypes = argtypes
