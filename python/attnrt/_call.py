@@ -171,17 +171,18 @@ _TORCH_DTYPES = {(2, 32): "float32", (2, 16): "float16", (4, 16): "bfloat16", (1
                  (12, 8): "float8_e5m2", (0, 32): "int32", (0, 64): "int64", (1, 8): "uint8", (6, 8): "bool"}
 
 
-def empty_like(like, shape, dtype_):
-    """A new array of `shape` and attnrt dtype `dtype_`, of the same kind and device as `like`: a torch
-    tensor for torch inputs, else a numpy array (bf16 and fp8 stored as uint16 / uint8)."""
-    key = (dtype_.code, dtype_.bits)
+def empty_like(like, shape, dtype_=None):
+    """A new array of `shape` and attnrt dtype `dtype_` (None: like's own), of the same kind and device as
+    `like`: a torch tensor for torch inputs, else a numpy array (bf16 and fp8 stored as uint16 / uint8)."""
     if _dlpack.is_torch(like):
         torch = _dlpack.torch_module()
-        return torch.empty(tuple(shape), dtype=getattr(torch, _TORCH_DTYPES[key]), device=like.device)
-    if _np is None or isinstance(like, T.Tensor):
+        dt = like.dtype if dtype_ is None else getattr(torch, _TORCH_DTYPES[(dtype_.code, dtype_.bits)])
+        return torch.empty(tuple(shape), dtype=dt, device=like.device)
+    if _np is None or not isinstance(like, _np.ndarray):
         raise Error(T.Status.ERR_INVALID_ARGUMENT, "attnrt: pass the output tensor (it can only be allocated like a "
                     "numpy array or a torch tensor)")
-    return _np.empty(tuple(shape), dtype=_NP_STORAGE[key])
+    dt = like.dtype if dtype_ is None else _NP_STORAGE[(dtype_.code, dtype_.bits)]
+    return _np.empty(tuple(shape), dtype=dt)
 
 
 def shape_of(obj):

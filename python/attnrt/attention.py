@@ -36,9 +36,7 @@ def merge_states(ctx, states, lses, out=None, out_lse=None, *, sinks=None, retur
         raise Error(T.Status.ERR_INVALID_ARGUMENT, "attnrt: merge_states needs as many lses as states (>= 1); got "
                     "%d and %d" % (len(states), len(lses)))
     if out is None:
-        like = states[0]
-        c0 = Call(ctx, None, ())
-        out = empty_like(like, shape_of(like), c0.tensor(like)[0].dtype)
+        out = empty_like(states[0], shape_of(states[0]))
     if out_lse is None and return_lse:
         out_lse = empty_like(states[0], shape_of(lses[0]), T.float32)
     c = Call(ctx, stream, states + lses + [out])

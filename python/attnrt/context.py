@@ -89,25 +89,25 @@ def default_device():
 # ---- logging ---------------------------------------------------------------------------------------
 
 _LogFn = ctypes.CFUNCTYPE(None, c_uint32, c_char_p, c_void_p)
-_log_sink = None  # the ctypes callback must live as long as the library may call it
+# Every sink ever installed stays alive: a line being logged on another thread when the sink is replaced may
+# still call the old one.
+_log_sinks = []
 
 
 def set_log_callback(fn):
     """Routes the library's and plugins' log lines to fn(level, line); None restores stderr.
 
     fn may be called from any thread, several at once; an exception it raises is printed and dropped."""
-    global _log_sink
     if fn is None:
         call("attnrt_log_set_callback", None, None)
-        _log_sink = None
         return
 
     def sink(level, line, _user):
         fn(T.LogLevel(level) if level <= T.LogLevel.DEBUG else level, _lib.text(line))
 
     new_sink = _LogFn(sink)
+    _log_sinks.append(new_sink)
     call("attnrt_log_set_callback", ctypes.cast(new_sink, c_void_p), None)
-    _log_sink = new_sink
 
 
 def set_log_level(level):
@@ -178,10 +178,14 @@ class Context:
         else:
             call("attnrt_open", name, byref(handle))
         self._handle = handle.value
-        self.device = _lib.text(_lib.function("attnrt_context_device_name")(self._handle))
-        index = c_uint32()
-        call("attnrt_device_find", self.device.encode(), byref(index))
-        self.info = device_info(index.value)
+        try:
+            self.device = _lib.text(_lib.function("attnrt_context_device_name")(self._handle))
+            index = c_uint32()
+            call("attnrt_device_find", self.device.encode(), byref(index))
+            self.info = device_info(index.value)
+        except BaseException:
+            self.close()
+            raise
 
     @property
     def handle(self):
