@@ -5,7 +5,9 @@ import sys
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))  # reference.py
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)  # reference.py, batch.py
+sys.path.insert(1, os.path.dirname(HERE))  # the package of this source tree, from any working folder
 
 import attnrt  # noqa: E402
 

@@ -85,3 +85,30 @@ def test_cascade_refuses_sliding_window(ctx, rng):
                                  causal=True, sliding_window_left=4)
     assert e.value.status in (attnrt.Status.ERR_INVALID_ARGUMENT, attnrt.Status.ERR_UNSUPPORTED)
     assert "window" in e.value.message
+
+
+def test_cascade_with_given_workspace(ctx, rng):
+    bs, H, D = 16, 2, 16
+    b = make_batch(rng, [2, 1], [5, 7], bs, spare_blocks=0)
+    nb = b.num_blocks + 1
+    prefix_table, prefix_lens = np.array([b.num_blocks], np.int32), np.array([12, 12], np.int32)
+    kc = rng.standard_normal((nb, bs, H, D), dtype=np.float32)
+    vc = rng.standard_normal((nb, bs, H, D), dtype=np.float32)
+    q = rng.standard_normal((b.tokens, H, D), dtype=np.float32)
+    opts = dict(num_q_heads=H, num_kv_heads=H, head_dim=D, block_size=bs, num_blocks=nb, causal=True)
+    run = dict(block_table=b.block_table, query_start_loc=b.query_start_loc, seq_lens=b.seq_lens,
+               prefix_block_table=prefix_table, prefix_seq_lens=prefix_lens)
+    probe = attnrt.Cascade(ctx)
+    probe.plan(b.query_start_loc, b.seq_lens, b.block_table, prefix_lens, prefix_table, **opts)
+    need = probe.workspace_size
+    small = attnrt.Cascade(ctx, workspace=ctx.alloc(need - 1))
+    small.plan(b.query_start_loc, b.seq_lens, b.block_table, prefix_lens, prefix_table, **opts)
+    with pytest.raises(attnrt.Error, match="workspace"):
+        small.run(q, kc, vc, **run)
+    given = attnrt.Cascade(ctx, workspace=np.empty(need, np.uint8))  # host memory is the cpu device's
+    given.plan(b.query_start_loc, b.seq_lens, b.block_table, prefix_lens, prefix_table, **opts)
+    out = given.run(q, kc, vc, **run)
+    shared = np.broadcast_to(prefix_table, (2, 1))
+    want, _ = ref.paged_attention(q, kc, vc, b.block_table, b.query_start_loc, b.seq_lens, causal=True,
+                                  prefix=(shared, prefix_lens))
+    ref.assert_close(out, want)
