@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need on Debian 12 (run as root); does nothing when all is present.
 set -euo pipefail
-packages=(meson ninja-build gcc pkg-config libcmocka-dev libdlpack-dev valgrind python3 clang libclang-rt-14-dev)
+packages=(meson ninja-build gcc pkg-config libcmocka-dev libdlpack-dev valgrind python3 python3-pytest python3-numpy clang
+          libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
