@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need on Debian 12 (run as root); does nothing when all is present.
 set -euo pipefail
+# libdlpack-dev: <dlpack/dlpack.h>, which the runtime build requires (attnrt_dlpack.h includes it)
 packages=(meson ninja-build gcc pkg-config libcmocka-dev libdlpack-dev valgrind python3 clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
