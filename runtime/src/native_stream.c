@@ -40,7 +40,8 @@ attnrt_status_t attnrt_stream_wrap(attnrt_context_t *ctx, void *native, attnrt_s
     /* native may be NULL: on cuda that is the legacy default stream (torch's default stream reports 0), which a
      * wrapper turns into an asynchronous stream like any other; the plugin refuses a NULL it cannot use. */
     if (!ctx->api->stream_wrap)
-        return no_native(ctx, "attnrt_stream_wrap", "streams", "stream_wrap", "use the NULL stream or attnrt_stream_create");
+        return no_native(ctx, "attnrt_stream_wrap", "streams", "stream_wrap",
+                         "use the NULL stream or attnrt_stream_create");
     attnrt_stream_t *s = calloc(1, sizeof *s);
     if (!s) return attnrt_fail(ATTNRT_ERR_OUT_OF_MEMORY, "attnrt_stream_wrap: out of memory");
     attnrt_status_t status = ctx->api->stream_wrap(ctx->device, native, &s->handle);
@@ -124,7 +125,8 @@ attnrt_status_t attnrt_event_native(attnrt_event_t *event, void **native)
     NEED(native, "attnrt_event_native");
     attnrt_context_t *ctx = event->ctx;
     if (!ctx->api->event_native)
-        return no_native(ctx, "attnrt_event_native", "events", "event_native", "its work is complete when each call returns");
+        return no_native(ctx, "attnrt_event_native", "events", "event_native",
+                         "its work is complete when each call returns");
     void *handle = NULL;
     attnrt_status_t status = ctx->api->event_native(ctx->device, event->handle, &handle);
     if (status != ATTNRT_OK) return attnrt_context_fail(ctx, status, "attnrt_event_native");
