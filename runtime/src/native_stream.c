@@ -18,12 +18,12 @@ static attnrt_status_t need(const void *p, const char *fn, const char *arg)
 
 /* A plugin that leaves the entry NULL: cpu and npu_sim do, since their work is done when each call returns and
  * there is no device queue to wrap or export. */
-static attnrt_status_t no_native(const attnrt_context_t *ctx, const char *fn, const char *things, const char *entry)
+static attnrt_status_t no_native(const attnrt_context_t *ctx, const char *fn, const char *things, const char *entry,
+                                 const char *instead)
 {
-    return attnrt_fail(ATTNRT_ERR_UNSUPPORTED, "%s: %s has no native %s (the %s plugin has no %s): a device whose work "
-                       "completes within each call, as cpu and npu_sim, needs none; pass NULL or an attnrt_%s_create "
-                       "one", fn, ctx->ref->name, things, ctx->ref->plugin->name, entry,
-                       things[0] == 's' ? "stream" : "event");
+    return attnrt_fail(ATTNRT_ERR_UNSUPPORTED, "%s: %s has no native %s (the %s plugin has no %s; a device whose work "
+                       "completes within each call, as cpu and npu_sim, has none): %s", fn, ctx->ref->name, things,
+                       ctx->ref->plugin->name, entry, instead);
 }
 
 /* Every event entry a wrapped event can reach (attnrt_event_record / _elapsed_ms / _destroy). */
@@ -39,7 +39,9 @@ attnrt_status_t attnrt_stream_wrap(attnrt_context_t *ctx, void *native, attnrt_s
     NEED(stream, "attnrt_stream_wrap");
     /* native may be NULL: on cuda that is the legacy default stream (torch's default stream reports 0), which a
      * wrapper turns into an asynchronous stream like any other; the plugin refuses a NULL it cannot use. */
-    if (!ctx->api->stream_wrap) return no_native(ctx, "attnrt_stream_wrap", "streams", "stream_wrap");
+    if (!ctx->api->stream_wrap)
+        return no_native(ctx, "attnrt_stream_wrap", "streams", "stream_wrap",
+                         "use the NULL stream or attnrt_stream_create");
     attnrt_stream_t *s = calloc(1, sizeof *s);
     if (!s) return attnrt_fail(ATTNRT_ERR_OUT_OF_MEMORY, "attnrt_stream_wrap: out of memory");
     attnrt_status_t status = ctx->api->stream_wrap(ctx->device, native, &s->handle);
@@ -65,7 +67,9 @@ attnrt_status_t attnrt_stream_native(attnrt_context_t *ctx, attnrt_stream_t *str
     NEED(native, "attnrt_stream_native");
     attnrt_status_t status = attnrt_check_stream_context("attnrt_stream_native", stream, ctx, "ctx");
     if (status != ATTNRT_OK) return status;
-    if (!ctx->api->stream_native) return no_native(ctx, "attnrt_stream_native", "streams", "stream_native");
+    if (!ctx->api->stream_native)
+        return no_native(ctx, "attnrt_stream_native", "streams", "stream_native",
+                         "its work is complete when each call returns");
     void *handle = NULL;
     status = ctx->api->stream_native(ctx->device, stream ? stream->handle : NULL, &handle);
     if (status != ATTNRT_OK) return attnrt_context_fail(ctx, status, "attnrt_stream_native");
@@ -95,7 +99,7 @@ attnrt_status_t attnrt_event_wrap(attnrt_context_t *ctx, void *native, attnrt_ev
     NEED(native, "attnrt_event_wrap");
     NEED(event, "attnrt_event_wrap");
     if (!ctx->api->event_wrap || !has_events(ctx->api))
-        return no_native(ctx, "attnrt_event_wrap", "events", "event_wrap");
+        return no_native(ctx, "attnrt_event_wrap", "events", "event_wrap", "use attnrt_event_create");
     attnrt_event_t *e = calloc(1, sizeof *e);
     if (!e) return attnrt_fail(ATTNRT_ERR_OUT_OF_MEMORY, "attnrt_event_wrap: out of memory");
     attnrt_status_t status = ctx->api->event_wrap(ctx->device, native, &e->handle);
@@ -120,7 +124,9 @@ attnrt_status_t attnrt_event_native(attnrt_event_t *event, void **native)
     NEED(event, "attnrt_event_native");
     NEED(native, "attnrt_event_native");
     attnrt_context_t *ctx = event->ctx;
-    if (!ctx->api->event_native) return no_native(ctx, "attnrt_event_native", "events", "event_native");
+    if (!ctx->api->event_native)
+        return no_native(ctx, "attnrt_event_native", "events", "event_native",
+                         "its work is complete when each call returns");
     void *handle = NULL;
     attnrt_status_t status = ctx->api->event_native(ctx->device, event->handle, &handle);
     if (status != ATTNRT_OK) return attnrt_context_fail(ctx, status, "attnrt_event_native");
