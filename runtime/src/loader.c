@@ -31,8 +31,8 @@ static const struct {
 };
 #undef REQUIRED
 
-/* The smallest vtable we accept: ABI 1.0, whose last entry is op_supported. */
-#define ATTNRT_PLUGIN_API_V1_0_SIZE ATTNRT_STRUCT_SIZE(attnrt_plugin_api_t, op_supported)
+/* The smallest vtable we accept: through op_supported, the last required entry (later ones read as NULL). */
+#define ATTNRT_PLUGIN_API_MIN_SIZE ATTNRT_STRUCT_SIZE(attnrt_plugin_api_t, op_supported)
 
 static attnrt_status_t refuse(attnrt_plugin_t *p, attnrt_status_t status, const char *fmt, ...)
     ATTNRT_PRINTF(3, 4);
@@ -161,9 +161,9 @@ static attnrt_status_t check_vtable(attnrt_plugin_t *p, const attnrt_plugin_api_
                       "rebuild the plugin against attnrt_plugin.h %u.x or use a libattnrt of ABI %u.x",
                       p->path, api->abi_major, api->abi_minor, ATTNRT_ABI_MAJOR, ATTNRT_ABI_MINOR,
                       ATTNRT_ABI_MAJOR, api->abi_major);
-    if (api->struct_size < ATTNRT_PLUGIN_API_V1_0_SIZE)
-        return refuse(p, ATTNRT_ERR_PLUGIN, "%s: vtable struct_size %zu is smaller than ABI 1.0's %zu; "
-                      "the plugin is broken", p->path, api->struct_size, (size_t)ATTNRT_PLUGIN_API_V1_0_SIZE);
+    if (api->struct_size < ATTNRT_PLUGIN_API_MIN_SIZE)
+        return refuse(p, ATTNRT_ERR_PLUGIN, "%s: vtable struct_size %zu is smaller than its required entries (%zu "
+                      "bytes, through op_supported); the plugin is broken", p->path, api->struct_size, (size_t)ATTNRT_PLUGIN_API_MIN_SIZE);
 
     /* Use only the fields inside both the plugin's struct_size and ours; the rest stay zero. */
     size_t n = api->struct_size < sizeof p->api ? api->struct_size : sizeof p->api;
