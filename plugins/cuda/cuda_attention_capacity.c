@@ -107,31 +107,11 @@ static attnrt_status_t plan_for_capacity(cuda_dev_t *d, const attnrt_attention_a
     free(qsl);
     free(sl);
     if (st != ATTNRT_OK) return st;
-    st = cuda_enter(d);
-    int64_t resident = st == ATTNRT_OK ? cuda_kernel_resident(d, s.decode, &s) : 0;
-    if (resident <= 0) resident = d->sm_count > 0 ? d->sm_count : 1;
-    int64_t longest = 0, dec_tiles = 0;
-    for (size_t i = 0; i < n_tiles; i++)
-        if (tiles[i].cfg == CFG_DECODE) {
-            const int64_t kt = ceil_div(tiles[i].keys, DECODE_BN);
-            if (kt > longest) longest = kt;
-            dec_tiles++;
-        }
-    s.split = 1;
-    s.resident = resident;
-    s.longest = longest;
-    s.dec_tiles = dec_tiles;
-    s.split_for = cuda_attn_split_for;
-    s.plan_tiles = tiles;
-    s.n_tiles = n_tiles;
-    s.chunk = cuda_attn_split_chunk(tiles, n_tiles, longest, resident, &s.blocks);
-    if (st == ATTNRT_OK) {
-        const int r = cuda_kernel_select(d, CK_ROLE_DECODE, &s);
-        if (r >= 0 && r != s.decode) cuda_attn_use_decode(d, p, &s, r), s.decode = r;
-    }
+    const int64_t dec_rows = cuda_kernel_table[s.decode].rows; /* the tiles' rows (a split form keeps them) */
+    st = cuda_attn_plan_split(d, p, &s, tiles, n_tiles);
     free(tiles);
     if (st != ATTNRT_OK) return st;
-    p->cap.dec_rows = cuda_kernel_table[s.decode].rows;
+    p->cap.dec_rows = dec_rows;
     p->cap.chunk = s.chunk > 0 ? s.chunk : 1;
     p->part_rows = (int)p->cap.dec_rows;
 

@@ -199,6 +199,37 @@ void cuda_attn_use_ws(const cuda_dev_t *d, cuda_attn_plan_t *p, const cuda_selec
     p->prefill_ws_threads = r >= 0 ? cuda_kernel_threads(r, s) : 0;
 }
 
+/* The split model over the plan's decode tiles into s (resident blocks, longest tile, chunk), then the decode kernel's
+ * forms that depend on the split (the table's rules: 8-warp and 2-warp blocks, fp8 tiles, 256-byte fetches), which
+ * may lengthen it. Returns cuda_enter's status (the residency query needs the context). */
+attnrt_status_t cuda_attn_plan_split(cuda_dev_t *d, cuda_attn_plan_t *p, cuda_select_t *sel, const row_tile_t *tiles,
+                                     size_t n_tiles)
+{
+    const attnrt_status_t st = cuda_enter(d);
+    int64_t resident = p->ws_decode ? d->sm_count : st == ATTNRT_OK ? cuda_kernel_resident(d, sel->decode, sel) : 0;
+    if (resident <= 0) resident = d->sm_count > 0 ? d->sm_count : 1; /* one block an SM */
+    int64_t longest = 0, dec_tiles = 0;
+    for (size_t i = 0; i < n_tiles; i++)
+        if (tiles[i].cfg == CFG_DECODE) {
+            const int64_t kt = (tiles[i].keys + DECODE_BN - 1) / DECODE_BN;
+            if (kt > longest) longest = kt;
+            dec_tiles++;
+        }
+    sel->split = 1;
+    sel->resident = resident;
+    sel->longest = longest;
+    sel->dec_tiles = dec_tiles;
+    sel->split_for = cuda_attn_split_for;
+    sel->plan_tiles = tiles;
+    sel->n_tiles = n_tiles;
+    sel->chunk = cuda_attn_split_chunk(tiles, n_tiles, longest, resident, &sel->blocks);
+    if (!p->ws_decode && st == ATTNRT_OK) {
+        const int r = cuda_kernel_select(d, CK_ROLE_DECODE, sel);
+        if (r != sel->decode) cuda_attn_use_decode(d, p, sel, r);
+    }
+    return st;
+}
+
 attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t *args_in,
                                     const attnrt_batch_host_t *batch_in, void **plan_out, size_t *workspace_bytes)
 {
@@ -280,30 +311,7 @@ attnrt_status_t cuda_attention_plan(cuda_dev_t *d, const attnrt_attention_args_t
      * into 1 .. CK_MAX_SPLITS pieces (at least MIN_CHUNK tiles each). This keeps the last round full
      * instead of leaving a partial one (2048 blocks over 396 slots was 5.2 rounds: a sixth, 17% full).
      * The persistent kernel's grid is one block an SM. */
-    st = cuda_enter(d);
-    int64_t resident = p->ws_decode ? d->sm_count : st == ATTNRT_OK ? cuda_kernel_resident(d, s.decode, &s) : 0;
-    if (resident <= 0) resident = d->sm_count > 0 ? d->sm_count : 1; /* one block an SM */
-    int64_t longest = 0, dec_tiles = 0;
-    for (size_t i = 0; i < n_tiles; i++)
-        if (tiles[i].cfg == CFG_DECODE) {
-            const int64_t kt = (tiles[i].keys + DECODE_BN - 1) / DECODE_BN;
-            if (kt > longest) longest = kt;
-            dec_tiles++;
-        }
-    /* the decode kernel's forms that depend on the split (the table's rules: 8-warp and 2-warp blocks, fp8 tiles,
-     * 256-byte fetches), which may lengthen it */
-    s.split = 1;
-    s.resident = resident;
-    s.longest = longest;
-    s.dec_tiles = dec_tiles;
-    s.split_for = cuda_attn_split_for;
-    s.plan_tiles = tiles;
-    s.n_tiles = n_tiles;
-    s.chunk = cuda_attn_split_chunk(tiles, n_tiles, longest, resident, &s.blocks);
-    if (!p->ws_decode && st == ATTNRT_OK) {
-        const int r = cuda_kernel_select(d, CK_ROLE_DECODE, &s);
-        if (r != s.decode) cuda_attn_use_decode(d, p, &s, r);
-    }
+    st = cuda_attn_plan_split(d, p, &s, tiles, n_tiles);
     const int64_t chunk_tiles = s.chunk;
     /* partial states of dec_rows rows in slots of DECODE_ROWS (ck_work_item_t); the persistent kernel's in as many
      * rows as its items' heads (one token each) */

@@ -34,6 +34,9 @@ attnrt_status_t cuda_attn_build_tiles(const attnrt_attention_args_t *a, const at
 int64_t cuda_attn_split_chunk(const row_tile_t *tiles, size_t n_tiles, int64_t longest, int64_t resident, int64_t *blocks_out);
 /* cuda_select_t.split_for over the tiles in s. */
 int64_t cuda_attn_split_for(const cuda_select_t *s, int64_t resident, int64_t *blocks);
+/* The split model over the decode tiles into *sel, then the decode kernel's split-dependent form; cuda_enter's status. */
+attnrt_status_t cuda_attn_plan_split(cuda_dev_t *d, cuda_attn_plan_t *p, cuda_select_t *sel, const row_tile_t *tiles,
+                                     size_t n_tiles);
 /* Kernel-table row r as the plan's decode kernel / persistent prefill kernel (r < 0: none). */
 void cuda_attn_use_decode(const cuda_dev_t *d, cuda_attn_plan_t *p, const cuda_select_t *s, int r);
 void cuda_attn_use_ws(const cuda_dev_t *d, cuda_attn_plan_t *p, const cuda_select_t *s, int r);
