@@ -3,6 +3,7 @@
  * the bound, write nothing (*plan keeps a sentinel; out and lse keep their poison), and leak nothing
  * (the teardown's attnrt_close must succeed). A refused update leaves the plan's batch as it was. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,40 @@ static void plan_refuses_negative_fields(void **state)
     c = f->capacity;
     c.max_seq_len = -4;
     PLAN_REJECTS(f, f->ctx, &f->args, &c, ATTNRT_ERR_INVALID_ARGUMENT, "capacity->max_seq_len = -4; must be >= 0");
+}
+
+/* An older, smaller attnrt_capacity_t (ending before max_seq_len) reads its missing field as 0 (the tensors'
+ * bound): on an exact heap block, and with a refusable value past its struct_size; a newer, larger one
+ * is refused when a byte this library does not know is set. */
+static void plan_reads_older_capacities_and_refuses_unknown_fields(void **state)
+{
+    cap_fixture_t *f = *state;
+    const size_t cut = offsetof(attnrt_capacity_t, max_seq_len);
+    attnrt_capacity_t older = f->capacity;
+    older.struct_size = cut;
+    void *exact = malloc(cut); /* ends where the older struct ends: ASan / valgrind catch a read past it */
+    assert_non_null(exact);
+    memcpy(exact, &older, cut);
+    CAP_OK(attnrt_attention_plan_capacity(f->ctx, &f->args, (const attnrt_capacity_t *)exact, &f->extra_plans[0]));
+    free(exact);
+    attnrt_capacity_t poisoned = f->capacity;
+    poisoned.max_seq_len = 257; /* refused, if read */
+    poisoned.struct_size = cut;
+    CAP_OK(attnrt_attention_plan_capacity(f->ctx, &f->args, &poisoned, &f->extra_plans[1]));
+    size_t want = 0, got0 = 0, got1 = 0;
+    CAP_OK(attnrt_plan_workspace_size(f->plan, &want));
+    CAP_OK(attnrt_plan_workspace_size(f->extra_plans[0], &got0));
+    CAP_OK(attnrt_plan_workspace_size(f->extra_plans[1], &got1));
+    assert_int_equal(got0, want);
+    assert_int_equal(got1, want);
+
+    struct { attnrt_capacity_t c; uint32_t unknown; } newer;
+    memset(&newer, 0, sizeof newer);
+    newer.c = f->capacity;
+    newer.c.struct_size = sizeof newer;
+    CAP_OK(attnrt_attention_plan_capacity(f->ctx, &f->args, &newer.c, &f->extra_plans[2]));
+    newer.unknown = 1;
+    PLAN_REJECTS(f, f->ctx, &f->args, &newer.c, ATTNRT_ERR_INVALID_ARGUMENT, "does not know is set");
 }
 
 /* The args are checked as attnrt_attention_plan checks them: the capacity tensors must agree. */
@@ -431,6 +466,7 @@ int cap_run_refusal_tests(void)
         SMALL(plan_refuses_null_arguments),
         SMALL(plan_refuses_a_capacity_beyond_the_tensors),
         SMALL(plan_refuses_negative_fields),
+        SMALL(plan_reads_older_capacities_and_refuses_unknown_fields),
         SMALL(plan_refuses_tensors_that_disagree),
         SMALL(npu_sim_has_no_capacity_plans),
         SMALL(update_refuses_null_and_foreign_arguments),
