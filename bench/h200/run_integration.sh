@@ -19,13 +19,9 @@ step() { # name timeout command...
     timeout "$limit" "$@" > "$OUT/$name.txt" 2>&1
     echo "$name: exit $? | $(grep -E 'PASSED|FAILED|passed|failed' "$OUT/$name.txt" | tail -1)"
 }
-step conform-cuda 200 "$N/tools/attnrt-conform" --plugin cuda
-step graph-capture 60 "$N/tests/cuda/cuda_graph_capture"
-step graph-capture-ops 60 "$N/tests/cuda/cuda_graph_capture_ops"
-step native-stream 60 "$N/tests/cuda/cuda_native_stream"
 step graph-replay 120 "$N/tests/cuda/cuda_graph_replay"
+step native-stream 60 "$N/tests/cuda/cuda_native_stream"
 ATTNRT_DEVICE=cuda:0 step ops-capacity 120 "$N/tests/ops/test_ops_capacity"
-ATTNRT_DEVICE=cuda:0 step ops-concurrent 120 "$N/tests/ops/test_ops_concurrent_runs"
 python3 -c 'import pytest' 2>/dev/null || export PYTHONPATH=${PYDEPS:-}
 (cd python && ATTNRT_LIBRARY=$N/runtime/libattnrt.so \
     timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_torch_cuda.py > "$OUT/python-torch.txt" 2>&1
@@ -33,3 +29,8 @@ python3 -c 'import pytest' 2>/dev/null || export PYTHONPATH=${PYDEPS:-}
 (cd python && ATTNRT_LIBRARY=$N/runtime/libattnrt.so ATTNRT_PLUGIN_PATH=$N/plugins/cpu ATTNRT_DEVICE=cpu:0 \
     timeout 200 python3 -m pytest -q -p no:cacheprovider tests > "$OUT/python-cpu.txt" 2>&1
  echo "python-cpu (device's python/numpy): exit $? | $(tail -1 "$OUT/python-cpu.txt")")
+# then the rest, longest last (a call cut short keeps what the steps above wrote)
+step graph-capture 60 "$N/tests/cuda/cuda_graph_capture"
+step graph-capture-ops 60 "$N/tests/cuda/cuda_graph_capture_ops"
+ATTNRT_DEVICE=cuda:0 step ops-concurrent 120 "$N/tests/ops/test_ops_concurrent_runs"
+step conform-cuda 200 "$N/tools/attnrt-conform" --plugin cuda
