@@ -2,8 +2,9 @@
 # Installs what the build and the tests need on Debian 12 (run as root); does nothing when all is present.
 set -euo pipefail
 # libdlpack-dev: <dlpack/dlpack.h>, which the runtime build requires (attnrt_dlpack.h includes it);
-# python3-pytest, python3-numpy: the Python package's tests (suite 'python')
-packages=(meson ninja-build gcc pkg-config libcmocka-dev libdlpack-dev valgrind python3 python3-pytest python3-numpy clang
+# python3-pytest, python3-numpy: the Python package's tests (suite 'python'); cmake and pkg-config: the
+# install test's consumers (suite 'install')
+packages=(meson ninja-build gcc pkg-config cmake libcmocka-dev libdlpack-dev valgrind python3 python3-pytest python3-numpy clang
           libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do

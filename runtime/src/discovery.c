@@ -1,15 +1,13 @@
 /* Plugin discovery: which files are plugins and in what order they load. ATTNRT_PLUGIN names exactly one
  * (a name searched for in the directories, or an absolute path; any failure fails the init); else, in auto
- * mode, every attnrt_<name>.so of ATTNRT_PLUGIN_PATH, the build tree when libattnrt runs from it, and the
- * install directory, in that order, a name loaded from an earlier directory shadowing later files. Runs
- * with the registry locked exclusively (registry.c). */
+ * mode, every attnrt_<name>.so of the directories plugin_dirs.c lists, in that order, a name loaded from an
+ * earlier directory shadowing later files. Runs with the registry locked exclusively (registry.c). */
 #include <dirent.h>
-#include <dlfcn.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugin_dirs.h"
 #include "registry.h"
 
 static registry_t *const reg = &attnrt_reg;
@@ -17,81 +15,9 @@ static registry_t *const reg = &attnrt_reg;
 #define PLUGIN_PREFIX "attnrt_"
 #define PLUGIN_SUFFIX ".so"
 
-typedef struct dir_list {
-    char   **dirs;
-    uint32_t count, cap;
-} dir_list_t;
-
 static attnrt_status_t out_of_memory(const char *what)
 {
     return attnrt_fail(ATTNRT_ERR_OUT_OF_MEMORY, "out of memory %s during plugin discovery", what);
-}
-
-static attnrt_status_t dirs_add(dir_list_t *l, const char *dir, const char *origin)
-{
-    if (!dir || !dir[0]) return ATTNRT_OK;
-    if (dir[0] != '/') {
-        attnrt_log(ATTNRT_LOG_WARN, "ignoring relative plugin directory '%s' from %s: only absolute paths "
-                   "are searched (nothing is loaded from the current directory implicitly)", dir, origin);
-        return ATTNRT_OK;
-    }
-    char real[PATH_MAX];
-    const char *key = realpath(dir, real) ? real : dir;
-    for (uint32_t i = 0; i < l->count; i++)
-        if (strcmp(l->dirs[i], key) == 0) return ATTNRT_OK;
-    if (l->count == l->cap) {
-        uint32_t cap = l->cap ? 2 * l->cap : 16;
-        char **grown = realloc(l->dirs, cap * sizeof *grown);
-        if (!grown) return out_of_memory("listing plugin directories");
-        l->dirs = grown;
-        l->cap = cap;
-    }
-    char *copy = attnrt_strdup(key);
-    if (!copy) return out_of_memory("listing plugin directories");
-    l->dirs[l->count++] = copy;
-    attnrt_log(ATTNRT_LOG_DEBUG, "plugin directory %s (from %s)", key, origin);
-    return ATTNRT_OK;
-}
-
-static attnrt_status_t dirs_add_list(dir_list_t *l, const char *colon_list, const char *origin)
-{
-    if (!colon_list) return ATTNRT_OK;
-    char *copy = attnrt_strdup(colon_list);
-    if (!copy) return out_of_memory("reading ATTNRT_PLUGIN_PATH");
-    attnrt_status_t st = ATTNRT_OK;
-    char *save = NULL;
-    for (char *d = strtok_r(copy, ":", &save); d && st == ATTNRT_OK; d = strtok_r(NULL, ":", &save))
-        st = dirs_add(l, d, origin);
-    free(copy);
-    return st;
-}
-
-/* True when this libattnrt.so is the one in the build tree, so its sibling plugins are the right ones. */
-static int running_from_build_tree(void)
-{
-    Dl_info info;
-    if (!dladdr((void *)(uintptr_t)attnrt_init, &info) || !info.dli_fname) return 0;
-    char lib[PATH_MAX], build[PATH_MAX];
-    if (!realpath(info.dli_fname, lib) || !realpath(ATTNRT_BUILD_RUNTIME_DIR, build)) return 0;
-    char *slash = strrchr(lib, '/');
-    if (slash) *slash = '\0';
-    return strcmp(lib, build) == 0;
-}
-
-static attnrt_status_t dirs_collect(dir_list_t *l)
-{
-    attnrt_status_t st = dirs_add_list(l, secure_getenv("ATTNRT_PLUGIN_PATH"), "ATTNRT_PLUGIN_PATH");
-    /* A build-tree libattnrt wants its own plugins, not an older installed copy of them. */
-    if (st == ATTNRT_OK && running_from_build_tree()) st = dirs_add_list(l, ATTNRT_BUILD_PLUGIN_DIRS, "the build tree");
-    if (st == ATTNRT_OK) st = dirs_add(l, ATTNRT_PLUGIN_INSTALL_DIR, "the install directory");
-    return st;
-}
-
-static void dirs_free(dir_list_t *l)
-{
-    for (uint32_t i = 0; i < l->count; i++) free(l->dirs[i]);
-    free(l->dirs);
-    memset(l, 0, sizeof *l);
 }
 
 static attnrt_plugin_t *plugins_push(void)
@@ -216,7 +142,7 @@ static int has_meson_option(const char *name)
 }
 
 /* ATTNRT_PLUGIN: exactly one plugin, and any failure is the init's failure. */
-static attnrt_status_t load_explicit(const char *wanted, const dir_list_t *dirs)
+static attnrt_status_t load_explicit(const char *wanted, const plugin_dirs_t *dirs)
 {
     if (wanted[0] == '/') {
         const char *reason = NULL;
@@ -255,8 +181,8 @@ static attnrt_status_t load_explicit(const char *wanted, const dir_list_t *dirs)
 
 attnrt_status_t attnrt_discover_plugins(const char *wanted)
 {
-    dir_list_t dirs = {0};
-    attnrt_status_t status = dirs_collect(&dirs);
+    plugin_dirs_t dirs = {0};
+    attnrt_status_t status = attnrt_plugin_dirs_collect(&dirs);
     if (status == ATTNRT_OK && wanted && wanted[0]) {
         attnrt_log(ATTNRT_LOG_DEBUG, "explicit mode: ATTNRT_PLUGIN=%s", wanted);
         status = load_explicit(wanted, &dirs);
@@ -264,6 +190,6 @@ attnrt_status_t attnrt_discover_plugins(const char *wanted)
         for (uint32_t i = 0; i < dirs.count && status == ATTNRT_OK; i++) status = scan_directory(dirs.dirs[i]);
         if (status == ATTNRT_OK) attnrt_clear_error(); /* auto mode: each reason is kept in the plugin list */
     }
-    dirs_free(&dirs);
+    attnrt_plugin_dirs_free(&dirs);
     return status;
 }
