@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "attnrt.h"
 #include "attnrt_plugin.h"
 #include "json_parse.h"
 #include "run_tool.h"
@@ -29,6 +30,19 @@ static const char *const op_names[] = {"kv_write", "paged_attention", "merge_sta
 static tool_result_t run_info(const char *arg, const char *const env[])
 {
     char *argv[] = {(char *)ATTNRT_INFO_PATH, (char *)arg, NULL};
+    tool_result_t r;
+    assert_int_equal(run_tool(argv, env, &r), 0);
+    return r;
+}
+
+/* Runs attnrt-info with the NULL-terminated arguments `args` (at most 6). */
+static tool_result_t run_info_args(const char *const args[], const char *const env[])
+{
+    char *argv[8] = {(char *)ATTNRT_INFO_PATH};
+    for (int i = 0; args[i]; i++) {
+        assert_true(i < 6);
+        argv[i + 1] = (char *)args[i];
+    }
     tool_result_t r;
     assert_int_equal(run_tool(argv, env, &r), 0);
     return r;
@@ -191,6 +205,44 @@ static void test_json_names_cpu_plugin_and_cpu0(void **state)
     tool_result_free(&r);
 }
 
+/* The index of string `s` in array `a` (JSON strings), or -1. */
+static int index_in(const jv_t *a, const char *s)
+{
+    for (size_t i = 0; a && s && i < a->count; i++)
+        if (jv_str(&a->items[i]) && strcmp(jv_str(&a->items[i]), s) == 0) return (int)i;
+    return -1;
+}
+
+/* One structured refusal: its op, a combination of the op's grid, a reason listed in the op's reasons. */
+static void check_refusal(const jv_t *doc, const char *op_name, const jv_t *op, const jv_t *grid, const jv_t *x)
+{
+    assert_int_equal(x->type, JV_OBJECT);
+    assert_string_equal(jv_str(jv_get(x, "op")), op_name);
+    if (index_in(jv_get(grid, "q_dtypes"), jv_str(jv_get(x, "q_dtype"))) < 0 ||
+        index_in(jv_get(grid, "kv_dtypes"), jv_str(jv_get(x, "kv_dtype"))) < 0)
+        fail_msg("%s: a refusal's dtypes are not in its grid", op_name);
+    const double qk = json_number(x, "head_dim_qk"), v = json_number(x, "head_dim_v");
+    const jv_t *heads = jv_get(grid, "head_dims");
+    int head_found = 0;
+    for (size_t i = 0; i < heads->count; i++)
+        head_found |= json_number(&heads->items[i], "0") == qk && json_number(&heads->items[i], "1") == v;
+    if (!head_found) fail_msg("%s: head_dim %g/%g is not in its grid", op_name, qk, v);
+    const jv_t *blocks = jv_get(grid, "block_sizes");
+    int block_found = 0;
+    for (size_t i = 0; i < blocks->count; i++) block_found |= blocks->items[i].number == json_number(x, "block_size");
+    if (!block_found) fail_msg("%s: block_size %g is not in its grid", op_name, json_number(x, "block_size"));
+    const jv_t *features = jv_get(x, "features");
+    assert_true(features && features->type == JV_ARRAY && features->count <= 1);
+    if (features->count) assert_true(index_in(jv_get(grid, "features"), jv_str(&features->items[0])) > 0);
+    const char *reason = jv_str(jv_get(x, "reason"));
+    assert_non_null(reason);
+    const jv_t *reasons = jv_get(op, "reasons");
+    int listed = 0;
+    for (size_t k = 0; k < reasons->count; k++) listed |= strcmp(jv_str(jv_get(&reasons->items[k], "reason")), reason) == 0;
+    if (!listed) fail_msg("%s: refusal reason '%s' is not among the op's reasons", op_name, reason);
+    (void)doc;
+}
+
 static void test_json_capabilities_cover_every_op_and_add_up(void **state)
 {
     (void)state;
@@ -200,32 +252,71 @@ static void test_json_capabilities_cover_every_op_and_add_up(void **state)
     assert_true(json_number(doc, "capability_grids.attention.combinations") == 3 * 5 * 3 * 3 * 6);
     assert_true(json_number(doc, "capability_grids.mla.combinations") == 3 * 5 * 2 * 3 * 5);
     assert_true(json_number(doc, "capability_grids.linear.combinations") == 3 * 3 * 3 * 1 * 1);
-    const jv_t *caps = jv_path(doc, "devices.0.capabilities");
-    assert_non_null(caps);
-    assert_int_equal(caps->count, OP_NAME_COUNT);
-    for (size_t i = 0; i < OP_NAME_COUNT; i++) {
-        const jv_t *op = jv_get(caps, op_names[i]);
-        if (!op) fail_msg("capabilities lack op '%s'", op_names[i]);
-        double supported = json_number(op, "supported"), total = json_number(op, "total"), refused = 0;
-        const char *grid = jv_str(jv_get(op, "grid"));
-        if (!grid) fail_msg("op '%s' does not name its grid", op_names[i]);
-        char path[96];
-        snprintf(path, sizeof path, "capability_grids.%s.combinations", grid);
-        assert_true(total == json_number(doc, path));
-        const jv_t *refusals = jv_get(op, "refusals");
-        assert_true(refusals && refusals->type == JV_ARRAY);
-        for (size_t k = 0; k < refusals->count; k++) {
-            const char *reason = jv_str(jv_get(&refusals->items[k], "reason"));
-            assert_non_null(reason);
-            assert_true(reason[0] != '\0');
-            for (size_t m = 0; m < k; m++) /* each reason once per op */
-                assert_string_not_equal(reason, jv_str(jv_get(&refusals->items[m], "reason")));
-            double count = json_number(&refusals->items[k], "count");
-            assert_true(count >= 1);
-            refused += count;
+    const jv_t *devices = jv_get(doc, "devices");
+    for (size_t dev = 0; dev < devices->count; dev++) {
+        const jv_t *caps = jv_get(&devices->items[dev], "capabilities");
+        assert_non_null(caps);
+        assert_int_equal(caps->count, OP_NAME_COUNT);
+        for (size_t i = 0; i < OP_NAME_COUNT; i++) {
+            const jv_t *op = jv_get(caps, op_names[i]);
+            if (!op) fail_msg("capabilities lack op '%s'", op_names[i]);
+            double supported = json_number(op, "supported"), total = json_number(op, "total"), counted = 0;
+            const char *grid_name = jv_str(jv_get(op, "grid"));
+            if (!grid_name) fail_msg("op '%s' does not name its grid", op_names[i]);
+            char path[96];
+            snprintf(path, sizeof path, "capability_grids.%s", grid_name);
+            const jv_t *grid = jv_path(doc, path);
+            assert_non_null(grid);
+            assert_true(total == json_number(grid, "combinations"));
+            const jv_t *reasons = jv_get(op, "reasons"), *refusals = jv_get(op, "refusals");
+            assert_true(reasons && reasons->type == JV_ARRAY);
+            assert_true(refusals && refusals->type == JV_ARRAY);
+            for (size_t k = 0; k < reasons->count; k++) {
+                const char *reason = jv_str(jv_get(&reasons->items[k], "reason"));
+                assert_non_null(reason);
+                assert_true(reason[0] != '\0');
+                for (size_t m = 0; m < k; m++) /* each reason once per op */
+                    assert_string_not_equal(reason, jv_str(jv_get(&reasons->items[m], "reason")));
+                double count = json_number(&reasons->items[k], "count"), seen = 0;
+                assert_true(count >= 1);
+                for (size_t m = 0; m < refusals->count; m++)
+                    seen += strcmp(jv_str(jv_get(&refusals->items[m], "reason")), reason) == 0;
+                assert_true(seen == count); /* the count is the number of refusals that give it */
+                counted += count;
+            }
+            /* every combination not supported is listed once, with the fields asked */
+            assert_true(json_number(op, "refused") == (double)refusals->count);
+            assert_true(supported + counted == total);
+            assert_true(supported + (double)refusals->count == total);
+            for (size_t m = 0; m < refusals->count; m++) check_refusal(doc, op_names[i], op, grid, &refusals->items[m]);
         }
-        assert_true(supported + refused == total);
     }
+    jv_free(doc);
+    tool_result_free(&r);
+}
+
+/* cpu:0 refuses exactly cascade with ALiBi or a sliding window: the structured list says which. */
+static void test_json_refusals_name_the_combinations_cpu0_refuses(void **state)
+{
+    (void)state;
+    static const char *const env_cpu[] = {"ATTNRT_PLUGIN=cpu", NULL};
+    tool_result_t r = run_info("--json", env_cpu);
+    jv_t *doc = parse_or_fail(r.out);
+    assert_true(json_number(doc, "schema_version") == 1);
+    assert_json_string(doc, "tool", "attnrt-info");
+    const jv_t *refusals = jv_path(doc, "devices.0.capabilities.cascade.refusals");
+    assert_non_null(refusals);
+    assert_int_equal(refusals->count, 3 * 5 * 3 * 3 * 2); /* every q x kv x head x block, for alibi and sliding_window */
+    size_t alibi = 0;
+    for (size_t i = 0; i < refusals->count; i++) {
+        const char *feature = jv_str(jv_path(&refusals->items[i], "features.0"));
+        assert_non_null(feature);
+        if (strcmp(feature, "alibi") == 0) alibi++;
+        else assert_string_equal(feature, "sliding_window");
+        assert_non_null(strstr(jv_str(jv_get(&refusals->items[i], "reason")), "ALiBi or sliding windows"));
+    }
+    assert_int_equal(alibi, refusals->count / 2);
+    assert_int_equal(jv_path(doc, "devices.0.capabilities.paged_attention.refusals")->count, 0);
     jv_free(doc);
     tool_result_free(&r);
 }
@@ -383,7 +474,147 @@ static void test_json_replaces_invalid_utf8_and_keeps_valid_utf8(void **state)
     tool_result_free(&r);
 }
 
+/* ---- --query: one question, answered by a line and the exit status ---- */
+
+static const char *const env_cpu_only[] = {"ATTNRT_PLUGIN=cpu", NULL};
+
+static void test_query_supported_on_cpu0_exits_0(void **state)
+{
+    (void)state;
+    const char *const args[] = {"--query", "op=paged_attention,dtype=bf16,head_dim=128,block_size=16", "--device",
+                                "cpu:0", NULL};
+    tool_result_t r = run_info_args(args, NULL);
+    assert_int_equal(r.exit_code, 0);
+    assert_string_equal(r.err, "");
+    assert_string_equal(r.out, "supported: paged_attention q_dtype=bf16 kv_dtype=bf16 head_dim_qk=128 head_dim_v=128 "
+                               "block_size=16 on cpu:0\n");
+    tool_result_free(&r);
+    /* without --device: the default device, cpu:0 here */
+    const char *const args2[] = {"--query=op=kv_write,q_dtype=f16,kv_dtype=fp8_e4m3,features=layout_hnd+kv_scale_block",
+                                 NULL};
+    r = run_info_args(args2, env_cpu_only);
+    assert_int_equal(r.exit_code, 0);
+    assert_line_starting(r.out, "supported: kv_write q_dtype=f16 kv_dtype=fp8_e4m3 features=kv_scale_block+layout_hnd",
+                         "on cpu:0");
+    tool_result_free(&r);
+}
+
+static void test_query_refused_on_cpu0_exits_1_with_the_reason(void **state)
+{
+    (void)state;
+    const char *const args[] = {"--query", "op=cascade,dtype=f16,head_dim=64,block_size=16,features=alibi", "--device",
+                                "cpu:0", NULL};
+    tool_result_t r = run_info_args(args, NULL);
+    assert_int_equal(r.exit_code, 1);
+    assert_string_equal(r.err, "");
+    assert_line_starting(r.out, "unsupported: cascade q_dtype=f16 kv_dtype=f16 head_dim_qk=64 head_dim_v=64 "
+                                "block_size=16 features=alibi on cpu:0: ", "ALiBi or sliding windows");
+    assert_int_equal(count_occurrences(r.out, "\n"), 1);
+    tool_result_free(&r);
+}
+
+static void test_query_json_answers_with_the_fields_asked(void **state)
+{
+    (void)state;
+    const char *const yes[] = {"--json", "--query", "op=mla,q_dtype=bf16,kv_dtype=fp8_e4m3,head_dim_qk=576,"
+                               "head_dim_v=512,block_size=64,features=sparse", NULL};
+    tool_result_t r = run_info_args(yes, env_cpu_only);
+    assert_int_equal(r.exit_code, 0);
+    jv_t *doc = parse_or_fail(r.out);
+    assert_true(json_number(doc, "schema_version") == 1);
+    assert_json_string(doc, "query.op", "mla");
+    assert_json_string(doc, "query.q_dtype", "bf16");
+    assert_json_string(doc, "query.kv_dtype", "fp8_e4m3");
+    assert_true(json_number(doc, "query.head_dim_qk") == 576 && json_number(doc, "query.head_dim_v") == 512);
+    assert_true(json_number(doc, "query.block_size") == 64);
+    assert_json_string(doc, "query.features.0", "sparse");
+    assert_json_string(doc, "device", "cpu:0");
+    assert_true(json_bool(doc, "supported"));
+    assert_json_null(doc, "reason");
+    assert_json_null(doc, "error");
+    jv_free(doc);
+    tool_result_free(&r);
+
+    const char *const no[] = {"--json", "--query", "op=cascade,features=sliding_window", NULL};
+    r = run_info_args(no, env_cpu_only);
+    assert_int_equal(r.exit_code, 1);
+    doc = parse_or_fail(r.out);
+    assert_false(json_bool(doc, "supported"));
+    assert_json_null(doc, "query.q_dtype"); /* left out: any */
+    assert_true(json_number(doc, "query.head_dim_qk") == 0);
+    assert_non_null(strstr(jv_str(jv_get(doc, "reason")), "sliding windows"));
+    jv_free(doc);
+    tool_result_free(&r);
+}
+
+static void test_query_on_a_missing_device_exits_3_naming_it(void **state)
+{
+    (void)state;
+    const char *const args[] = {"--query", "op=kv_write", "--device", "warp:9", NULL};
+    tool_result_t r = run_info_args(args, NULL);
+    assert_int_equal(r.exit_code, 3);
+    assert_string_equal(r.out, "");
+    assert_non_null(strstr(r.err, "warp:9"));
+    tool_result_free(&r);
+    const char *const json[] = {"--json", "--query", "op=kv_write", "--device", "warp:9", NULL};
+    r = run_info_args(json, NULL);
+    assert_int_equal(r.exit_code, 3);
+    jv_t *doc = parse_or_fail(r.out);
+    assert_json_null(doc, "supported");
+    assert_non_null(strstr(jv_str(jv_get(doc, "error")), "warp:9"));
+    jv_free(doc);
+    tool_result_free(&r);
+}
+
+static void test_query_malformed_spec_exits_2_naming_the_part(void **state)
+{
+    (void)state;
+    static const struct { const char *spec, *named; } bad[] = {
+        {"dtype=f32", "op=... is required"},
+        {"op=attention", "'attention' for op"},
+        {"op=kv_write,dtype=f64", "'f64' for dtype"},
+        {"op=kv_write,head_dim=-1", "'-1' for head_dim"},
+        {"op=kv_write,block_size=16x", "'16x' for block_size"},
+        {"op=kv_write,features=lse+", "'lse+' for features"},
+        {"op=kv_write,features=rope", "'rope' for features"},
+        {"op=kv_write,heads=8", "unknown key 'heads'"},
+        {"op=kv_write,,dtype=f32", "'' is not KEY=VALUE"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *const args[] = {"--query", bad[i].spec, NULL};
+        tool_result_t r = run_info_args(args, NULL);
+        if (r.exit_code != 2 || !strstr(r.err, bad[i].named))
+            fail_msg("--query %s: exit %d, stderr:\n%s", bad[i].spec, r.exit_code, r.err);
+        assert_string_equal(r.out, "");
+        tool_result_free(&r);
+    }
+    const char *const device_alone[] = {"--device", "cpu:0", NULL};
+    tool_result_t r = run_info_args(device_alone, NULL);
+    assert_int_equal(r.exit_code, 2);
+    assert_non_null(strstr(r.err, "--device goes with --query"));
+    tool_result_free(&r);
+    const char *const no_value[] = {"--query", NULL};
+    r = run_info_args(no_value, NULL);
+    assert_int_equal(r.exit_code, 2);
+    assert_non_null(strstr(r.err, "--query needs a value"));
+    tool_result_free(&r);
+}
+
 /* ---- the command line ---- */
+
+static void test_version_names_the_library_and_its_abi(void **state)
+{
+    (void)state;
+    tool_result_t r = run_info("--version", NULL);
+    assert_int_equal(r.exit_code, 0);
+    assert_string_equal(r.err, "");
+    char want[128];
+    snprintf(want, sizeof want, "attnrt-info: libattnrt %d.%d.%d (plugin ABI %d.%d)\n", ATTNRT_VERSION_MAJOR,
+             ATTNRT_VERSION_MINOR, ATTNRT_VERSION_PATCH, ATTNRT_ABI_MAJOR, ATTNRT_ABI_MINOR);
+    assert_string_equal(r.out, want);
+    tool_result_free(&r);
+}
+
 
 static void test_unknown_option_prints_usage_on_stderr_and_exits_2(void **state)
 {
@@ -424,6 +655,7 @@ int main(void)
         cmocka_unit_test(test_text_lists_cpu0_with_its_properties),
         cmocka_unit_test(test_json_names_cpu_plugin_and_cpu0),
         cmocka_unit_test(test_json_capabilities_cover_every_op_and_add_up),
+        cmocka_unit_test(test_json_refusals_name_the_combinations_cpu0_refuses),
         cmocka_unit_test(test_text_names_each_refusal_reason_once_and_stays_short),
         cmocka_unit_test(test_explicit_cuda_without_its_plugin_fails_with_one_line_naming_it),
         cmocka_unit_test(test_explicit_cuda_without_its_plugin_sets_json_init_error),
@@ -432,6 +664,12 @@ int main(void)
         cmocka_unit_test(test_bad_default_device_is_reported_and_cpu0_stays_usable),
         cmocka_unit_test(test_json_escapes_quotes_backslashes_and_control_characters),
         cmocka_unit_test(test_json_replaces_invalid_utf8_and_keeps_valid_utf8),
+        cmocka_unit_test(test_query_supported_on_cpu0_exits_0),
+        cmocka_unit_test(test_query_refused_on_cpu0_exits_1_with_the_reason),
+        cmocka_unit_test(test_query_json_answers_with_the_fields_asked),
+        cmocka_unit_test(test_query_on_a_missing_device_exits_3_naming_it),
+        cmocka_unit_test(test_query_malformed_spec_exits_2_naming_the_part),
+        cmocka_unit_test(test_version_names_the_library_and_its_abi),
         cmocka_unit_test(test_unknown_option_prints_usage_on_stderr_and_exits_2),
         cmocka_unit_test(test_stray_argument_exits_2),
         cmocka_unit_test(test_help_prints_usage_on_stdout_and_exits_0),
