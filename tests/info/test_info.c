@@ -1,5 +1,6 @@
 /* attnrt-info, run as a user runs it: the built binary under controlled environments, its text and
- * --json output checked against what the build tree's cpu plugin must report. */
+ * --json output checked against what the build tree's cpu plugin must report (JSON schema version 1:
+ * docs/tools.md). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,14 +11,9 @@
 
 #include <cmocka.h>
 
-#include "attnrt.h"
 #include "attnrt_plugin.h"
-#include "json_parse.h"
-#include "run_tool.h"
+#include "info_check.h"
 
-#ifndef ATTNRT_INFO_PATH
-#error "ATTNRT_INFO_PATH (the built attnrt-info) must be defined by the build"
-#endif
 #ifndef CPU_PLUGIN_PATH
 #error "CPU_PLUGIN_PATH (the build tree's cpu plugin) must be defined by the build"
 #endif
@@ -25,89 +21,6 @@
 static const char *const op_names[] = {"kv_write", "paged_attention", "merge_states", "cascade",
                                        "mla", "lightning", "gated_delta"};
 #define OP_NAME_COUNT (sizeof op_names / sizeof op_names[0])
-
-/* Runs attnrt-info with up to one argument and the given extra environment. */
-static tool_result_t run_info(const char *arg, const char *const env[])
-{
-    char *argv[] = {(char *)ATTNRT_INFO_PATH, (char *)arg, NULL};
-    tool_result_t r;
-    assert_int_equal(run_tool(argv, env, &r), 0);
-    return r;
-}
-
-/* Runs attnrt-info with the NULL-terminated arguments `args` (at most 6). */
-static tool_result_t run_info_args(const char *const args[], const char *const env[])
-{
-    char *argv[8] = {(char *)ATTNRT_INFO_PATH};
-    for (int i = 0; args[i]; i++) {
-        assert_true(i < 6);
-        argv[i + 1] = (char *)args[i];
-    }
-    tool_result_t r;
-    assert_int_equal(run_tool(argv, env, &r), 0);
-    return r;
-}
-
-/* Parses the output as JSON or fails the test, showing the parser's reason and the text. */
-static jv_t *parse_or_fail(const char *text)
-{
-    char why[256];
-    jv_t *v = jv_parse(text, why, sizeof why);
-    if (!v) fail_msg("attnrt-info --json is not valid JSON: %s\n%s", why, text);
-    return v;
-}
-
-/* A copy of the first line of `text` that starts with `prefix`, or NULL. */
-static char *line_starting(const char *text, const char *prefix)
-{
-    size_t n = strlen(prefix);
-    for (const char *line = text; line && *line;) {
-        const char *end = strchr(line, '\n');
-        size_t len = end ? (size_t)(end - line) : strlen(line);
-        if (len >= n && strncmp(line, prefix, n) == 0) return strndup(line, len);
-        line = end ? end + 1 : NULL;
-    }
-    return NULL;
-}
-
-static void assert_line_starting(const char *text, const char *prefix, const char *must_contain)
-{
-    char *line = line_starting(text, prefix);
-    if (!line) fail_msg("no line starts with '%s' in:\n%s", prefix, text);
-    if (must_contain && !strstr(line, must_contain)) {
-        fprintf(stderr, "line '%s' lacks '%s'\n", line, must_contain);
-        free(line);
-        fail();
-    }
-    free(line);
-}
-
-static void assert_json_null(const jv_t *root, const char *path)
-{
-    const jv_t *v = jv_path(root, path);
-    if (!v || v->type != JV_NULL) fail_msg("%s should be null", path);
-}
-
-static void assert_json_string(const jv_t *root, const char *path, const char *expected)
-{
-    const char *s = jv_str(jv_path(root, path));
-    if (!s) fail_msg("%s is missing or not a string", path);
-    assert_string_equal(s, expected);
-}
-
-static double json_number(const jv_t *root, const char *path)
-{
-    const jv_t *v = jv_path(root, path);
-    if (!v || v->type != JV_NUMBER) fail_msg("%s is missing or not a number", path);
-    return v->number;
-}
-
-static int json_bool(const jv_t *root, const char *path)
-{
-    const jv_t *v = jv_path(root, path);
-    if (!v || v->type != JV_BOOL) fail_msg("%s is missing or not a boolean", path);
-    return v->boolean;
-}
 
 /* ---- auto mode: the build tree's cpu plugin ---- */
 
@@ -474,147 +387,7 @@ static void test_json_replaces_invalid_utf8_and_keeps_valid_utf8(void **state)
     tool_result_free(&r);
 }
 
-/* ---- --query: one question, answered by a line and the exit status ---- */
-
-static const char *const env_cpu_only[] = {"ATTNRT_PLUGIN=cpu", NULL};
-
-static void test_query_supported_on_cpu0_exits_0(void **state)
-{
-    (void)state;
-    const char *const args[] = {"--query", "op=paged_attention,dtype=bf16,head_dim=128,block_size=16", "--device",
-                                "cpu:0", NULL};
-    tool_result_t r = run_info_args(args, NULL);
-    assert_int_equal(r.exit_code, 0);
-    assert_string_equal(r.err, "");
-    assert_string_equal(r.out, "supported: paged_attention q_dtype=bf16 kv_dtype=bf16 head_dim_qk=128 head_dim_v=128 "
-                               "block_size=16 on cpu:0\n");
-    tool_result_free(&r);
-    /* without --device: the default device, cpu:0 here */
-    const char *const args2[] = {"--query=op=kv_write,q_dtype=f16,kv_dtype=fp8_e4m3,features=layout_hnd+kv_scale_block",
-                                 NULL};
-    r = run_info_args(args2, env_cpu_only);
-    assert_int_equal(r.exit_code, 0);
-    assert_line_starting(r.out, "supported: kv_write q_dtype=f16 kv_dtype=fp8_e4m3 features=kv_scale_block+layout_hnd",
-                         "on cpu:0");
-    tool_result_free(&r);
-}
-
-static void test_query_refused_on_cpu0_exits_1_with_the_reason(void **state)
-{
-    (void)state;
-    const char *const args[] = {"--query", "op=cascade,dtype=f16,head_dim=64,block_size=16,features=alibi", "--device",
-                                "cpu:0", NULL};
-    tool_result_t r = run_info_args(args, NULL);
-    assert_int_equal(r.exit_code, 1);
-    assert_string_equal(r.err, "");
-    assert_line_starting(r.out, "unsupported: cascade q_dtype=f16 kv_dtype=f16 head_dim_qk=64 head_dim_v=64 "
-                                "block_size=16 features=alibi on cpu:0: ", "ALiBi or sliding windows");
-    assert_int_equal(count_occurrences(r.out, "\n"), 1);
-    tool_result_free(&r);
-}
-
-static void test_query_json_answers_with_the_fields_asked(void **state)
-{
-    (void)state;
-    const char *const yes[] = {"--json", "--query", "op=mla,q_dtype=bf16,kv_dtype=fp8_e4m3,head_dim_qk=576,"
-                               "head_dim_v=512,block_size=64,features=sparse", NULL};
-    tool_result_t r = run_info_args(yes, env_cpu_only);
-    assert_int_equal(r.exit_code, 0);
-    jv_t *doc = parse_or_fail(r.out);
-    assert_true(json_number(doc, "schema_version") == 1);
-    assert_json_string(doc, "query.op", "mla");
-    assert_json_string(doc, "query.q_dtype", "bf16");
-    assert_json_string(doc, "query.kv_dtype", "fp8_e4m3");
-    assert_true(json_number(doc, "query.head_dim_qk") == 576 && json_number(doc, "query.head_dim_v") == 512);
-    assert_true(json_number(doc, "query.block_size") == 64);
-    assert_json_string(doc, "query.features.0", "sparse");
-    assert_json_string(doc, "device", "cpu:0");
-    assert_true(json_bool(doc, "supported"));
-    assert_json_null(doc, "reason");
-    assert_json_null(doc, "error");
-    jv_free(doc);
-    tool_result_free(&r);
-
-    const char *const no[] = {"--json", "--query", "op=cascade,features=sliding_window", NULL};
-    r = run_info_args(no, env_cpu_only);
-    assert_int_equal(r.exit_code, 1);
-    doc = parse_or_fail(r.out);
-    assert_false(json_bool(doc, "supported"));
-    assert_json_null(doc, "query.q_dtype"); /* left out: any */
-    assert_true(json_number(doc, "query.head_dim_qk") == 0);
-    assert_non_null(strstr(jv_str(jv_get(doc, "reason")), "sliding windows"));
-    jv_free(doc);
-    tool_result_free(&r);
-}
-
-static void test_query_on_a_missing_device_exits_3_naming_it(void **state)
-{
-    (void)state;
-    const char *const args[] = {"--query", "op=kv_write", "--device", "warp:9", NULL};
-    tool_result_t r = run_info_args(args, NULL);
-    assert_int_equal(r.exit_code, 3);
-    assert_string_equal(r.out, "");
-    assert_non_null(strstr(r.err, "warp:9"));
-    tool_result_free(&r);
-    const char *const json[] = {"--json", "--query", "op=kv_write", "--device", "warp:9", NULL};
-    r = run_info_args(json, NULL);
-    assert_int_equal(r.exit_code, 3);
-    jv_t *doc = parse_or_fail(r.out);
-    assert_json_null(doc, "supported");
-    assert_non_null(strstr(jv_str(jv_get(doc, "error")), "warp:9"));
-    jv_free(doc);
-    tool_result_free(&r);
-}
-
-static void test_query_malformed_spec_exits_2_naming_the_part(void **state)
-{
-    (void)state;
-    static const struct { const char *spec, *named; } bad[] = {
-        {"dtype=f32", "op=... is required"},
-        {"op=attention", "'attention' for op"},
-        {"op=kv_write,dtype=f64", "'f64' for dtype"},
-        {"op=kv_write,head_dim=-1", "'-1' for head_dim"},
-        {"op=kv_write,block_size=16x", "'16x' for block_size"},
-        {"op=kv_write,features=lse+", "'lse+' for features"},
-        {"op=kv_write,features=rope", "'rope' for features"},
-        {"op=kv_write,heads=8", "unknown key 'heads'"},
-        {"op=kv_write,,dtype=f32", "'' is not KEY=VALUE"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        const char *const args[] = {"--query", bad[i].spec, NULL};
-        tool_result_t r = run_info_args(args, NULL);
-        if (r.exit_code != 2 || !strstr(r.err, bad[i].named))
-            fail_msg("--query %s: exit %d, stderr:\n%s", bad[i].spec, r.exit_code, r.err);
-        assert_string_equal(r.out, "");
-        tool_result_free(&r);
-    }
-    const char *const device_alone[] = {"--device", "cpu:0", NULL};
-    tool_result_t r = run_info_args(device_alone, NULL);
-    assert_int_equal(r.exit_code, 2);
-    assert_non_null(strstr(r.err, "--device goes with --query"));
-    tool_result_free(&r);
-    const char *const no_value[] = {"--query", NULL};
-    r = run_info_args(no_value, NULL);
-    assert_int_equal(r.exit_code, 2);
-    assert_non_null(strstr(r.err, "--query needs a value"));
-    tool_result_free(&r);
-}
-
-/* ---- the command line ---- */
-
-static void test_version_names_the_library_and_its_abi(void **state)
-{
-    (void)state;
-    tool_result_t r = run_info("--version", NULL);
-    assert_int_equal(r.exit_code, 0);
-    assert_string_equal(r.err, "");
-    char want[128];
-    snprintf(want, sizeof want, "attnrt-info: libattnrt %d.%d.%d (plugin ABI %d.%d)\n", ATTNRT_VERSION_MAJOR,
-             ATTNRT_VERSION_MINOR, ATTNRT_VERSION_PATCH, ATTNRT_ABI_MAJOR, ATTNRT_ABI_MINOR);
-    assert_string_equal(r.out, want);
-    tool_result_free(&r);
-}
-
+/* ---- the command line (--query and --version: test_info_query.c) ---- */
 
 static void test_unknown_option_prints_usage_on_stderr_and_exits_2(void **state)
 {
@@ -664,12 +437,6 @@ int main(void)
         cmocka_unit_test(test_bad_default_device_is_reported_and_cpu0_stays_usable),
         cmocka_unit_test(test_json_escapes_quotes_backslashes_and_control_characters),
         cmocka_unit_test(test_json_replaces_invalid_utf8_and_keeps_valid_utf8),
-        cmocka_unit_test(test_query_supported_on_cpu0_exits_0),
-        cmocka_unit_test(test_query_refused_on_cpu0_exits_1_with_the_reason),
-        cmocka_unit_test(test_query_json_answers_with_the_fields_asked),
-        cmocka_unit_test(test_query_on_a_missing_device_exits_3_naming_it),
-        cmocka_unit_test(test_query_malformed_spec_exits_2_naming_the_part),
-        cmocka_unit_test(test_version_names_the_library_and_its_abi),
         cmocka_unit_test(test_unknown_option_prints_usage_on_stderr_and_exits_2),
         cmocka_unit_test(test_stray_argument_exits_2),
         cmocka_unit_test(test_help_prints_usage_on_stdout_and_exits_0),
