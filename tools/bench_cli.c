@@ -19,7 +19,7 @@ static void usage(FILE *f, const char *argv0)
             "          [--batch B] [--ctx N] [--new-tokens N] [--prefill-ctx N] [--heads H] [--kv-heads H]\n"
             "          [--head-dim D] [--block-size N] [--dtype T] [--kv-dtype T] [--layout nhd|hnd]\n"
             "          [--blocks shuffled|in-order] [--no-causal] [--iters N] [--warmup N] [--threads N]\n"
-            "          [--timing both|queued|single] [--no-ceiling] [--json]\n"
+            "          [--timing both|queued|single] [--no-ceiling] [--json] [--version] [--help]\n"
             "Times one op on a device and reports it against ceilings measured in the same run: the memory-read\n"
             "bandwidth (cpu: a streaming SIMD read of >= 4x the last-level cache on the same threads; other\n"
             "devices: attnrt_mem_copy_on_device) and the fp32 FMA peak (cpu: register-resident FMAs on all threads).\n"
@@ -103,6 +103,10 @@ int bench_parse(int argc, char **argv, bench_options_t *o)
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout, argv[0]);
+            return 1;
+        }
+        if (!strcmp(a, "--version")) {
+            printf("attnrt-bench: libattnrt %s\n", attnrt_version_string());
             return 1;
         }
         if (!strcmp(a, "--json")) { o->json = 1; continue; }

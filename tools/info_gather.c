@@ -82,15 +82,19 @@ static char *error_line(attnrt_status_t status)
     return dup_str(msg[0] ? msg : attnrt_status_name(status));
 }
 
-static void tally(op_caps_t *caps, const char *reason)
+/* Records a refused combination (axis indices) and counts its reason. */
+static void tally(op_caps_t *caps, refused_combo_t combo, const char *reason)
 {
-    for (uint32_t i = 0; i < caps->refusal_count; i++)
-        if (strcmp(caps->refusals[i].reason, reason) == 0) {
-            caps->refusals[i].count++;
-            return;
-        }
-    caps->refusals = info_must(realloc(caps->refusals, (caps->refusal_count + 1) * sizeof *caps->refusals));
-    caps->refusals[caps->refusal_count++] = (refusal_t){dup_str(reason), 1};
+    uint32_t r = 0;
+    while (r < caps->reason_count && strcmp(caps->reasons[r].text, reason) != 0) r++;
+    if (r == caps->reason_count) {
+        caps->reasons = info_must(realloc(caps->reasons, (caps->reason_count + 1) * sizeof *caps->reasons));
+        caps->reasons[caps->reason_count++] = (refusal_reason_t){dup_str(reason), 0};
+    }
+    caps->reasons[r].count++;
+    combo.reason = r;
+    caps->refused = info_must(realloc(caps->refused, (caps->refused_count + 1) * sizeof *caps->refused));
+    caps->refused[caps->refused_count++] = combo;
 }
 
 /* Asks the open context about every combination of the grid for `op`. The context's query is the same
@@ -114,12 +118,14 @@ static void query_op(attnrt_context_t *ctx, uint32_t op, op_caps_t *caps)
                             caps->supported++;
                             continue;
                         }
+                        const refused_combo_t combo = {(uint8_t)qi, (uint8_t)ki, (uint8_t)hi, (uint8_t)bi,
+                                                       (uint8_t)fi, 0};
                         if (st != ATTNRT_ERR_UNSUPPORTED || !reason[0]) {
                             char *line = error_line(st); /* the query itself failed: say how */
-                            tally(caps, line);
+                            tally(caps, combo, line);
                             free(line);
                         } else {
-                            tally(caps, reason);
+                            tally(caps, combo, reason);
                         }
                     }
 }
@@ -215,8 +221,9 @@ void info_report_free(report_t *r)
     for (uint32_t i = 0; i < r->device_count; i++) {
         device_info_t *d = &r->devices[i];
         for (uint32_t op = FIRST_OP; op <= LAST_OP; op++) {
-            for (uint32_t k = 0; k < d->caps[op].refusal_count; k++) free(d->caps[op].refusals[k].reason);
-            free(d->caps[op].refusals);
+            for (uint32_t k = 0; k < d->caps[op].reason_count; k++) free(d->caps[op].reasons[k].text);
+            free(d->caps[op].reasons);
+            free(d->caps[op].refused);
         }
         free(d->attrs);
         free(d->props_error);

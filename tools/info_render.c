@@ -103,11 +103,11 @@ static void text_capabilities(const device_info_t *d)
     for (uint32_t op = FIRST_OP; op <= LAST_OP; op++) {
         const op_caps_t *c = &d->caps[op];
         printf("      %-16s supported %3u of %u", attnrt_op_name(op), c->supported, c->total);
-        for (uint32_t k = 0; k < c->refusal_count; k++) {
-            uint32_t num = reason_number(&ix, c->refusals[k].reason, c->refusals[k].count);
-            if (k < TEXT_MAX_REFS) printf("%s[%u] %u", k ? ", " : "; refused ", num, c->refusals[k].count);
+        for (uint32_t k = 0; k < c->reason_count; k++) {
+            uint32_t num = reason_number(&ix, c->reasons[k].text, c->reasons[k].count);
+            if (k < TEXT_MAX_REFS) printf("%s[%u] %u", k ? ", " : "; refused ", num, c->reasons[k].count);
         }
-        if (c->refusal_count > TEXT_MAX_REFS) printf(", ... (%u reasons)", c->refusal_count);
+        if (c->reason_count > TEXT_MAX_REFS) printf(", ... (%u reasons)", c->reason_count);
         printf("\n");
     }
     if (ix.n) printf("    refusal reasons:\n");
@@ -240,6 +240,24 @@ static void json_plugin(json_writer_t *w, const attnrt_plugin_info_t *p)
     json_end_object(w);
 }
 
+/* One refused combination: the op and every field the tool asked with, then the plugin's reason. */
+static void json_refusal(json_writer_t *w, uint32_t op, const op_grid_t *g, const op_caps_t *c, const refused_combo_t *x)
+{
+    json_begin_object_inline(w);
+    json_member_string(w, "op", attnrt_op_name(op));
+    json_member_string(w, "q_dtype", g->q[x->q].name);
+    json_member_string(w, "kv_dtype", g->kv[x->kv].name);
+    json_member_uint(w, "head_dim_qk", g->heads[x->head].qk);
+    json_member_uint(w, "head_dim_v", g->heads[x->head].v);
+    json_member_uint(w, "block_size", g->blocks[x->block]);
+    json_key(w, "features");
+    json_begin_array_inline(w);
+    if (g->features[x->feature].bits) json_string(w, g->features[x->feature].name);
+    json_end_array(w);
+    json_member_string(w, "reason", c->reasons[x->reason].text);
+    json_end_object(w);
+}
+
 static void json_capabilities(json_writer_t *w, const device_info_t *d)
 {
     json_key(w, "capabilities");
@@ -250,19 +268,25 @@ static void json_capabilities(json_writer_t *w, const device_info_t *d)
     json_begin_object(w);
     for (uint32_t op = FIRST_OP; op <= LAST_OP; op++) {
         const op_caps_t *c = &d->caps[op];
+        const op_grid_t *g = info_grid_of(op);
         json_key(w, attnrt_op_name(op));
         json_begin_object(w);
-        json_member_string(w, "grid", info_grid_of(op)->name);
-        json_member_uint(w, "supported", c->supported);
+        json_member_string(w, "grid", g->name);
         json_member_uint(w, "total", c->total);
-        json_key(w, "refusals");
+        json_member_uint(w, "supported", c->supported);
+        json_member_uint(w, "refused", c->refused_count);
+        json_key(w, "reasons");
         json_begin_array(w);
-        for (uint32_t k = 0; k < c->refusal_count; k++) {
+        for (uint32_t k = 0; k < c->reason_count; k++) {
             json_begin_object_inline(w);
-            json_member_string(w, "reason", c->refusals[k].reason);
-            json_member_uint(w, "count", c->refusals[k].count);
+            json_member_string(w, "reason", c->reasons[k].text);
+            json_member_uint(w, "count", c->reasons[k].count);
             json_end_object(w);
         }
+        json_end_array(w);
+        json_key(w, "refusals");
+        json_begin_array(w);
+        for (uint32_t k = 0; k < c->refused_count; k++) json_refusal(w, op, g, c, &c->refused[k]);
         json_end_array(w);
         json_end_object(w);
     }
@@ -301,11 +325,15 @@ int info_json_report(const report_t *r)
     json_writer_t w;
     json_init(&w, stdout);
     json_begin_object(&w);
+    json_member_uint(&w, "schema_version", INFO_SCHEMA_VERSION);
+    json_member_string(&w, "tool", "attnrt-info");
     json_member_string(&w, "version", attnrt_version_string());
+    uint32_t abi_major = 0, abi_minor = 0;
+    attnrt_abi_version(&abi_major, &abi_minor);
     json_key(&w, "abi");
     json_begin_object_inline(&w);
-    json_member_uint(&w, "major", ATTNRT_ABI_MAJOR);
-    json_member_uint(&w, "minor", ATTNRT_ABI_MINOR);
+    json_member_uint(&w, "major", abi_major);
+    json_member_uint(&w, "minor", abi_minor);
     json_end_object(&w);
     json_member_string(&w, "mode", r->explicit_mode ? "explicit" : "auto");
     json_key(&w, "env");

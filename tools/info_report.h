@@ -54,15 +54,23 @@ uint32_t         info_grid_size(const op_grid_t *g);
 
 /* ---- what the tool learns, gathered once and then rendered as text or JSON ------------------- */
 
-typedef struct refusal {
-    char    *reason; /* owned */
-    uint32_t count;  /* combinations refused with exactly this reason */
-} refusal_t;
+typedef struct refusal_reason {
+    char    *text;  /* owned */
+    uint32_t count; /* combinations refused with exactly this reason */
+} refusal_reason_t;
+
+/* One refused combination of the op's grid: an index into each axis, and its reason's. */
+typedef struct refused_combo {
+    uint8_t  q, kv, head, block, feature;
+    uint32_t reason; /* index into op_caps_t.reasons */
+} refused_combo_t;
 
 typedef struct op_caps {
-    uint32_t   supported, total;
-    refusal_t *refusals;
-    uint32_t   refusal_count;
+    uint32_t          supported, total;
+    refusal_reason_t *reasons; /* distinct, in order of first appearance */
+    uint32_t          reason_count;
+    refused_combo_t  *refused; /* every refused combination, in grid order */
+    uint32_t          refused_count;
 } op_caps_t;
 
 typedef struct device_info {
@@ -97,6 +105,14 @@ void info_report_free(report_t *r);
 /* Renders the report on stdout; info_json_report returns nonzero when stdout could not be written. */
 void info_text_report(const report_t *r);
 int  info_json_report(const report_t *r);
+
+/* The version of attnrt-info's JSON documents (docs/tools.md): raised when a field changes meaning or
+ * goes away; fields are only added within a version. */
+#define INFO_SCHEMA_VERSION 1
+
+/* --query SPEC [--device NAME]: answers one capability question (docs/tools.md). Returns the exit
+ * status: 0 supported, 1 unsupported, 2 a malformed SPEC, 3 when the question could not be asked. */
+int info_query(const char *spec, const char *device, int json);
 /* Exits with a message when out of memory. */
 void *info_must(void *p);
 

@@ -3,7 +3,7 @@
  * plugin from this file; docs/plugin-guide.md explains every entry. It includes only the ABI header and
  * never links libattnrt. Out of the tree (the header installed under $PREFIX):
  *
- *   cc -std=c11 -O2 -shared -fPIC -fvisibility=hidden $(pkg-config --cflags attnrt) \
+ *   cc -std=c11 -O2 -shared -fPIC -fvisibility=hidden $(pkg-config --cflags attnrt-plugin) \
  *      skeleton_plugin.c -o attnrt_skeleton.so -lm
  *   attnrt-conform --plugin $PWD/attnrt_skeleton.so --min-passed merge=5
  */

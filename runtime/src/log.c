@@ -1,4 +1,4 @@
-/* ATTNRT_LOG=error|warn|info|debug (or attnrt_log_set_level): one line per event, on stderr prefixed "attnrt: ",
+/* ATTNRT_LOG=error|warn|info|debug or 0-3 (or attnrt_log_set_level): one line per event, on stderr prefixed "attnrt: ",
  * or to the sink an engine installed with attnrt_log_set_callback. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,18 +16,25 @@ static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
 static attnrt_log_fn   sink_fn;
 static void           *sink_user;
 
+/* Read once per process. A value that is neither a level's name nor its number (0 error .. 3 debug) is
+ * reported once and ignored: the default level stays. */
 static void log_read_env(void)
 {
     const char *v = secure_getenv("ATTNRT_LOG");
     if (!v || !v[0]) return;
     static const char *const names[] = {"error", "warn", "info", "debug"};
     for (uint32_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(v, names[i]) == 0) {
+        if (strcmp(v, names[i]) == 0 || (v[0] == (char)('0' + i) && v[1] == '\0')) {
             log_level = i;
             return;
         }
+    char shown[65]; /* the value on one line: at most 64 bytes, control characters as '?' */
+    size_t n = 0;
+    for (; v[n] && n < sizeof shown - 1; n++) shown[n] = (unsigned char)v[n] < 0x20 || v[n] == 0x7f ? '?' : v[n];
+    shown[n] = '\0';
     /* Not through attnrt_log: that would wait for this very pthread_once. */
-    fprintf(stderr, "attnrt: warn: ATTNRT_LOG=%.64s is not one of error, warn, info, debug; logging at warn\n", v);
+    fprintf(stderr, "attnrt: warn: ATTNRT_LOG='%s'%s is not one of error, warn, info, debug (or 0-3); ignored, "
+            "logging at warn\n", shown, v[n] ? "..." : "");
 }
 
 uint32_t attnrt_log_level(void)

@@ -31,7 +31,8 @@ static void usage(FILE *f, const char *argv0)
 {
     fprintf(f,
             "usage: %s [--plugin NAME|PATH] [--device NAME] [--device-option KEY=VALUE]... [--seed N]\n"
-            "          [--filter SUBSTR] [--cases N] [--min-passed OP=N]... [--streams] [--json] [--list] [-v]\n"
+            "          [--filter SUBSTR] [--cases N] [--min-passed [OP=]N]... [--streams] [--json] [--list] [-v]\n"
+            "       %s --version | --help\n"
             "Checks a libattnrt plugin against the float64 reference (docs/semantics.md).\n"
             "  --plugin NAME|PATH  load only this plugin (sets ATTNRT_PLUGIN)\n"
             "  --device NAME       device to test, e.g. cpu:0 (default: libattnrt's default device)\n"
@@ -41,16 +42,19 @@ static void usage(FILE *f, const char *argv0)
             "  --filter SUBSTR     run only the cases whose name contains SUBSTR\n"
             "  --cases N           random sweep cases after the directed ones (default %d), and\n"
             "                      (N + 1) / 2 more over the ABI 1.2 ops (MLA, lightning, gated delta)\n"
-            "  --min-passed OP=N   fail (exit 1) unless at least N cases of op OP passed (OP: attention,\n"
-            "                      kv_write, merge, ... as --list names them, or all); repeatable\n"
+            "  --min-passed [OP=]N fail (exit 1) unless at least N cases of op OP passed (OP: attention,\n"
+            "                      kv_write, merge, ... as --list names them, or all; N alone: all=N);\n"
+            "                      repeatable. \"0 failed\" alone is also what a plugin refusing everything\n"
+            "                      gets: a plugin's own test must set this\n"
             "  --streams           run every case on a stream of its own (else only the cases marked\n"
             "                      'stream' do; the rest on the NULL stream)\n"
             "  --json              one JSON document on stdout instead of the table\n"
             "  --list              list the selected cases without running them\n"
             "  -v, --verbose       per-case time, LSE error and batch\n"
+            "  --version           the library's version and plugin ABI\n"
             "Exit status: 0 no failure, 1 a failure, too few passes for --min-passed, or the run could\n"
             "not start, 2 usage error.\n",
-            argv0, MAX_DEVICE_OPTIONS, (unsigned long long)DEFAULT_SEED, DEFAULT_SWEEP);
+            argv0, argv0, MAX_DEVICE_OPTIONS, (unsigned long long)DEFAULT_SEED, DEFAULT_SWEEP);
 }
 
 /* The value of --opt VALUE or --opt=VALUE; NULL (and *i unchanged) when `arg` is another option. */
@@ -78,12 +82,17 @@ static int parse_u64(const char *s, uint64_t *v)
     return 0;
 }
 
-/* --min-passed OP=N: 0 when stored, -1 when malformed. */
+/* --min-passed OP=N, or N for all=N: 0 when stored, -1 when malformed. */
 static int parse_min_passed(const char *v, options_t *o)
 {
     const char *eq = strchr(v, '=');
     uint64_t n;
-    if (!eq || parse_u64(eq + 1, &n) || n > 1000000) return -1;
+    if (!eq) {
+        if (parse_u64(v, &n) || n > 1000000) return -1;
+        o->min_passed[CF_OP_COUNT_] = (long)n;
+        return 0;
+    }
+    if (parse_u64(eq + 1, &n) || n > 1000000) return -1;
     const size_t len = (size_t)(eq - v);
     if (len == 3 && !strncmp(v, "all", 3)) {
         o->min_passed[CF_OP_COUNT_] = (long)n;
@@ -115,7 +124,7 @@ static int parse_device_option(const char *v, options_t *o)
     return 0;
 }
 
-/* 0: run; 1: help was printed; -1: usage error (reported). */
+/* 0: run; 1: help or the version was printed; -1: usage error (reported). */
 static int parse(int argc, char **argv, options_t *o)
 {
     memset(o, 0, sizeof *o);
@@ -128,6 +137,9 @@ static int parse(int argc, char **argv, options_t *o)
         uint64_t n;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout, argv[0]);
+            return 1;
+        } else if (!strcmp(a, "--version")) {
+            printf("attnrt-conform: libattnrt %s\n", attnrt_version_string());
             return 1;
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
@@ -158,8 +170,8 @@ static int parse(int argc, char **argv, options_t *o)
             }
         } else if ((v = option_value(argc, argv, &i, "--min-passed", &missing))) {
             if (parse_min_passed(v, o)) {
-                fprintf(stderr, "%s: --min-passed %s: expected OP=N, OP an op name (attention, kv_write, merge, ...) "
-                        "or all\n", argv[0], v);
+                fprintf(stderr, "%s: --min-passed %s: expected N or OP=N, OP an op name (attention, kv_write, merge, "
+                        "...) or all\n", argv[0], v);
                 return -1;
             }
         } else if ((v = option_value(argc, argv, &i, "--cases", &missing))) {
@@ -174,6 +186,51 @@ static int parse(int argc, char **argv, options_t *o)
         }
     }
     return 0;
+}
+
+/* Appends `word` to out (a shell command line), single-quoted unless it is made of characters no shell
+ * treats specially. Returns -1 when it does not fit. */
+static int append_shell_word(char *out, size_t cap, const char *word)
+{
+    size_t n = strlen(out);
+    const int plain = word[0] && strspn(word, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./:=+,@%") ==
+                                     strlen(word);
+    if (n && n + 1 < cap) out[n++] = ' ';
+    if (!plain && n + 1 < cap) out[n++] = '\'';
+    for (const char *p = word; *p && n + 4 < cap; p++) {
+        if (*p == '\'' && !plain) { /* close, an escaped quote, reopen */
+            memcpy(out + n, "'\\''", 4);
+            n += 4;
+        } else {
+            out[n++] = *p;
+        }
+    }
+    if (!plain && n + 1 < cap) out[n++] = '\'';
+    if (n + 1 >= cap) return -1;
+    out[n] = '\0';
+    return 0;
+}
+
+/* The options a failing case's replay line must repeat to run it the same way: the plugin, device and
+ * device options, --streams, and a --cases other than the default (the sweep's cases depend on it). */
+static int replay_options(const options_t *o, char *out, size_t cap)
+{
+    int rc = 0;
+    char number[32];
+    out[0] = '\0';
+    if (o->plugin) rc |= append_shell_word(out, cap, "--plugin") | append_shell_word(out, cap, o->plugin);
+    if (o->device) rc |= append_shell_word(out, cap, "--device") | append_shell_word(out, cap, o->device);
+    for (uint32_t i = 0; i < o->num_dev_opts; i++) {
+        char kv[sizeof o->dev_opts[i].key + sizeof o->dev_opts[i].value + 1];
+        snprintf(kv, sizeof kv, "%s=%s", o->dev_opts[i].key, o->dev_opts[i].value);
+        rc |= append_shell_word(out, cap, "--device-option") | append_shell_word(out, cap, kv);
+    }
+    if (o->streams) rc |= append_shell_word(out, cap, "--streams");
+    if (o->cases != DEFAULT_SWEEP) {
+        snprintf(number, sizeof number, "%ld", o->cases);
+        rc |= append_shell_word(out, cap, "--cases") | append_shell_word(out, cap, number);
+    }
+    return rc;
 }
 
 static double now_seconds(void)
@@ -259,6 +316,9 @@ static int run_cases(const options_t *o, cf_report_t *r, const cf_case_list_t *l
                 label, o->min_passed[op]);
         status = 1;
     }
+    if (r->passed == 0 && r->failed == 0 && !o->corrupt)
+        fprintf(stderr, "attnrt-conform: warning: no case passed (%d unsupported): \"0 failed\" is also what a plugin "
+                "that refuses everything gets; judge a plugin with --min-passed\n", r->unsupported);
     char note[256], *note_p = NULL;
     if (o->corrupt) {
         /* exit 1 (the should_fail test passes) only when every perturbed result was caught */
@@ -309,7 +369,13 @@ int cf_main(int argc, char **argv)
         selected[i] = !o.filter || strstr(names[i], o.filter) != NULL;
         count += (size_t)selected[i];
     }
-    cf_report_t r = {.out = stdout, .json = o.json, .verbose = o.verbose, .seed = o.seed, .argv0 = argv[0]};
+    char replay[2048];
+    if (replay_options(&o, replay, sizeof replay) != 0) {
+        fprintf(stderr, "%s: the options are too long to repeat in a replay line\n", argv[0]);
+        goto done;
+    }
+    cf_report_t r = {.out = stdout, .json = o.json, .verbose = o.verbose, .seed = o.seed, .argv0 = argv[0],
+                     .replay = replay};
     if (o.list) {
         cf_report_list(&r, list.items, names, selected, list.count);
         status = 0;

@@ -126,8 +126,8 @@ void cf_report_case(cf_report_t *r, const cf_case_t *c, const char *name, const 
                 res->stats_padded_rows, res->stats_padding_tokens, res->stats_launches);
     if (res->status != CF_PASS && res->message[0]) fprintf(f, "%12s%s\n", "", res->message);
     if (res->status == CF_FAIL)
-        fprintf(f, "%12sreplay: %s --seed 0x%016llx --filter '%s '\n", "", r->argv0, (unsigned long long)r->seed,
-                c->tag);
+        fprintf(f, "%12sreplay: %s%s%s --seed 0x%016llx --filter '%s '\n", "", r->argv0,
+                r->replay && r->replay[0] ? " " : "", r->replay ? r->replay : "", (unsigned long long)r->seed, c->tag);
     fflush(f);
 }
 

@@ -17,6 +17,7 @@ typedef struct cf_report {
     int         json, verbose;
     uint64_t    seed;
     const char *argv0;
+    const char *replay; /* the options a replay line repeats (--plugin, --device, ...), shell-quoted; "" for none */
     int         passed, failed, unsupported, cases_written;
     int         passed_op[CF_OP_COUNT_]; /* passes per op (--min-passed) */
 } cf_report_t;

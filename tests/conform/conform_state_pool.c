@@ -1,7 +1,8 @@
 /* conform_state_pool.c - the state-slot API on its own: a pool's tensor and usage, allocation of the
  * lowest free id (also after a free), a full pool, errors that name the slot (double free, out of
  * range, copying into or from a freed slot), and the bytes of the whole pool after slot_zero and
- * slot_copy: the named slots exactly zero / exactly the source, every other byte unchanged. */
+ * slot_copy: the named slots exactly zero / exactly the source, every other byte unchanged. Only on a
+ * device that runs lightning or gated delta: elsewhere the cases are unsupported. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,8 +53,32 @@ static int usage_is(attnrt_state_pool_t *pool, int n, int free_count, const char
     return -1;
 }
 
+/* A pool holds the states of lightning and gated delta. The runtime builds it on the plugin's memory
+ * entries alone, so on a device that runs neither op a pass would be the runtime's, not the plugin's:
+ * "unsupported" then, with the plugin's reasons. Asked with every other field 0 ("any"). */
+static int pool_applies(const cf_env_t *env, cf_result_t *res)
+{
+    static const uint32_t ops[2] = {ATTNRT_OP_LIGHTNING, ATTNRT_OP_GATED_DELTA};
+    char why[2][256];
+    for (int i = 0; i < 2; i++) {
+        attnrt_op_query_t q = {.struct_size = sizeof q, .op = ops[i]};
+        why[i][0] = '\0';
+        const attnrt_status_t st = attnrt_op_supported(env->ctx, &q, why[i], sizeof why[i]);
+        if (st == ATTNRT_OK) return 1;
+        if (st != ATTNRT_ERR_UNSUPPORTED) {
+            cf_result_fail(res, "attnrt_op_supported(%s, every field any): %s: %s", attnrt_op_name(ops[i]),
+                           attnrt_status_name(st), attnrt_last_error());
+            return 0;
+        }
+    }
+    cf_result_unsupported(res, "state pools serve lightning and gated_delta, and the device runs neither (lightning: "
+                          "%s; gated_delta: %s)", why[0], why[1]);
+    return 0;
+}
+
 void cf_run_state_pool(const cf_env_t *env, const cf_case_t *c, cf_result_t *res)
 {
+    if (!pool_applies(env, res)) return;
     res->tolerance = 0.0; /* bit-exact */
     const int n = c->num_tokens;
     const int64_t all[3] = {c->num_q_heads, c->head_dim_qk, c->head_dim_v};

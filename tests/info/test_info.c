@@ -1,5 +1,6 @@
 /* attnrt-info, run as a user runs it: the built binary under controlled environments, its text and
- * --json output checked against what the build tree's cpu plugin must report. */
+ * --json output checked against what the build tree's cpu plugin must report (JSON schema version 1:
+ * docs/tools.md). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,12 +12,8 @@
 #include <cmocka.h>
 
 #include "attnrt_plugin.h"
-#include "json_parse.h"
-#include "run_tool.h"
+#include "info_check.h"
 
-#ifndef ATTNRT_INFO_PATH
-#error "ATTNRT_INFO_PATH (the built attnrt-info) must be defined by the build"
-#endif
 #ifndef CPU_PLUGIN_PATH
 #error "CPU_PLUGIN_PATH (the build tree's cpu plugin) must be defined by the build"
 #endif
@@ -24,76 +21,6 @@
 static const char *const op_names[] = {"kv_write", "paged_attention", "merge_states", "cascade",
                                        "mla", "lightning", "gated_delta"};
 #define OP_NAME_COUNT (sizeof op_names / sizeof op_names[0])
-
-/* Runs attnrt-info with up to one argument and the given extra environment. */
-static tool_result_t run_info(const char *arg, const char *const env[])
-{
-    char *argv[] = {(char *)ATTNRT_INFO_PATH, (char *)arg, NULL};
-    tool_result_t r;
-    assert_int_equal(run_tool(argv, env, &r), 0);
-    return r;
-}
-
-/* Parses the output as JSON or fails the test, showing the parser's reason and the text. */
-static jv_t *parse_or_fail(const char *text)
-{
-    char why[256];
-    jv_t *v = jv_parse(text, why, sizeof why);
-    if (!v) fail_msg("attnrt-info --json is not valid JSON: %s\n%s", why, text);
-    return v;
-}
-
-/* A copy of the first line of `text` that starts with `prefix`, or NULL. */
-static char *line_starting(const char *text, const char *prefix)
-{
-    size_t n = strlen(prefix);
-    for (const char *line = text; line && *line;) {
-        const char *end = strchr(line, '\n');
-        size_t len = end ? (size_t)(end - line) : strlen(line);
-        if (len >= n && strncmp(line, prefix, n) == 0) return strndup(line, len);
-        line = end ? end + 1 : NULL;
-    }
-    return NULL;
-}
-
-static void assert_line_starting(const char *text, const char *prefix, const char *must_contain)
-{
-    char *line = line_starting(text, prefix);
-    if (!line) fail_msg("no line starts with '%s' in:\n%s", prefix, text);
-    if (must_contain && !strstr(line, must_contain)) {
-        fprintf(stderr, "line '%s' lacks '%s'\n", line, must_contain);
-        free(line);
-        fail();
-    }
-    free(line);
-}
-
-static void assert_json_null(const jv_t *root, const char *path)
-{
-    const jv_t *v = jv_path(root, path);
-    if (!v || v->type != JV_NULL) fail_msg("%s should be null", path);
-}
-
-static void assert_json_string(const jv_t *root, const char *path, const char *expected)
-{
-    const char *s = jv_str(jv_path(root, path));
-    if (!s) fail_msg("%s is missing or not a string", path);
-    assert_string_equal(s, expected);
-}
-
-static double json_number(const jv_t *root, const char *path)
-{
-    const jv_t *v = jv_path(root, path);
-    if (!v || v->type != JV_NUMBER) fail_msg("%s is missing or not a number", path);
-    return v->number;
-}
-
-static int json_bool(const jv_t *root, const char *path)
-{
-    const jv_t *v = jv_path(root, path);
-    if (!v || v->type != JV_BOOL) fail_msg("%s is missing or not a boolean", path);
-    return v->boolean;
-}
 
 /* ---- auto mode: the build tree's cpu plugin ---- */
 
@@ -191,6 +118,44 @@ static void test_json_names_cpu_plugin_and_cpu0(void **state)
     tool_result_free(&r);
 }
 
+/* The index of string `s` in array `a` (JSON strings), or -1. */
+static int index_in(const jv_t *a, const char *s)
+{
+    for (size_t i = 0; a && s && i < a->count; i++)
+        if (jv_str(&a->items[i]) && strcmp(jv_str(&a->items[i]), s) == 0) return (int)i;
+    return -1;
+}
+
+/* One structured refusal: its op, a combination of the op's grid, a reason listed in the op's reasons. */
+static void check_refusal(const jv_t *doc, const char *op_name, const jv_t *op, const jv_t *grid, const jv_t *x)
+{
+    assert_int_equal(x->type, JV_OBJECT);
+    assert_string_equal(jv_str(jv_get(x, "op")), op_name);
+    if (index_in(jv_get(grid, "q_dtypes"), jv_str(jv_get(x, "q_dtype"))) < 0 ||
+        index_in(jv_get(grid, "kv_dtypes"), jv_str(jv_get(x, "kv_dtype"))) < 0)
+        fail_msg("%s: a refusal's dtypes are not in its grid", op_name);
+    const double qk = json_number(x, "head_dim_qk"), v = json_number(x, "head_dim_v");
+    const jv_t *heads = jv_get(grid, "head_dims");
+    int head_found = 0;
+    for (size_t i = 0; i < heads->count; i++)
+        head_found |= json_number(&heads->items[i], "0") == qk && json_number(&heads->items[i], "1") == v;
+    if (!head_found) fail_msg("%s: head_dim %g/%g is not in its grid", op_name, qk, v);
+    const jv_t *blocks = jv_get(grid, "block_sizes");
+    int block_found = 0;
+    for (size_t i = 0; i < blocks->count; i++) block_found |= blocks->items[i].number == json_number(x, "block_size");
+    if (!block_found) fail_msg("%s: block_size %g is not in its grid", op_name, json_number(x, "block_size"));
+    const jv_t *features = jv_get(x, "features");
+    assert_true(features && features->type == JV_ARRAY && features->count <= 1);
+    if (features->count) assert_true(index_in(jv_get(grid, "features"), jv_str(&features->items[0])) > 0);
+    const char *reason = jv_str(jv_get(x, "reason"));
+    assert_non_null(reason);
+    const jv_t *reasons = jv_get(op, "reasons");
+    int listed = 0;
+    for (size_t k = 0; k < reasons->count; k++) listed |= strcmp(jv_str(jv_get(&reasons->items[k], "reason")), reason) == 0;
+    if (!listed) fail_msg("%s: refusal reason '%s' is not among the op's reasons", op_name, reason);
+    (void)doc;
+}
+
 static void test_json_capabilities_cover_every_op_and_add_up(void **state)
 {
     (void)state;
@@ -200,32 +165,71 @@ static void test_json_capabilities_cover_every_op_and_add_up(void **state)
     assert_true(json_number(doc, "capability_grids.attention.combinations") == 3 * 5 * 3 * 3 * 6);
     assert_true(json_number(doc, "capability_grids.mla.combinations") == 3 * 5 * 2 * 3 * 5);
     assert_true(json_number(doc, "capability_grids.linear.combinations") == 3 * 3 * 3 * 1 * 1);
-    const jv_t *caps = jv_path(doc, "devices.0.capabilities");
-    assert_non_null(caps);
-    assert_int_equal(caps->count, OP_NAME_COUNT);
-    for (size_t i = 0; i < OP_NAME_COUNT; i++) {
-        const jv_t *op = jv_get(caps, op_names[i]);
-        if (!op) fail_msg("capabilities lack op '%s'", op_names[i]);
-        double supported = json_number(op, "supported"), total = json_number(op, "total"), refused = 0;
-        const char *grid = jv_str(jv_get(op, "grid"));
-        if (!grid) fail_msg("op '%s' does not name its grid", op_names[i]);
-        char path[96];
-        snprintf(path, sizeof path, "capability_grids.%s.combinations", grid);
-        assert_true(total == json_number(doc, path));
-        const jv_t *refusals = jv_get(op, "refusals");
-        assert_true(refusals && refusals->type == JV_ARRAY);
-        for (size_t k = 0; k < refusals->count; k++) {
-            const char *reason = jv_str(jv_get(&refusals->items[k], "reason"));
-            assert_non_null(reason);
-            assert_true(reason[0] != '\0');
-            for (size_t m = 0; m < k; m++) /* each reason once per op */
-                assert_string_not_equal(reason, jv_str(jv_get(&refusals->items[m], "reason")));
-            double count = json_number(&refusals->items[k], "count");
-            assert_true(count >= 1);
-            refused += count;
+    const jv_t *devices = jv_get(doc, "devices");
+    for (size_t dev = 0; dev < devices->count; dev++) {
+        const jv_t *caps = jv_get(&devices->items[dev], "capabilities");
+        assert_non_null(caps);
+        assert_int_equal(caps->count, OP_NAME_COUNT);
+        for (size_t i = 0; i < OP_NAME_COUNT; i++) {
+            const jv_t *op = jv_get(caps, op_names[i]);
+            if (!op) fail_msg("capabilities lack op '%s'", op_names[i]);
+            double supported = json_number(op, "supported"), total = json_number(op, "total"), counted = 0;
+            const char *grid_name = jv_str(jv_get(op, "grid"));
+            if (!grid_name) fail_msg("op '%s' does not name its grid", op_names[i]);
+            char path[96];
+            snprintf(path, sizeof path, "capability_grids.%s", grid_name);
+            const jv_t *grid = jv_path(doc, path);
+            assert_non_null(grid);
+            assert_true(total == json_number(grid, "combinations"));
+            const jv_t *reasons = jv_get(op, "reasons"), *refusals = jv_get(op, "refusals");
+            assert_true(reasons && reasons->type == JV_ARRAY);
+            assert_true(refusals && refusals->type == JV_ARRAY);
+            for (size_t k = 0; k < reasons->count; k++) {
+                const char *reason = jv_str(jv_get(&reasons->items[k], "reason"));
+                assert_non_null(reason);
+                assert_true(reason[0] != '\0');
+                for (size_t m = 0; m < k; m++) /* each reason once per op */
+                    assert_string_not_equal(reason, jv_str(jv_get(&reasons->items[m], "reason")));
+                double count = json_number(&reasons->items[k], "count"), seen = 0;
+                assert_true(count >= 1);
+                for (size_t m = 0; m < refusals->count; m++)
+                    seen += strcmp(jv_str(jv_get(&refusals->items[m], "reason")), reason) == 0;
+                assert_true(seen == count); /* the count is the number of refusals that give it */
+                counted += count;
+            }
+            /* every combination not supported is listed once, with the fields asked */
+            assert_true(json_number(op, "refused") == (double)refusals->count);
+            assert_true(supported + counted == total);
+            assert_true(supported + (double)refusals->count == total);
+            for (size_t m = 0; m < refusals->count; m++) check_refusal(doc, op_names[i], op, grid, &refusals->items[m]);
         }
-        assert_true(supported + refused == total);
     }
+    jv_free(doc);
+    tool_result_free(&r);
+}
+
+/* cpu:0 refuses exactly cascade with ALiBi or a sliding window: the structured list says which. */
+static void test_json_refusals_name_the_combinations_cpu0_refuses(void **state)
+{
+    (void)state;
+    static const char *const env_cpu[] = {"ATTNRT_PLUGIN=cpu", NULL};
+    tool_result_t r = run_info("--json", env_cpu);
+    jv_t *doc = parse_or_fail(r.out);
+    assert_true(json_number(doc, "schema_version") == 1);
+    assert_json_string(doc, "tool", "attnrt-info");
+    const jv_t *refusals = jv_path(doc, "devices.0.capabilities.cascade.refusals");
+    assert_non_null(refusals);
+    assert_int_equal(refusals->count, 3 * 5 * 3 * 3 * 2); /* every q x kv x head x block, for alibi and sliding_window */
+    size_t alibi = 0;
+    for (size_t i = 0; i < refusals->count; i++) {
+        const char *feature = jv_str(jv_path(&refusals->items[i], "features.0"));
+        assert_non_null(feature);
+        if (strcmp(feature, "alibi") == 0) alibi++;
+        else assert_string_equal(feature, "sliding_window");
+        assert_non_null(strstr(jv_str(jv_get(&refusals->items[i], "reason")), "ALiBi or sliding windows"));
+    }
+    assert_int_equal(alibi, refusals->count / 2);
+    assert_int_equal(jv_path(doc, "devices.0.capabilities.paged_attention.refusals")->count, 0);
     jv_free(doc);
     tool_result_free(&r);
 }
@@ -383,7 +387,7 @@ static void test_json_replaces_invalid_utf8_and_keeps_valid_utf8(void **state)
     tool_result_free(&r);
 }
 
-/* ---- the command line ---- */
+/* ---- the command line (--query and --version: test_info_query.c) ---- */
 
 static void test_unknown_option_prints_usage_on_stderr_and_exits_2(void **state)
 {
@@ -424,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_text_lists_cpu0_with_its_properties),
         cmocka_unit_test(test_json_names_cpu_plugin_and_cpu0),
         cmocka_unit_test(test_json_capabilities_cover_every_op_and_add_up),
+        cmocka_unit_test(test_json_refusals_name_the_combinations_cpu0_refuses),
         cmocka_unit_test(test_text_names_each_refusal_reason_once_and_stays_short),
         cmocka_unit_test(test_explicit_cuda_without_its_plugin_fails_with_one_line_naming_it),
         cmocka_unit_test(test_explicit_cuda_without_its_plugin_sets_json_init_error),

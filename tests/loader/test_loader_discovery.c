@@ -304,25 +304,21 @@ static void test_default_device_prefers_the_cpu_over_other_devices(void **state)
 }
 #endif
 
-/* ---- ATTNRT_LOG=debug, seen from a child process (the log level is read once per process) ---- */
+/* ---- ATTNRT_LOG, seen from a child process (the log level is read once per process) ---- */
 
-static void test_debug_log_shows_paths_dlerror_and_both_abi_versions(void **state)
+/* Runs this test program as a child that starts libattnrt and shuts it down, with ATTNRT_LOG set to
+ * `level` and ATTNRT_PLUGIN_PATH to `path`; returns what it wrote to stderr (static) and fails the test
+ * unless it exited 0. */
+static const char *child_stderr(const char *level, const char *path)
 {
-    (void)state;
-    const char *major3 = tl_tmp_copy("abi_major3", "attnrt_abi_major3.so");
-    const char *garbage = tl_tmp_write("attnrt_garbage.so", "garbage");
-    assert_null(dlopen(garbage, RTLD_NOW | RTLD_LOCAL));
-    char why[1024];
-    snprintf(why, sizeof why, "%s", dlerror());
-
     int fds[2];
     assert_int_equal(pipe(fds), 0);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
     posix_spawn_file_actions_addclose(&fa, fds[0]);
-    setenv("ATTNRT_PLUGIN_PATH", tl_tmpdir(), 1);
-    setenv("ATTNRT_LOG", "debug", 1);
+    setenv("ATTNRT_PLUGIN_PATH", path, 1);
+    setenv("ATTNRT_LOG", level, 1);
     char *argv[] = {(char *)tl_argv0, (char *)"--init-and-exit", NULL};
     pid_t pid;
     int rc = posix_spawn(&pid, tl_argv0, &fa, NULL, argv, environ);
@@ -339,6 +335,25 @@ static void test_debug_log_shows_paths_dlerror_and_both_abi_versions(void **stat
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return log;
+}
+
+static int count_of(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+static void test_debug_log_shows_paths_dlerror_and_both_abi_versions(void **state)
+{
+    (void)state;
+    const char *major3 = tl_tmp_copy("abi_major3", "attnrt_abi_major3.so");
+    const char *garbage = tl_tmp_write("attnrt_garbage.so", "garbage");
+    assert_null(dlopen(garbage, RTLD_NOW | RTLD_LOCAL));
+    char why[1024];
+    snprintf(why, sizeof why, "%s", dlerror());
+    const char *log = child_stderr("debug", tl_tmpdir());
 
     char line[PATH_MAX + 64], abis[128];
     snprintf(line, sizeof line, "trying plugin %s", major3);
@@ -349,6 +364,55 @@ static void test_debug_log_shows_paths_dlerror_and_both_abi_versions(void **stat
     assert_has(log, abis);
     assert_has(log, why);
     assert_has(log, "ATTNRT_PLUGIN_PATH");
+}
+
+/* ATTNRT_LOG by number: 3 is debug (every path tried), 2 is info (loads, but no paths). */
+static void test_log_level_by_number(void **state)
+{
+    (void)state;
+    const char *basic = tl_tmp_copy("basic", "attnrt_basic.so");
+    char tried[PATH_MAX + 32];
+    snprintf(tried, sizeof tried, "trying plugin %s", basic);
+    const char *log = child_stderr("3", tl_tmpdir());
+    assert_has(log, tried);
+    assert_int_equal(count_of(log, "ATTNRT_LOG="), 0);
+    log = child_stderr("2", tl_tmpdir());
+    assert_has(log, "loaded plugin basic");
+    assert_int_equal(count_of(log, "trying plugin"), 0);
+    assert_int_equal(count_of(log, "ATTNRT_LOG="), 0);
+}
+
+/* A value that is no level: one line naming it and the accepted values, then logging as by default
+ * (warn: the relative folder's warning shows, the info and debug lines do not). */
+static void test_bad_log_value_is_reported_once_and_ignored(void **state)
+{
+    (void)state;
+    tl_tmp_copy("basic", "attnrt_basic.so");
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "relative/plugins:%s", tl_tmpdir());
+    static const struct { const char *value, *shown; } bad[] = {
+        {"verbose", "ATTNRT_LOG='verbose' is not one of error, warn, info, debug (or 0-3); ignored, logging at warn\n"},
+        {"4", "ATTNRT_LOG='4' is not one of"},
+        {"DEBUG", "ATTNRT_LOG='DEBUG' is not one of"},
+        {"de\nbug", "ATTNRT_LOG='de?bug' is not one of"},
+        {"1 ", "ATTNRT_LOG='1 ' is not one of"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *log = child_stderr(bad[i].value, path);
+        if (count_of(log, "ATTNRT_LOG=") != 1 || !strstr(log, bad[i].shown))
+            fail_msg("ATTNRT_LOG=%s: expected one line with \"%s\" in:\n%s", bad[i].value, bad[i].shown, log);
+        assert_has(log, "ignoring relative plugin directory 'relative/plugins'"); /* warn */
+        assert_int_equal(count_of(log, "loaded plugin"), 0);                     /* info */
+        assert_int_equal(count_of(log, "trying plugin"), 0);                     /* debug */
+    }
+    char long_value[201];
+    memset(long_value, 'x', 200);
+    long_value[200] = '\0';
+    const char *log = child_stderr(long_value, path);
+    char shown[128];
+    snprintf(shown, sizeof shown, "ATTNRT_LOG='%.64s'... is not one of", long_value);
+    assert_has(log, shown);
+    assert_int_equal(count_of(log, "\n"), 2); /* that line and the relative folder's warning */
 }
 
 /* ---- an engine's log sink (attnrt_log_set_callback / attnrt_log_set_level) ---- */
@@ -407,7 +471,7 @@ static void test_log_level_beyond_debug_is_refused_naming_it(void **state)
     assert_error_has("ATTNRT_LOG_DEBUG");
 }
 
-/* The child of the test above: start up with the inherited environment, shut down, exit. */
+/* The child of the tests above: start up with the inherited environment, shut down, exit. */
 int loader_init_and_exit(void)
 {
     attnrt_status_t st = attnrt_init();
@@ -442,6 +506,8 @@ int loader_discovery_tests(void)
         T(default_device_prefers_the_cpu_over_other_devices),
 #endif
         T(debug_log_shows_paths_dlerror_and_both_abi_versions),
+        T(log_level_by_number),
+        T(bad_log_value_is_reported_once_and_ignored),
         T(log_sink_receives_every_line_at_the_level_set),
         T(log_level_drops_lines_above_it),
         T(log_level_beyond_debug_is_refused_naming_it),
