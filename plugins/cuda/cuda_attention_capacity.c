@@ -29,15 +29,16 @@ static int64_t head_groups(int64_t G, int64_t rows, int decode)
     return ceil_div(G, hc);
 }
 
-/* The tensors' capacity shapes and the capacity's bounds (0: the shape's), resolved into p->cap. */
-static attnrt_status_t resolve_capacity(const attnrt_attention_args_t *a, const attnrt_capacity_t *c, cuda_attn_plan_t *p)
+/* The capacity into p->cap: the runtime passes it resolved (no zero defaults) and checked against the tensors; the
+ * check here only keeps the launches inside the tensors whatever the caller. */
+static attnrt_status_t take_capacity(const attnrt_attention_args_t *a, const attnrt_capacity_t *c, cuda_attn_plan_t *p)
 {
     const int64_t bt_rows = a->block_table->shape[0], bt_cols = a->block_table->ndim > 1 ? a->block_table->shape[1] : 0;
     const int64_t bs = a->key_cache->shape[1];
-    p->cap.max_seqs = c->max_seqs ? c->max_seqs : bt_rows;
-    p->cap.max_blocks = c->max_blocks_per_seq ? c->max_blocks_per_seq : bt_cols;
-    p->cap.max_tokens = c->max_tokens ? c->max_tokens : a->query->shape[0];
-    p->cap.max_seq_len = c->max_seq_len ? c->max_seq_len : p->cap.max_blocks * bs;
+    p->cap.max_seqs = c->max_seqs;
+    p->cap.max_blocks = c->max_blocks_per_seq;
+    p->cap.max_tokens = c->max_tokens;
+    p->cap.max_seq_len = c->max_seq_len;
     if (p->cap.max_seqs <= 0 || p->cap.max_seqs > bt_rows || p->cap.max_blocks < 0 || p->cap.max_blocks > bt_cols ||
         p->cap.max_tokens < 0 || p->cap.max_tokens > a->query->shape[0] || p->cap.max_seq_len < 0 ||
         p->cap.max_seq_len > p->cap.max_blocks * bs)
@@ -177,7 +178,7 @@ attnrt_status_t cuda_attention_plan_capacity(cuda_dev_t *d, const attnrt_attenti
     p->cap.causal = a.causal;
     p->cap.window_left = a.sliding_window_left;
     p->cap.window_right = a.sliding_window_right;
-    st = resolve_capacity(&a, &cap, p);
+    st = take_capacity(&a, &cap, p);
     if (st == ATTNRT_OK) st = plan_for_capacity(d, &a, p);
     if (st == ATTNRT_OK && p->mma) { /* every item empty until the first update */
         const size_t n = p->list_bytes / sizeof(ck_work_item_t);
