@@ -19,15 +19,11 @@ from .context import DeviceBuffer, _Resource
 class Plan(_Resource):
     """An attnrt_plan_t; destroyed with close() or with its context."""
 
+    _what = "plan"
+
     def __init__(self, ctx, handle):
         self._handle = handle
         self._register(ctx)
-
-    @property
-    def handle(self):
-        if self._handle is None:
-            raise Error(T.Status.ERR_INVALID_ARGUMENT, "attnrt: the plan was destroyed")
-        return self._handle
 
     @property
     def workspace_size(self):

@@ -124,6 +124,13 @@ class _Resource:
 
     _handle = None
     ctx = None
+    _what = "object"  # how messages name it: "stream", "plan", ...
+
+    @property
+    def handle(self):
+        if self._handle is None:
+            raise Error(T.Status.ERR_INVALID_ARGUMENT, "attnrt: the %s was destroyed" % self._what)
+        return self._handle
 
     def _register(self, ctx):
         self.ctx = ctx
@@ -366,6 +373,8 @@ class DeviceBuffer(_Resource):
 class Stream(_Resource):
     """A stream of a context: created (owned), or wrapped around the engine's native stream (borrowed)."""
 
+    _what = "stream"
+
     def __init__(self, ctx, native=None):
         handle = ctypes.c_void_p()
         if native is None:
@@ -375,12 +384,6 @@ class Stream(_Resource):
         self._handle = handle.value
         self._native = native
         self._register(ctx)
-
-    @property
-    def handle(self):
-        if self._handle is None:
-            raise Error(T.Status.ERR_INVALID_ARGUMENT, "attnrt: the stream was destroyed")
-        return self._handle
 
     @property
     def native(self):
@@ -411,6 +414,8 @@ class Stream(_Resource):
 class Event(_Resource):
     """An event of a context: created, or wrapped around the engine's native event."""
 
+    _what = "event"
+
     def __init__(self, ctx, native=None):
         handle = ctypes.c_void_p()
         if native is None:
@@ -419,12 +424,6 @@ class Event(_Resource):
             call("attnrt_event_wrap", ctx.handle, c_void_p(native), byref(handle))
         self._handle = handle.value
         self._register(ctx)
-
-    @property
-    def handle(self):
-        if self._handle is None:
-            raise Error(T.Status.ERR_INVALID_ARGUMENT, "attnrt: the event was destroyed")
-        return self._handle
 
     @property
     def native(self):

@@ -13,6 +13,8 @@ class StatePool(_Resource):
         pool = attnrt.StatePool(ctx, [heads, dk, dv], num_slots=64)
         slot = pool.alloc(); pool.zero(slot); ...; pool.free(slot)"""
 
+    _what = "state pool"
+
     def __init__(self, ctx, slot_shape, num_slots, dtype="f32"):
         shape = (c_int64 * len(slot_shape))(*[int(d) for d in slot_shape])
         handle = ctypes.c_void_p()
@@ -21,12 +23,6 @@ class StatePool(_Resource):
         self._handle = handle.value
         self.slot_shape = tuple(int(d) for d in slot_shape)
         self._register(ctx)
-
-    @property
-    def handle(self):
-        if self._handle is None:
-            raise Error(T.Status.ERR_INVALID_ARGUMENT, "attnrt: the state pool was destroyed")
-        return self._handle
 
     def _release_handle(self, handle):
         call("attnrt_state_pool_destroy", handle)
