@@ -6,16 +6,6 @@
 
 #include "context.h"
 
-static attnrt_status_t need(const void *p, const char *fn, const char *arg)
-{
-    return p ? ATTNRT_OK : attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, arg);
-}
-#define NEED(p, fn)                                          \
-    do {                                                     \
-        attnrt_status_t need_st_ = need((p), (fn), #p);      \
-        if (need_st_ != ATTNRT_OK) return need_st_;          \
-    } while (0)
-
 /* "<fn>: stream belongs to another context (cpu:0 at 0x..) than ctx (cpu:0 at 0x..)": two contexts on one
  * device share its name, so their addresses tell them apart. */
 static attnrt_status_t other_context(const char *fn, const char *what, const attnrt_context_t *its, const char *mine,

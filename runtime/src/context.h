@@ -40,4 +40,10 @@ ATTNRT_HIDDEN attnrt_status_t attnrt_check_stream_context(const char *fn, const 
 ATTNRT_HIDDEN attnrt_status_t attnrt_context_check_span(attnrt_context_t *ctx, const char *fn, const char *name,
                                                         const void *data, uint64_t bytes);
 
+/* Returns ATTNRT_ERR_INVALID_ARGUMENT "<fn>: <p> is NULL" from the calling entry when the argument p is NULL. */
+#define NEED(p, fn)                                                                                    \
+    do {                                                                                               \
+        if (!(p)) return attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s is NULL", (fn), #p);        \
+    } while (0)
+
 #endif /* ATTNRT_CONTEXT_H */

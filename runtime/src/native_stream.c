@@ -6,16 +6,6 @@
 
 #include "context.h"
 
-static attnrt_status_t need(const void *p, const char *fn, const char *arg)
-{
-    return p ? ATTNRT_OK : attnrt_fail(ATTNRT_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, arg);
-}
-#define NEED(p, fn)                                          \
-    do {                                                     \
-        attnrt_status_t need_st_ = need((p), (fn), #p);      \
-        if (need_st_ != ATTNRT_OK) return need_st_;          \
-    } while (0)
-
 /* A plugin that leaves the entry NULL: cpu and npu_sim do, since their work is done when each call returns and
  * there is no device queue to wrap or export. */
 static attnrt_status_t no_native(const attnrt_context_t *ctx, const char *fn, const char *things, const char *entry,
